@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/flowrun/flow/flows"
+)
+
+// Driver turns one agent turn into a real subagent process or request.
+// Drivers are registered by name from cmd (no init side effects) and must be
+// safe for concurrent use: the engine calls Turn from many visits at once.
+//
+// Turn blocks until the turn ends or ctx is done. On cancellation the driver
+// ends everything it started (SIGTERM to the process group, SIGKILL after 5 s)
+// before it returns. The engine applies timeouts, retries and budgets at the
+// visit boundary; a driver only reports what happened.
+type Driver interface {
+	Turn(ctx context.Context, t *Turn) (*TurnResult, error)
+}
+
+// Turn is one agent turn as the engine hands it to a driver.
+type Turn struct {
+	RunID string
+	Visit string // the visit path, e.g. "review#2/verdict"
+	Agent *flows.Agent
+	Model string // resolved with the precedence of SPEC 3.6; "" = the driver's default
+	// Prompt is the whole turn text: the node's prompt, its reads, the output
+	// instruction and the working directory.
+	Prompt string
+	// OutputSchema is the JSON Schema of the node's typed output, or nil.
+	OutputSchema []byte
+	Home    string // the memory scope's home directory in the run directory (exists)
+	WorkDir string // where the agent works
+	Timeout time.Duration
+	// Session names the driver session to continue for a memory scope, "" for a
+	// fresh one. The driver returns the session to continue next time.
+	Session  string
+	Progress func(Progress) // never nil
+}
+
+// Status is how a turn ended (SPEC 4).
+type Status string
+
+// The turn statuses.
+const (
+	Completed Status = "completed"
+	Failed    Status = "failed"
+	Aborted   Status = "aborted"
+)
+
+// TurnResult is what a driver returns for one turn.
+type TurnResult struct {
+	Status      Status
+	Output      string
+	Usage       Usage
+	Transcript  string   // path of the transcript written in Home, if any
+	Diagnostics []string // ordered, human-readable
+	Stderr      string
+	Session     string // the session to continue for memory, if the driver has one
+}
+
+// Usage is what an agent reported. A nil field was not reported: it is
+// recorded as null, never as zero (SPEC 4).
+type Usage struct {
+	Input      *int64   `json:"input"`
+	Output     *int64   `json:"output"`
+	CacheRead  *int64   `json:"cache_read"`
+	CacheWrite *int64   `json:"cache_write"`
+	Cost       *float64 `json:"cost"`
+	Turns      *int64   `json:"turns"`
+	WallMS     int64    `json:"wall_ms"`
+	BusyMS     int64    `json:"busy_ms"`
+}
+
+// Progress is one live update from a running visit: what it is doing now.
+type Progress struct {
+	Activity string // e.g. "running go test", "using grep", "writing"
+	Tokens   int64  // tokens so far, if known
+}
+
+// Commander runs the command of a `run:` node.
+type Commander interface {
+	Run(ctx context.Context, c *Command) (*CommandResult, error)
+}
+
+// Command is one `run:` visit. Exactly one of Argv and Script is set.
+type Command struct {
+	RunID    string
+	Visit    string
+	Argv     []string // run directly, no shell
+	Script   string   // run with bash -c
+	Dir      string
+	Home     string // the visit's home directory (exists)
+	Env      []string
+	Progress func(Progress) // never nil
+}
+
+// CommandResult is the output of a `run:` node: a non-zero exit is a value.
+type CommandResult struct {
+	Passed bool   `json:"passed"`
+	Exit   int    `json:"exit"`
+	Report string `json:"report"` // the last 8000 bytes of stdout and stderr, interleaved
+}
+
+// ErrUnavailable is wrapped by a Commander or Driver whose program could not
+// be started (not found, not executable). The engine maps it to the failure
+// kind `unavailable`.
+var ErrUnavailable = errUnavailable{}
+
+type errUnavailable struct{}
+
+func (errUnavailable) Error() string { return "unavailable" }

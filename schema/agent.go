@@ -1,0 +1,133 @@
+package schema
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// AgentDoc is an agent definition as written: the YAML frontmatter of an
+// agent Markdown file (the pi and Claude Code convention) and its body, or an
+// inline agent mapping in a flow.
+type AgentDoc struct {
+	Pos          Pos
+	Name         String
+	Description  String
+	Driver       String
+	Model        String
+	Thinking     String
+	Tools        []String
+	ToolsSet     bool
+	Command      []String
+	BaseURL      String
+	APIKeyEnv    String
+	Instructions string
+}
+
+// ParseAgentFile decodes an agent Markdown file: frontmatter between `---`
+// lines, then the body as the agent's instructions. Keys that other tools put
+// in frontmatter (color, …) are ignored, so existing agent files work unchanged.
+func ParseAgentFile(file string, src []byte) (*AgentDoc, Diagnostics) {
+	var diags Diagnostics
+	a := &AgentDoc{Pos: Pos{File: file, Line: 1, Col: 1}}
+	text := bytes.ReplaceAll(src, []byte("\r\n"), []byte("\n"))
+	if !bytes.HasPrefix(text, []byte("---\n")) {
+		diags.Add(a.Pos, "frontmatter", "start the file with a --- line, then name: and description:, then ---", "the agent file has no YAML frontmatter")
+		return a, diags
+	}
+	rest := text[4:]
+	end := bytes.Index(rest, []byte("\n---"))
+	if end < 0 {
+		diags.Add(a.Pos, "frontmatter", "close the frontmatter with a --- line", "the agent file's frontmatter is not closed")
+		return a, diags
+	}
+	front := rest[:end+1]
+	body := rest[end+4:]
+	if i := bytes.IndexByte(body, '\n'); i >= 0 {
+		body = body[i+1:]
+	} else {
+		body = nil
+	}
+	// Keep positions true to the file: pad the frontmatter with one blank line
+	// for the opening ---.
+	node := parseYAML(file, append([]byte("\n"), front...), &diags)
+	if node == nil {
+		return a, diags
+	}
+	r := &reader{file: file, diags: &diags}
+	r.agentFields(a, node, false)
+	a.Instructions = strings.TrimSpace(string(body))
+	return a, diags
+}
+
+func (r *reader) inlineAgent(n ast.Node) *AgentDoc {
+	a := &AgentDoc{Pos: r.pos(n)}
+	r.agentFields(a, n, true)
+	return a
+}
+
+func (r *reader) agentFields(a *AgentDoc, n ast.Node, strict bool) {
+	var known []string
+	if strict {
+		known = agentKeys
+	}
+	es, ok := r.mapping(n, "an agent", known)
+	if !ok {
+		return
+	}
+	for _, e := range es {
+		switch e.key {
+		case "name":
+			a.Name = r.str(e.value, "name")
+		case "description":
+			a.Description = r.str(e.value, "description")
+		case "driver":
+			a.Driver = r.str(e.value, "driver")
+			if a.Driver.Set() && !contains(Drivers, a.Driver.Value) {
+				hint := DidYouMean(a.Driver.Value, Drivers)
+				if hint == "" {
+					hint = "drivers are " + strings.Join(Drivers, ", ")
+				}
+				r.errorf(e.value, "driver", hint, "unknown driver %q", a.Driver.Value)
+			}
+		case "model":
+			a.Model = r.str(e.value, "model")
+		case "thinking":
+			a.Thinking = r.str(e.value, "thinking")
+		case "tools":
+			a.ToolsSet = true
+			if isScalar(e.value) {
+				s := r.str(e.value, "tools")
+				for _, t := range strings.Split(s.Value, ",") {
+					if t = strings.TrimSpace(t); t != "" {
+						a.Tools = append(a.Tools, String{Value: t, Pos: s.Pos})
+					}
+				}
+			} else {
+				a.Tools = r.strings(e.value, "tools")
+			}
+		case "command":
+			if isScalar(e.value) {
+				r.errorf(e.value, "type", "write the argv as a list: [./bin/agent.sh, --flag]", "command must be a list of arguments")
+			} else {
+				a.Command = r.strings(e.value, "command")
+			}
+		case "base_url":
+			a.BaseURL = r.str(e.value, "base_url")
+		case "api_key_env":
+			a.APIKeyEnv = r.str(e.value, "api_key_env")
+		case "instructions":
+			a.Instructions = r.str(e.value, "instructions").Value
+		}
+	}
+	if !a.Name.Set() {
+		r.errorf(n, "missing", "add name: (unique in the catalogue)", "the agent has no name")
+	}
+	if !a.Description.Set() {
+		r.errorf(n, "missing", "add description: (one line saying what it does)", "agent %q has no description", a.Name.Value)
+	}
+	if a.Driver.Value == "exec" && len(a.Command) == 0 {
+		r.errorf(n, "missing", "add command: [program, args…]; the turn arrives on stdin, the answer is stdout", "exec agent %q has no command", a.Name.Value)
+	}
+}

@@ -1,0 +1,37 @@
+package schema
+
+// FailKind names why a visit failed. The set is closed (SPEC 3.5): guards
+// compare against these strings, so adding one is a language change.
+type FailKind string
+
+// The failure kinds.
+const (
+	FailProvider    FailKind = "provider"    // the agent or its model server failed
+	FailTimeout     FailKind = "timeout"     // the visit outlived its timeout
+	FailSchema      FailKind = "schema"      // a typed answer did not fit its schema, twice
+	FailStopped     FailKind = "stopped"     // the run was interrupted (Ctrl-C, SIGTERM)
+	FailCancelled   FailKind = "cancelled"   // a fail_fast sibling failed first
+	FailChild       FailKind = "child"       // a visit below this one failed
+	FailUnconverged FailKind = "unconverged" // a loop reached max before until held
+	FailCondition   FailKind = "condition"   // a guard or template could not be evaluated
+	FailTooMany     FailKind = "too-many"    // a map's list was longer than max
+	FailUnavailable FailKind = "unavailable" // a command or driver could not be started
+	FailBudget      FailKind = "budget"      // the token or cost budget ran out
+	FailRefused     FailKind = "refused"     // the run refused to start the visit (e.g. ask unattended)
+)
+
+// FailKinds lists every kind in SPEC order, for docs, schemas and checks.
+var FailKinds = []FailKind{
+	FailProvider, FailTimeout, FailSchema, FailStopped, FailCancelled, FailChild,
+	FailUnconverged, FailCondition, FailTooMany, FailUnavailable, FailBudget, FailRefused,
+}
+
+// Resumable reports whether a run that failed with this kind may be resumed.
+// Failures the flow decided itself are final (SPEC 5).
+func (k FailKind) Resumable() bool {
+	switch k {
+	case FailUnconverged, FailCondition, FailTooMany, FailBudget:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,156 @@
+package schema
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// Flow is a flow file as written, every value with its position. It is the
+// document; flows.Plan is its checked, compiled form.
+type Flow struct {
+	File          string // the path it was read from
+	Source        []byte // the bytes as read, kept for the run snapshot
+	Pos           Pos
+	Name          String
+	Description   String
+	Input         *Type // nil: the input is a string
+	Model         String
+	Timeout       Duration
+	Budget        *Budget
+	Concurrency   Int
+	AgentDirs     []String
+	InlineAgents  []*AgentDoc
+	ProjectAgents Bool
+	Schedule      *Schedule
+	Nodes         []*Node
+	NodesPos      Pos
+}
+
+// Budget bounds what a flow or node may spend (SPEC 6).
+type Budget struct {
+	Pos    Pos
+	Tokens Int
+	Cost   Float
+}
+
+// Schedule runs a flow by cron under `flow serve` (SPEC 9).
+type Schedule struct {
+	Pos     Pos
+	Cron    String
+	Input   any
+	Overlap String // skip (default) | queue | allow
+}
+
+// ParseFlow decodes a flow file. It returns the document as far as it could
+// be read and every problem found; a document with errors must not run.
+func ParseFlow(file string, src []byte) (*Flow, Diagnostics) {
+	var diags Diagnostics
+	r := &reader{file: file, diags: &diags}
+	f := &Flow{File: file, Source: src, Pos: Pos{File: file, Line: 1, Col: 1}}
+	body := parseYAML(file, src, &diags)
+	if body == nil {
+		return f, diags
+	}
+	es, ok := r.mapping(body, "a flow file", flowKeys)
+	if !ok {
+		return f, diags
+	}
+	hasNodes := false
+	for _, e := range es {
+		switch e.key {
+		case "name":
+			f.Name = r.str(e.value, "name")
+		case "description":
+			f.Description = r.str(e.value, "description")
+		case "input":
+			f.Input = r.typeExpr(e.value, "input")
+		case "model":
+			f.Model = r.str(e.value, "model")
+		case "timeout":
+			f.Timeout = r.duration(e.value, "timeout")
+		case "budget":
+			f.Budget = r.budget(e.value)
+		case "concurrency":
+			f.Concurrency = r.integer(e.value, "concurrency", 1)
+		case "agents":
+			items, _ := r.list(e.value, "agents")
+			for _, it := range items {
+				if isScalar(it) {
+					f.AgentDirs = append(f.AgentDirs, r.str(it, "agents item"))
+				} else {
+					f.InlineAgents = append(f.InlineAgents, r.inlineAgent(it))
+				}
+			}
+		case "project_agents":
+			f.ProjectAgents = r.boolean(e.value, "project_agents")
+		case "schedule":
+			f.Schedule = r.schedule(e.value)
+		case "nodes":
+			hasNodes = true
+			f.NodesPos = r.pos(e.keyN)
+			f.Nodes = r.sequence(e.value, "nodes")
+		}
+	}
+	if !f.Name.Set() {
+		diags.Add(f.Pos, "missing", "add `name: "+Stem(file)+"` (the file's stem)", "the flow has no name")
+	} else if stem := Stem(file); stem != "" && f.Name.Value != stem {
+		diags.Add(f.Name.Pos, "name", "rename the flow to \""+stem+"\" or the file to \""+f.Name.Value+".yaml\"", "the flow's name %q must equal the file's stem %q", f.Name.Value, stem)
+	}
+	if !hasNodes {
+		diags.Add(f.Pos, "missing", "add `nodes:` with at least one node", "the flow has no nodes")
+	}
+	return f, diags
+}
+
+// Stem is a file's name without directory and extension: a flow's name.
+func Stem(file string) string {
+	base := filepath.Base(file)
+	return strings.TrimSuffix(strings.TrimSuffix(base, filepath.Ext(base)), ".flow")
+}
+
+func (r *reader) budget(n ast.Node) *Budget {
+	es, ok := r.mapping(n, "budget", budgetKeys)
+	if !ok {
+		return nil
+	}
+	b := &Budget{Pos: r.pos(n)}
+	for _, e := range es {
+		switch e.key {
+		case "tokens":
+			b.Tokens = r.integer(e.value, "budget.tokens", 0)
+		case "cost":
+			b.Cost = r.number(e.value, "budget.cost")
+		}
+	}
+	if !b.Tokens.IsSet && !b.Cost.IsSet {
+		r.errorf(n, "missing", "give tokens:, cost: or both", "the budget bounds nothing")
+	}
+	return b
+}
+
+func (r *reader) schedule(n ast.Node) *Schedule {
+	es, ok := r.mapping(n, "schedule", scheduleKeys)
+	if !ok {
+		return nil
+	}
+	s := &Schedule{Pos: r.pos(n)}
+	for _, e := range es {
+		switch e.key {
+		case "cron":
+			s.Cron = r.str(e.value, "schedule.cron")
+		case "input":
+			s.Input = r.plainValue(e.value)
+		case "overlap":
+			s.Overlap = r.str(e.value, "schedule.overlap")
+			if !contains([]string{"skip", "queue", "allow"}, s.Overlap.Value) {
+				r.errorf(e.value, "value", "use skip, queue or allow", "schedule.overlap is %q", s.Overlap.Value)
+			}
+		}
+	}
+	if !s.Cron.Set() {
+		r.errorf(n, "missing", `add cron: "0 3 * * *" or cron: "@every 10m"`, "the schedule has no cron")
+	}
+	return s
+}

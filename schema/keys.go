@@ -1,0 +1,32 @@
+package schema
+
+// The keys each document type accepts. The decoder rejects any other key
+// (with a "did you mean"), and a test holds flow.schema.json to the same sets.
+var (
+	flowKeys = []string{"name", "description", "input", "model", "timeout", "budget", "concurrency",
+		"agents", "project_agents", "schedule", "nodes"}
+	nodeKindKeys = []string{"agent", "run", "choice", "parallel", "map", "loop", "flow", "ask"}
+	nodeKeys     = append(append([]string{"id"}, nodeKindKeys...),
+		"prompt", "reads", "output", "memory", "retry", "timeout", "on_fail", "budget", "env",
+		"fail_fast", "max", "concurrency", "do", "input", "options", "default")
+	loopKeys     = []string{"until", "max"}
+	budgetKeys   = []string{"tokens", "cost"}
+	scheduleKeys = []string{"cron", "input", "overlap"}
+	agentKeys    = []string{"name", "description", "driver", "model", "thinking", "tools", "command",
+		"base_url", "api_key_env", "instructions"}
+)
+
+// Keys returns, for each document type, the keys its decoder accepts.
+func Keys() map[string][]string {
+	return map[string][]string{
+		"flow":     flowKeys,
+		"node":     nodeKeys,
+		"loop":     loopKeys,
+		"budget":   budgetKeys,
+		"schedule": scheduleKeys,
+		"agent":    agentKeys,
+	}
+}
+
+// Drivers lists the agent drivers the language knows.
+var Drivers = []string{"pi", "claude", "codex", "openai", "exec"}

@@ -1,0 +1,341 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// TypeKind is the kind of a declared type.
+type TypeKind string
+
+// The type kinds of the flow language.
+const (
+	TString  TypeKind = "string"
+	TNumber  TypeKind = "number"
+	TInteger TypeKind = "integer"
+	TBoolean TypeKind = "boolean"
+	TAny     TypeKind = "any"
+	TList    TypeKind = "list"
+	TObject  TypeKind = "object"
+)
+
+var scalarKinds = []string{"string", "number", "integer", "boolean", "any"}
+
+// Type is a declared type: of a flow's input or a node's typed output.
+// Written as a scalar name (`string`), a one-item list (`[string]`), or a
+// mapping of field → type where a name ending in `?` is optional. A mapping
+// whose keys are among type, default and description and that has `default`
+// declares a default value instead.
+type Type struct {
+	Kind       TypeKind
+	Elem       *Type    // for lists
+	Fields     []*Field // for objects, in file order
+	Default    any
+	HasDefault bool
+	Pos        Pos
+}
+
+// Field is one field of an object type.
+type Field struct {
+	Name     string
+	Optional bool
+	Type     *Type
+	Pos      Pos
+}
+
+// Field returns the named field, or nil.
+func (t *Type) Field(name string) *Field {
+	for _, f := range t.Fields {
+		if f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// String renders the type in the flow syntax.
+func (t *Type) String() string {
+	switch t.Kind {
+	case TList:
+		return "[" + t.Elem.String() + "]"
+	case TObject:
+		parts := make([]string, len(t.Fields))
+		for i, f := range t.Fields {
+			opt := ""
+			if f.Optional {
+				opt = "?"
+			}
+			parts[i] = f.Name + opt + ": " + f.Type.String()
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return string(t.Kind)
+}
+
+// Scalar types shared by the checker.
+var (
+	StringType  = &Type{Kind: TString}
+	AnyType     = &Type{Kind: TAny}
+	BooleanType = &Type{Kind: TBoolean}
+	IntegerType = &Type{Kind: TInteger}
+	NumberType  = &Type{Kind: TNumber}
+)
+
+// ListOf returns the list type of elem.
+func ListOf(elem *Type) *Type { return &Type{Kind: TList, Elem: elem} }
+
+// ObjectOf returns an object type with the given required fields, in order.
+func ObjectOf(fields ...*Field) *Type { return &Type{Kind: TObject, Fields: fields} }
+
+// F is a required field, for building types in code.
+func F(name string, t *Type) *Field { return &Field{Name: name, Type: t} }
+
+func (r *reader) typeExpr(n ast.Node, what string) *Type {
+	n = unwrap(n)
+	pos := r.pos(n)
+	switch v := n.(type) {
+	case nil, *ast.NullNode:
+		r.errorf(n, "type", "write a type: string, number, integer, boolean, any, [T] or {field: T}", "%s has no type", what)
+		return &Type{Kind: TAny, Pos: pos}
+	case *ast.SequenceNode:
+		if len(v.Values) != 1 {
+			r.errorf(n, "type", "a list type has exactly one item type, e.g. [string]", "%s: a list type needs one item type, not %d", what, len(v.Values))
+			return &Type{Kind: TList, Elem: AnyType, Pos: pos}
+		}
+		return &Type{Kind: TList, Elem: r.typeExpr(v.Values[0], what+" item"), Pos: pos}
+	case *ast.MappingNode, *ast.MappingValueNode:
+		es, _ := r.mapping(v, what, nil)
+		if isDefaultForm(es) {
+			return r.defaultForm(es, what, pos)
+		}
+		t := &Type{Kind: TObject, Pos: pos}
+		for _, e := range es {
+			name, opt := strings.CutSuffix(e.key, "?")
+			if !validFieldName(name) {
+				r.errorf(e.keyN, "name", "field names are letters, digits and _, not starting with a digit", "%q is not a valid field name", e.key)
+				continue
+			}
+			t.Fields = append(t.Fields, &Field{Name: name, Optional: opt, Type: r.typeExpr(e.value, what+"."+name), Pos: r.pos(e.keyN)})
+		}
+		return t
+	}
+	name := scalarText(n)
+	if !contains(scalarKinds, name) {
+		hint := DidYouMean(name, scalarKinds)
+		if hint == "" {
+			hint = "types are string, number, integer, boolean, any, [T] and {field: T}"
+		}
+		r.errorf(n, "type", hint, "%s: unknown type %q", what, name)
+		return &Type{Kind: TAny, Pos: pos}
+	}
+	return &Type{Kind: TypeKind(name), Pos: pos}
+}
+
+func isDefaultForm(es []entry) bool {
+	hasDefault := false
+	for _, e := range es {
+		switch e.key {
+		case "default":
+			hasDefault = true
+		case "type", "description":
+		default:
+			return false
+		}
+	}
+	return hasDefault
+}
+
+func (r *reader) defaultForm(es []entry, what string, pos Pos) *Type {
+	var t *Type
+	var def any
+	var defN ast.Node
+	for _, e := range es {
+		switch e.key {
+		case "type":
+			t = r.typeExpr(e.value, what)
+		case "default":
+			def, defN = r.plainValue(e.value), e.value
+		}
+	}
+	if t == nil {
+		t = inferType(def)
+	}
+	cp := *t
+	cp.Default, cp.HasDefault, cp.Pos = def, true, pos
+	if err := cp.Check(def); err != nil {
+		r.errorf(defN, "type", "make the default fit the declared type", "%s: default %v", what, err)
+	}
+	return &cp
+}
+
+func inferType(v any) *Type {
+	switch v.(type) {
+	case bool:
+		return BooleanType
+	case int64:
+		return IntegerType
+	case float64:
+		return NumberType
+	case string:
+		return StringType
+	case []any:
+		return ListOf(AnyType)
+	}
+	return AnyType
+}
+
+func validFieldName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (i > 0 && c >= '0' && c <= '9') {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// Check reports whether v, a value decoded from JSON or YAML, fits t. The
+// error says where inside v it does not.
+func (t *Type) Check(v any) error { return t.check(v, "") }
+
+func (t *Type) check(v any, at string) error {
+	where := func() string {
+		if at == "" {
+			return ""
+		}
+		return " at " + at
+	}
+	switch t.Kind {
+	case TAny:
+		return nil
+	case TString:
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("want a string%s, got %s", where(), jsonKind(v))
+		}
+	case TBoolean:
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("want a boolean%s, got %s", where(), jsonKind(v))
+		}
+	case TNumber:
+		switch v.(type) {
+		case float64, int64, int:
+		default:
+			return fmt.Errorf("want a number%s, got %s", where(), jsonKind(v))
+		}
+	case TInteger:
+		switch x := v.(type) {
+		case int64, int:
+		case float64:
+			if x != float64(int64(x)) {
+				return fmt.Errorf("want a whole number%s, got %v", where(), x)
+			}
+		default:
+			return fmt.Errorf("want a whole number%s, got %s", where(), jsonKind(v))
+		}
+	case TList:
+		items, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("want a list%s, got %s", where(), jsonKind(v))
+		}
+		for i, it := range items {
+			if err := t.Elem.check(it, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
+			}
+		}
+	case TObject:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("want an object%s, got %s", where(), jsonKind(v))
+		}
+		for _, f := range t.Fields {
+			fv, ok := m[f.Name]
+			if !ok || fv == nil {
+				if f.Optional || f.Type.HasDefault {
+					continue
+				}
+				return fmt.Errorf("missing field %q%s", f.Name, where())
+			}
+			if err := f.Type.check(fv, joinPath(at, f.Name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func joinPath(at, name string) string {
+	if at == "" {
+		return name
+	}
+	return at + "." + name
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case float64, int64, int:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// WithDefaults returns v with declared defaults filled in for absent fields.
+func (t *Type) WithDefaults(v any) any {
+	if v == nil && t.HasDefault {
+		return t.Default
+	}
+	if t.Kind != TObject {
+		return v
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		if v != nil {
+			return v
+		}
+		m = map[string]any{}
+	}
+	out := make(map[string]any, len(m)+len(t.Fields))
+	for k, x := range m {
+		out[k] = x
+	}
+	for _, f := range t.Fields {
+		out[f.Name] = f.Type.WithDefaults(out[f.Name])
+	}
+	return out
+}
+
+// JSONSchema renders t as a JSON Schema (as a plain value for encoding), for
+// drivers' native structured output and for validating answers.
+func (t *Type) JSONSchema() map[string]any {
+	switch t.Kind {
+	case TList:
+		return map[string]any{"type": "array", "items": t.Elem.JSONSchema()}
+	case TObject:
+		props := map[string]any{}
+		req := []string{}
+		for _, f := range t.Fields {
+			props[f.Name] = f.Type.JSONSchema()
+			if !f.Optional && !f.Type.HasDefault {
+				req = append(req, f.Name)
+			}
+		}
+		return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
+	case TAny:
+		return map[string]any{}
+	}
+	return map[string]any{"type": string(t.Kind)}
+}
