@@ -1,0 +1,131 @@
+package flows
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/flowrun/flow/schema"
+)
+
+// Catalogue is the set of agents a flow can name, built by discovery (SPEC
+// 2): later sources override earlier ones by name.
+type Catalogue struct {
+	agents map[string]*Agent
+	broken map[string]schema.Diagnostics // files that did not parse, by agent name or file
+}
+
+// Agents returns the catalogue's agents sorted by name.
+func (c *Catalogue) Agents() []*Agent {
+	out := make([]*Agent, 0, len(c.agents))
+	for _, a := range c.agents {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Lookup returns the agent with that name, or nil.
+func (c *Catalogue) Lookup(name string) *Agent { return c.agents[name] }
+
+// Problems returns the diagnostics of agent files that could not be read.
+func (c *Catalogue) Problems() schema.Diagnostics {
+	var out schema.Diagnostics
+	for _, ds := range c.broken {
+		out = append(out, ds...)
+	}
+	return out.Sorted()
+}
+
+// UserAgentDirs are the user's agent directories, lowest priority first.
+func UserAgentDirs() []string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil
+	}
+	return []string{
+		filepath.Join(home, ".config", "flow", "agents"),
+		filepath.Join(home, ".pi", "agent", "agents"),
+		filepath.Join(home, ".claude", "agents"),
+	}
+}
+
+// ProjectAgentDirs are the repository's own agent directories. Their files
+// are third-party instructions and load only when asked for.
+func ProjectAgentDirs(workDir string) []string {
+	return []string{
+		filepath.Join(workDir, ".flow", "agents"),
+		filepath.Join(workDir, ".pi", "agents"),
+		filepath.Join(workDir, ".claude", "agents"),
+	}
+}
+
+// NewCatalogue discovers agents in the user's directories, then the extra
+// directories, then (with projectAgents) the project's.
+func NewCatalogue(opts Options, extraDirs []string) *Catalogue {
+	c := &Catalogue{agents: map[string]*Agent{}, broken: map[string]schema.Diagnostics{}}
+	for _, d := range opts.userDirs() {
+		c.addDir(d, "user", opts.DefaultDriver)
+	}
+	for _, d := range extraDirs {
+		c.addDir(d, "flow", opts.DefaultDriver)
+	}
+	if opts.ProjectAgents {
+		for _, d := range ProjectAgentDirs(opts.workDir()) {
+			c.addDir(d, "project", opts.DefaultDriver)
+		}
+	}
+	return c
+}
+
+func (c *Catalogue) addDir(dir, scope, defaultDriver string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return // an absent directory is an empty one
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		src, err := os.ReadFile(path)
+		if err != nil {
+			c.broken[path] = schema.Diagnostics{{Pos: schema.Pos{File: path}, Code: "read", Summary: err.Error()}}
+			continue
+		}
+		doc, diags := schema.ParseAgentFile(path, src)
+		if diags.HasErrors() {
+			key := doc.Name.Value
+			if key == "" {
+				key = path
+			}
+			c.broken[key] = diags
+			continue
+		}
+		a := agentFromDoc(doc, scope, path, defaultDriver)
+		delete(c.broken, a.Name)
+		c.agents[a.Name] = a
+	}
+}
+
+func agentFromDoc(d *schema.AgentDoc, scope, source, defaultDriver string) *Agent {
+	a := &Agent{
+		Name: d.Name.Value, Description: d.Description.Value, Driver: d.Driver.Value,
+		Model: d.Model.Value, Thinking: d.Thinking.Value, BaseURL: d.BaseURL.Value,
+		APIKeyEnv: d.APIKeyEnv.Value, Instructions: d.Instructions, Scope: scope, Source: source, Pos: d.Pos,
+	}
+	if a.Driver == "" {
+		a.Driver = defaultDriver
+	}
+	if d.ToolsSet {
+		a.Tools = []string{}
+		for _, t := range d.Tools {
+			a.Tools = append(a.Tools, t.Value)
+		}
+	}
+	for _, c := range d.Command {
+		a.Command = append(a.Command, c.Value)
+	}
+	return a
+}

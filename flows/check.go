@@ -1,0 +1,347 @@
+package flows
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/flowrun/flow/schema"
+)
+
+// checker compiles one flow file's nodes, tracking lexical scope.
+type checker struct {
+	loader *loader
+	flow   *Flow
+	cat    *Catalogue
+	diags  *schema.Diagnostics
+	ids    map[string]schema.Pos
+}
+
+// reserved ids would shadow names every expression can see.
+var reserved = []string{"input", "item", "index", "true", "false", "nil", "in", "not", "and", "or",
+	"matches", "contains", "startsWith", "endsWith", "let", "len", "all", "any", "none", "one",
+	"filter", "map", "count", "env", "flow"}
+
+// sequence compiles nodes in order; each sees the ones before it.
+// ancestors are the enclosing nodes, outermost first (for memory scopes).
+func (c *checker) sequence(docs []*schema.Node, sc scope, ancestors []*schema.Node) []*Node {
+	out := make([]*Node, 0, len(docs))
+	for _, d := range docs {
+		n := c.node(d, sc, ancestors)
+		out = append(out, n)
+		if d.ID.Set() {
+			sc = sc.with(d.ID.Value, NodeValueType(n.Output))
+		}
+	}
+	return out
+}
+
+func (c *checker) node(d *schema.Node, sc scope, ancestors []*schema.Node) *Node {
+	n := &Node{ID: d.ID.Value, Kind: d.Kind, Pos: d.Pos, Doc: d, Budget: budget(d.Budget),
+		Continue: d.OnFail.Value == "continue", Timeout: d.Timeout.Value, Output: schema.AnyType}
+	if d.ID.Set() {
+		if prev, dup := c.ids[d.ID.Value]; dup {
+			c.diags.Add(d.ID.Pos, "duplicate-id", "ids are unique in a file; rename one", "id %q is used already at line %d", d.ID.Value, prev.Line)
+		} else {
+			c.ids[d.ID.Value] = d.ID.Pos
+		}
+		for _, r := range reserved {
+			if r == d.ID.Value {
+				c.diags.Add(d.ID.Pos, "reserved-id", "choose another id", "id %q is reserved: expressions use it", d.ID.Value)
+			}
+		}
+	}
+	inner := append(append([]*schema.Node{}, ancestors...), d)
+	switch d.Kind {
+	case schema.KindAgent:
+		c.agentNode(n, d, sc, ancestors)
+	case schema.KindRun:
+		n.Output = RunOutput
+		if d.Script.Set() {
+			n.Script = c.template(d.Script, sc)
+		}
+		for _, a := range d.Argv {
+			n.Argv = append(n.Argv, c.template(a, sc))
+		}
+		for _, e := range d.Env {
+			n.Env = append(n.Env, EnvVar{Name: e.Name, Value: c.template(e.Value, sc)})
+		}
+	case schema.KindChoice:
+		var outs []*schema.Type
+		for i, b := range d.Choice {
+			br := &Branch{Else: b.Else}
+			if b.Else && i != len(d.Choice)-1 {
+				c.diags.Add(b.Pos, "branch", "move else to the end: branches are tried in order", "else must be the last branch")
+			}
+			if !b.Else && b.When.Set() {
+				br.When = c.compile(b.When, b.When.Value, 0, sc, schema.BooleanType)
+			}
+			br.Nodes = c.sequence(b.Do, sc, inner)
+			outs = append(outs, lastOutput(br.Nodes))
+			n.Branches = append(n.Branches, br)
+		}
+		n.Output = common(outs)
+	case schema.KindParallel:
+		n.FailFast = d.FailFast.Value
+		t := &schema.Type{Kind: schema.TObject}
+		for _, b := range d.Parallel {
+			br := &Branch{Name: b.Name.Value, Nodes: c.sequence(b.Do, sc, inner)}
+			n.Branches = append(n.Branches, br)
+			t.Fields = append(t.Fields, schema.F(br.Name, lastOutput(br.Nodes)))
+		}
+		n.Output = t
+	case schema.KindMap:
+		n.FailFast, n.Max, n.Concurrency = d.FailFast.Value, d.Max.Value, max(d.Concurrency.Value, 1)
+		itemT := schema.AnyType
+		if d.Map.Set() {
+			n.Items = c.compile(d.Map, d.Map.Value, 0, sc, nil)
+			if n.Items != nil {
+				switch t := c.addressType(d.Map.Value, sc, n.Items.Type); t.Kind {
+				case schema.TList:
+					itemT = t.Elem
+				case schema.TAny:
+				default:
+					c.diags.Add(d.Map.Pos, "type", "map over an expression that yields a list", "map expression yields %s, not a list", t)
+				}
+			}
+		}
+		body := c.sequence(d.Do, sc.with("item", itemT).with("index", schema.IntegerType), inner)
+		n.Body = body
+		n.Output = schema.ListOf(schema.ObjectOf(schema.F("item", itemT), schema.F("ok", schema.BooleanType),
+			schema.F("output", lastOutput(body)), schema.F("error", ErrorType)))
+	case schema.KindLoop:
+		n.Max = d.Max.Value
+		prev := &schema.Type{Kind: schema.TObject}
+		for _, b := range d.Do {
+			if b.ID.Set() {
+				prev.Fields = append(prev.Fields, schema.F(b.ID.Value, NodeValueType(docOutput(b))))
+			}
+		}
+		loopVar := schema.ObjectOf(schema.F("previous", prev), schema.F("iteration", schema.IntegerType))
+		bodyScope := sc
+		if d.ID.Set() {
+			bodyScope = sc.with(d.ID.Value, loopVar)
+		}
+		n.Body = c.sequence(d.Do, bodyScope, inner)
+		if d.Until.Set() {
+			untilScope := bodyScope
+			for _, b := range n.Body {
+				untilScope = untilScope.with(b.ID, NodeValueType(b.Output))
+			}
+			n.Until = c.compile(d.Until, d.Until.Value, 0, untilScope, schema.BooleanType)
+		}
+		n.Output = loopOutput(prev)
+	case schema.KindFlow:
+		if d.Input.Set() {
+			n.Input = c.compile(d.Input, d.Input.Value, 0, sc, nil)
+		}
+		if d.Flow.Set() {
+			n.Callee = d.Flow.Value
+			if callee := c.loader.callee(c.flow, d.Flow); callee != nil && callee.Output != nil {
+				n.Output = callee.Output
+				if callee.Input != nil && callee.Input.Kind != schema.TAny && !d.Input.Set() && hasRequired(callee.Input) {
+					c.diags.Add(d.KindPos, "input", "add input: <an expression giving the callee's input>", "flow %q needs an input", callee.Name)
+				}
+			}
+		}
+	case schema.KindAsk:
+		n.Output = schema.StringType
+		n.Question = d.Ask.Value
+		for _, o := range d.Options {
+			n.Options = append(n.Options, o.Value)
+		}
+		n.Default, n.HasDefault = d.Default.Value, d.Default.Set()
+	}
+	return n
+}
+
+func (c *checker) agentNode(n *Node, d *schema.Node, sc scope, ancestors []*schema.Node) {
+	n.Output = schema.StringType
+	if d.Output != nil {
+		n.Output, n.Typed = d.Output, true
+		n.OutputSchema, _ = json.Marshal(d.Output.JSONSchema())
+	}
+	n.Retry = d.Retry.Value
+	switch {
+	case d.InlineAgent != nil:
+		n.Agent = agentFromDoc(d.InlineAgent, "inline", "", c.loader.opts.DefaultDriver)
+	case d.Agent.Set():
+		n.Agent = c.cat.Lookup(d.Agent.Value)
+		if n.Agent == nil {
+			c.unknownAgent(d.Agent)
+		}
+	}
+	if n.Agent != nil {
+		c.loader.plan.Agents[n.Agent.Name] = n.Agent
+		if !contains(schema.Drivers, n.Agent.Driver) {
+			c.diags.Add(d.Agent.Pos, "driver", "set driver: in the agent file, or a default driver in the configuration", "agent %q has driver %q, which flow does not know", n.Agent.Name, n.Agent.Driver)
+		}
+	}
+	if d.Prompt.Set() {
+		n.Prompt = c.template(d.Prompt, sc)
+	}
+	for _, r := range d.Reads {
+		rd := &Read{Address: r.Value, IsNode: isNodeAddress(r.Value, sc)}
+		if !addressRE.MatchString(r.Value) {
+			c.diags.Add(r.Pos, "reads", "reads are addresses: input, a node id, x.output.field, loop.previous.id", "%q is not an address", r.Value)
+			continue
+		}
+		rd.Expr = c.compile(r, r.Value, 0, sc, nil)
+		n.Reads = append(n.Reads, rd)
+	}
+	if d.Memory.Set() {
+		n.Memory = d.Memory.Value
+		ok := n.Memory == "flow"
+		var ids []string
+		for _, a := range ancestors {
+			ids = append(ids, a.ID.Value)
+			ok = ok || a.ID.Value == n.Memory
+		}
+		if !ok {
+			hint := "memory names an enclosing node (" + strings.Join(append(ids, "flow"), ", ") + ")"
+			c.diags.Add(d.Memory.Pos, "memory", hint, "memory %q is not flow or an enclosing node", n.Memory)
+		}
+	}
+}
+
+func (c *checker) unknownAgent(name schema.String) {
+	var names []string
+	for _, a := range c.cat.Agents() {
+		names = append(names, a.Name)
+	}
+	if ds, ok := c.cat.broken[name.Value]; ok {
+		*c.diags = append(*c.diags, ds...)
+		c.diags.Add(name.Pos, "agent", "fix the agent file (see the errors above)", "agent %q could not be read", name.Value)
+		return
+	}
+	hint := schema.DidYouMean(name.Value, names)
+	switch {
+	case len(names) == 0:
+		hint = "no agents were found; list agent directories under agents:, or see `flow agents`"
+	case hint == "":
+		hint = "known agents: " + strings.Join(names, ", ")
+	default:
+		hint += " (known agents: " + strings.Join(names, ", ") + ")"
+	}
+	c.diags.Add(name.Pos, "agent", hint, "unknown agent %q", name.Value)
+}
+
+var addressRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+
+// isNodeAddress reports whether addr names a node value: an id in scope, or
+// <loop>.previous.<id>.
+func isNodeAddress(addr string, sc scope) bool {
+	parts := strings.Split(addr, ".")
+	switch {
+	case len(parts) == 1:
+		t, ok := sc[parts[0]]
+		return ok && parts[0] != "input" && parts[0] != "item" && parts[0] != "index" && t.Field("ok") != nil
+	case len(parts) == 3 && parts[1] == "previous":
+		return true
+	}
+	return false
+}
+
+// addressType resolves the static type of a plain address (a.b.c) by walking
+// declared types; other expressions fall back to what expr inferred.
+func (c *checker) addressType(src string, sc scope, inferred *schema.Type) *schema.Type {
+	src = strings.TrimSpace(src)
+	if !addressRE.MatchString(src) {
+		return inferred
+	}
+	parts := strings.Split(src, ".")
+	t, ok := sc[parts[0]]
+	if !ok {
+		return inferred
+	}
+	for _, p := range parts[1:] {
+		if t.Kind != schema.TObject {
+			return inferred
+		}
+		f := t.Field(p)
+		if f == nil {
+			return inferred
+		}
+		t = f.Type
+	}
+	return t
+}
+
+// docOutput is the output type of a node from its document alone, used for
+// `<loop>.previous` before the body is compiled.
+func docOutput(d *schema.Node) *schema.Type {
+	switch d.Kind {
+	case schema.KindAgent:
+		if d.Output != nil {
+			return d.Output
+		}
+		return schema.StringType
+	case schema.KindRun:
+		return RunOutput
+	case schema.KindAsk:
+		return schema.StringType
+	case schema.KindLoop:
+		prev := &schema.Type{Kind: schema.TObject}
+		for _, b := range d.Do {
+			prev.Fields = append(prev.Fields, schema.F(b.ID.Value, NodeValueType(docOutput(b))))
+		}
+		return loopOutput(prev)
+	case schema.KindParallel:
+		t := &schema.Type{Kind: schema.TObject}
+		for _, b := range d.Parallel {
+			var last *schema.Type = schema.AnyType
+			if len(b.Do) > 0 {
+				last = docOutput(b.Do[len(b.Do)-1])
+			}
+			t.Fields = append(t.Fields, schema.F(b.Name.Value, last))
+		}
+		return t
+	}
+	return schema.AnyType
+}
+
+func loopOutput(last *schema.Type) *schema.Type {
+	return schema.ObjectOf(schema.F("converged", schema.BooleanType), schema.F("stop", schema.StringType),
+		schema.F("iterations", schema.IntegerType), schema.F("last", last))
+}
+
+func lastOutput(nodes []*Node) *schema.Type {
+	if len(nodes) == 0 {
+		return schema.AnyType
+	}
+	return nodes[len(nodes)-1].Output
+}
+
+// common is the one type all of ts share, else any.
+func common(ts []*schema.Type) *schema.Type {
+	if len(ts) == 0 {
+		return schema.AnyType
+	}
+	for _, t := range ts[1:] {
+		if t.String() != ts[0].String() {
+			return schema.AnyType
+		}
+	}
+	return ts[0]
+}
+
+func hasRequired(t *schema.Type) bool {
+	if t.Kind != schema.TObject {
+		return !t.HasDefault
+	}
+	for _, f := range t.Fields {
+		if !f.Optional && !f.Type.HasDefault {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

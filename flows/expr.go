@@ -1,0 +1,219 @@
+package flows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/types"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/flowrun/flow/schema"
+)
+
+// Expr is a compiled guard or template expression. Programs are immutable
+// and safe to run from many goroutines at once.
+type Expr struct {
+	Source  string
+	Pos     schema.Pos
+	Program *vm.Program
+	Type    *schema.Type // what it evaluates to, as far as the checker knows
+}
+
+// Template is a string with `${{ expr }}` parts, compiled at load time.
+type Template struct {
+	Source string
+	Parts  []TemplatePart
+}
+
+// TemplatePart is literal text or an expression.
+type TemplatePart struct {
+	Text string
+	Expr *Expr
+}
+
+// IsStatic reports whether the template has no expressions.
+func (t *Template) IsStatic() bool {
+	return t == nil || len(t.Parts) == 0 || (len(t.Parts) == 1 && t.Parts[0].Expr == nil)
+}
+
+// scope is the typed environment an expression is compiled against: what is
+// in lexical scope at that point of the flow (SPEC 3.2).
+type scope map[string]*schema.Type
+
+func (s scope) with(name string, t *schema.Type) scope {
+	out := make(scope, len(s)+1)
+	for k, v := range s {
+		out[k] = v
+	}
+	out[name] = t
+	return out
+}
+
+func (s scope) env() types.Map {
+	m := make(types.Map, len(s))
+	for k, v := range s {
+		m[k] = exprType(v)
+	}
+	return m
+}
+
+// exprType maps a flow type onto expr's static types.
+func exprType(t *schema.Type) types.Type {
+	switch t.Kind {
+	case schema.TString:
+		return types.String
+	case schema.TBoolean:
+		return types.Bool
+	case schema.TInteger:
+		return types.Int
+	case schema.TNumber:
+		return types.Float64
+	case schema.TList:
+		return types.Array(exprType(t.Elem))
+	case schema.TObject:
+		m := make(types.Map, len(t.Fields))
+		for _, f := range t.Fields {
+			m[f.Name] = exprType(f.Type)
+		}
+		return m
+	}
+	return types.Any
+}
+
+// compile compiles src, found at offset off of the scalar s, against sc.
+// Errors become diagnostics at the failing column of the file.
+func (c *checker) compile(s schema.String, src string, off int, sc scope, want *schema.Type) *Expr {
+	opts := []expr.Option{expr.Env(sc.env()), expr.DisableBuiltin("now"), expr.DisableBuiltin("date"), expr.DisableBuiltin("duration"), expr.DisableBuiltin("timezone")}
+	if want != nil && want.Kind == schema.TBoolean {
+		opts = append(opts, expr.AsBool())
+	}
+	pos := offsetPos(s, off)
+	if strings.TrimSpace(src) == "" {
+		c.diags.Add(pos, "expr", "write an expression, e.g. x.ok", "empty expression")
+		return nil
+	}
+	prog, err := expr.Compile(src, opts...)
+	if err != nil {
+		var fe *file.Error
+		msg := err.Error()
+		if errors.As(err, &fe) {
+			pos = offsetPos(s, off+byteOffset(src, fe.From))
+			msg = fe.Message
+		}
+		c.diags.Add(pos, "expr", exprHint(msg, sc), "%s", msg)
+		return nil
+	}
+	return &Expr{Source: src, Pos: pos, Program: prog, Type: typeOfProgram(prog)}
+}
+
+func exprHint(msg string, sc scope) string {
+	if name, ok := strings.CutPrefix(msg, "unknown name "); ok {
+		names := make([]string, 0, len(sc))
+		for k := range sc {
+			names = append(names, k)
+		}
+		if h := schema.DidYouMean(name, names); h != "" {
+			return h
+		}
+		return "only input, nodes that ended earlier in this or an enclosing sequence, item/index in a map and <loop>.previous/<loop>.iteration in a loop are in scope"
+	}
+	if strings.HasPrefix(msg, "unknown field ") {
+		return "the field is not declared in that node's output:; declare it, or read a field that exists"
+	}
+	if strings.Contains(msg, "mismatched types") {
+		return "compare values of the same type; see the node's declared output:"
+	}
+	return ""
+}
+
+func byteOffset(s string, runes int) int {
+	i := 0
+	for n := 0; n < runes && i < len(s); n++ {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		i += w
+	}
+	return i
+}
+
+// offsetPos maps a byte offset inside a scalar's value onto the file.
+func offsetPos(s schema.String, off int) schema.Pos {
+	p := s.Pos
+	if !p.IsValid() {
+		return p
+	}
+	if s.Style == schema.SingleQuoted || s.Style == schema.DoubleQuoted {
+		p.Col++
+	}
+	prefix := s.Value[:min(off, len(s.Value))]
+	if nl := strings.Count(prefix, "\n"); nl > 0 && s.Style == schema.Block {
+		p.Line += nl
+		p.Col = s.Pos.Col + utf8.RuneCountInString(prefix[strings.LastIndexByte(prefix, '\n')+1:])
+		return p
+	}
+	if strings.Contains(prefix, "\n") {
+		return p // folded plain scalars: the start is the best we know
+	}
+	p.Col += utf8.RuneCountInString(prefix)
+	return p
+}
+
+// template compiles the `${{ }}` parts of s.
+func (c *checker) template(s schema.String, sc scope) *Template {
+	t := &Template{Source: s.Value}
+	rest, off := s.Value, 0
+	for {
+		i := strings.Index(rest, "${{")
+		if i < 0 {
+			if rest != "" {
+				t.Parts = append(t.Parts, TemplatePart{Text: rest})
+			}
+			return t
+		}
+		if i > 0 {
+			t.Parts = append(t.Parts, TemplatePart{Text: rest[:i]})
+		}
+		j := strings.Index(rest[i:], "}}")
+		if j < 0 {
+			c.diags.Add(offsetPos(s, off+i), "template", "close it with }}", "unclosed ${{")
+			return t
+		}
+		src := rest[i+3 : i+j]
+		if e := c.compile(s, src, off+i+3, sc, nil); e != nil {
+			t.Parts = append(t.Parts, TemplatePart{Expr: e})
+		}
+		off += i + j + 2
+		rest = rest[i+j+2:]
+	}
+}
+
+// typeOfProgram recovers the flow type of a compiled expression from expr's
+// checker, as far as it is expressible.
+func typeOfProgram(p *vm.Program) *schema.Type {
+	rt := p.Node().Type()
+	if rt == nil {
+		return schema.AnyType
+	}
+	return fromReflectKind(rt.String())
+}
+
+func fromReflectKind(s string) *schema.Type {
+	switch {
+	case s == "string":
+		return schema.StringType
+	case s == "bool":
+		return schema.BooleanType
+	case strings.HasPrefix(s, "int") || strings.HasPrefix(s, "uint"):
+		return schema.IntegerType
+	case strings.HasPrefix(s, "float"):
+		return schema.NumberType
+	case strings.HasPrefix(s, "[]"):
+		return schema.ListOf(fromReflectKind(s[2:]))
+	}
+	return schema.AnyType
+}
+
+func (e *Expr) String() string { return fmt.Sprintf("%s (%s)", e.Source, e.Pos) }

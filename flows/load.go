@@ -1,0 +1,185 @@
+package flows
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/flowrun/flow/schema"
+)
+
+// Options say where agents come from and what a load may assume.
+type Options struct {
+	// WorkDir is the project directory (project agents, relative paths).
+	// Empty means the current directory.
+	WorkDir string
+	// ProjectAgents loads the repository's own agent directories (SPEC 2).
+	ProjectAgents bool
+	// UserAgentDirs overrides the user's agent directories; nil means
+	// UserAgentDirs(), an empty slice means none.
+	UserAgentDirs []string
+	// DefaultDriver is the driver of agent files that name none.
+	DefaultDriver string
+}
+
+func (o Options) workDir() string {
+	if o.WorkDir != "" {
+		return o.WorkDir
+	}
+	wd, _ := os.Getwd()
+	return wd
+}
+
+func (o Options) userDirs() []string {
+	if o.UserAgentDirs != nil {
+		return o.UserAgentDirs
+	}
+	return UserAgentDirs()
+}
+
+// Load reads, checks and compiles the flow in file, the flows it calls and
+// the agents it names. It returns every problem at once; a plan comes back
+// only when there is no error (warnings may remain, in Plan.Warnings).
+func Load(file string, opts Options) (*Plan, schema.Diagnostics) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return nil, schema.Diagnostics{{Pos: schema.Pos{File: file}, Code: "read", Summary: readError(err), Detail: "check the path"}}
+	}
+	return LoadSource(file, src, opts)
+}
+
+// LoadSource is Load for a file already read (tests, fuzzing, snapshots).
+// Called flows are still read from beside file.
+func LoadSource(file string, src []byte, opts Options) (*Plan, schema.Diagnostics) {
+	if opts.DefaultDriver == "" {
+		opts.DefaultDriver = "pi"
+	}
+	l := &loader{opts: opts, plan: &Plan{Flows: map[string]*Flow{}, Agents: map[string]*Agent{}}}
+	root := l.flow(file, src)
+	diags := l.diags.Sorted()
+	var errs, warns schema.Diagnostics
+	for _, d := range diags {
+		if d.Severity == schema.Warning {
+			warns = append(warns, d)
+		} else {
+			errs = append(errs, d)
+		}
+	}
+	if len(errs) > 0 || root == nil {
+		return nil, diags
+	}
+	l.plan.Root = root
+	l.plan.Warnings = warns
+	return l.plan, diags
+}
+
+func readError(err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return "no such file"
+	}
+	return strings.TrimPrefix(err.Error(), "open ")
+}
+
+type loader struct {
+	opts      Options
+	plan      *Plan
+	diags     schema.Diagnostics
+	loading   []string // the call stack of flow names, for cycles
+	agentDirs []string // the agent directories of the flows being loaded
+}
+
+// flow parses and checks one flow file.
+func (l *loader) flow(file string, src []byte) *Flow {
+	doc, diags := schema.ParseFlow(file, src)
+	l.diags = append(l.diags, diags...)
+	name := doc.Name.Value
+	if name == "" {
+		name = schema.Stem(file)
+	}
+	f := &Flow{Name: name, File: file, Doc: doc, Input: doc.Input, Model: doc.Model.Value,
+		Timeout: doc.Timeout.Value, Concurrency: doc.Concurrency.Value, Budget: budget(doc.Budget)}
+	l.plan.Flows[name] = f
+	l.loading = append(l.loading, name)
+	defer func() { l.loading = l.loading[:len(l.loading)-1] }()
+
+	// A called flow sees its callers' agent directories, then its own.
+	dirs := append([]string{}, l.agentDirs...)
+	for _, d := range doc.AgentDirs {
+		p := d.Value
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(file), p)
+		}
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			l.diags.Add(d.Pos, "agents", "agent directories are relative to the flow file", "agent directory %q does not exist", d.Value)
+		}
+		dirs = append(dirs, p)
+	}
+	l.agentDirs = dirs
+	defer func(saved []string) { l.agentDirs = saved }(l.agentDirs[:len(l.agentDirs)-len(doc.AgentDirs)])
+	opts := l.opts
+	opts.ProjectAgents = opts.ProjectAgents || doc.ProjectAgents.Value
+	cat := NewCatalogue(opts, dirs)
+	for _, ia := range doc.InlineAgents {
+		a := agentFromDoc(ia, "inline", "", l.opts.DefaultDriver)
+		cat.agents[a.Name] = a
+	}
+	c := &checker{loader: l, flow: f, cat: cat, diags: &l.diags, ids: map[string]schema.Pos{}}
+	inputT := schema.StringType
+	if f.Input != nil {
+		inputT = f.Input
+	}
+	f.Nodes = c.sequence(doc.Nodes, scope{"input": inputT}, nil)
+	if len(f.Nodes) > 0 {
+		f.Output = f.Nodes[len(f.Nodes)-1].Output
+	} else {
+		f.Output = schema.AnyType
+	}
+	return f
+}
+
+// callee loads a called flow by name from beside the caller.
+func (l *loader) callee(caller *Flow, name schema.String) *Flow {
+	if f, ok := l.plan.Flows[name.Value]; ok {
+		for _, n := range l.loading {
+			if n == name.Value {
+				l.diags.Add(name.Pos, "cycle", "a flow may not call itself, directly or through others", "call cycle: %s -> %s", strings.Join(l.loading, " -> "), name.Value)
+				return nil
+			}
+		}
+		return f
+	}
+	dir := filepath.Dir(caller.File)
+	for _, ext := range []string{".yaml", ".yml"} {
+		path := filepath.Join(dir, name.Value+ext)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		return l.flow(path, src)
+	}
+	var have []string
+	if entries, err := os.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			if ext := filepath.Ext(e.Name()); ext == ".yaml" || ext == ".yml" {
+				have = append(have, schema.Stem(e.Name()))
+			}
+		}
+	}
+	sort.Strings(have)
+	hint := schema.DidYouMean(name.Value, have)
+	if hint == "" {
+		hint = "flows are files beside this one: " + strings.Join(have, ", ")
+	}
+	l.diags.Add(name.Pos, "flow", hint, "no flow %q beside %s", name.Value, filepath.Base(caller.File))
+	return nil
+}
+
+func budget(b *schema.Budget) *Budget {
+	if b == nil {
+		return nil
+	}
+	return &Budget{Tokens: int64(b.Tokens.Value), Cost: b.Cost.Value}
+}

@@ -1,0 +1,150 @@
+package flows
+
+import (
+	"time"
+
+	"github.com/flowrun/flow/schema"
+)
+
+// Plan is a checked flow, compiled and ready to run: every agent resolved,
+// every guard and template compiled against types, every called flow loaded.
+// A Plan is immutable and safe to share between goroutines.
+type Plan struct {
+	Root   *Flow
+	Flows  map[string]*Flow  // every flow the run may enter, by name, the root included
+	Agents map[string]*Agent // every agent the run may use, by name
+	// Warnings are problems that do not stop the flow from running.
+	Warnings schema.Diagnostics
+}
+
+// Flow is one compiled flow file.
+type Flow struct {
+	Name        string
+	File        string
+	Doc         *schema.Flow
+	Input       *schema.Type // nil: the input is a string
+	Model       string
+	Timeout     time.Duration // 0: not set here
+	Budget      *Budget
+	Concurrency int // 0: not set here
+	Nodes       []*Node
+	// Output is the type of the flow's result: its last node's output.
+	Output *schema.Type
+}
+
+// Budget is what a flow or node may spend; a zero field is unbounded.
+type Budget struct {
+	Tokens int64
+	Cost   float64
+}
+
+// Node is one compiled node. Only the fields of its Kind are set.
+type Node struct {
+	ID   string
+	Kind schema.Kind
+	Pos  schema.Pos
+	Doc  *schema.Node
+	// Output is the static type of the node's output.
+	Output   *schema.Type
+	Budget   *Budget
+	Continue bool // on_fail: continue
+
+	// agent
+	Agent        *Agent
+	Prompt       *Template
+	Reads        []*Read
+	Typed        bool   // the node declared output:
+	OutputSchema []byte // JSON Schema of a typed output
+	Memory       string // "", "flow", or the id of an enclosing node
+	Retry        int
+	Timeout      time.Duration // 0: not set on the node
+
+	// run
+	Argv   []*Template
+	Script *Template
+	Env    []EnvVar
+
+	// choice and parallel
+	Branches []*Branch
+	FailFast bool
+
+	// map
+	Items       *Expr
+	Max         int
+	Concurrency int
+
+	// loop
+	Until *Expr
+
+	// map and loop
+	Body []*Node
+
+	// flow
+	Callee string
+	Input  *Expr
+
+	// ask
+	Question   string
+	Options    []string
+	Default    string
+	HasDefault bool
+}
+
+// Branch is a choice branch (When, or Else) or a named parallel branch.
+type Branch struct {
+	Name  string // parallel branch name
+	When  *Expr
+	Else  bool
+	Nodes []*Node
+}
+
+// Read is one address of an agent node's `reads`.
+type Read struct {
+	Address string
+	Expr    *Expr
+	// IsNode says the address names a node (or a loop's previous node), so
+	// the turn shows its output, or its failure as JSON.
+	IsNode bool
+}
+
+// EnvVar is one environment variable of a run node.
+type EnvVar struct {
+	Name  string
+	Value *Template
+}
+
+// Walk calls fn for every node of nodes and below, parents first.
+func Walk(nodes []*Node, fn func(*Node)) {
+	for _, n := range nodes {
+		fn(n)
+		for _, b := range n.Branches {
+			Walk(b.Nodes, fn)
+		}
+		Walk(n.Body, fn)
+	}
+}
+
+// NodeValueType is the type under which a node is addressed in expressions:
+// `x.ok`, `x.output`, `x.error.kind`, `x.skipped`.
+func NodeValueType(output *schema.Type) *schema.Type {
+	return schema.ObjectOf(
+		schema.F("ok", schema.BooleanType),
+		schema.F("output", output),
+		schema.F("error", ErrorType),
+		schema.F("skipped", schema.BooleanType),
+	)
+}
+
+// ErrorType is the type of a node's `error`: empty strings when it succeeded.
+var ErrorType = schema.ObjectOf(
+	schema.F("kind", schema.StringType),
+	schema.F("message", schema.StringType),
+	schema.F("visit", schema.StringType),
+)
+
+// RunOutput is the output type of a run node.
+var RunOutput = schema.ObjectOf(
+	schema.F("passed", schema.BooleanType),
+	schema.F("exit", schema.IntegerType),
+	schema.F("report", schema.StringType),
+)
