@@ -30,9 +30,9 @@ type Turn struct {
 	Prompt string
 	// OutputSchema is the JSON Schema of the node's typed output, or nil.
 	OutputSchema []byte
-	Home    string // the memory scope's home directory in the run directory (exists)
-	WorkDir string // where the agent works
-	Timeout time.Duration
+	Home         string // the memory scope's home directory in the run directory (exists)
+	WorkDir      string // where the agent works
+	Timeout      time.Duration
 	// Session names the driver session to continue for a memory scope, "" for a
 	// fresh one. The driver returns the session to continue next time.
 	Session  string

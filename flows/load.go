@@ -89,6 +89,7 @@ type loader struct {
 	diags     schema.Diagnostics
 	loading   []string // the call stack of flow names, for cycles
 	agentDirs []string // the agent directories of the flows being loaded
+	inline    []*Agent // and their inline agents: a called flow sees its callers'
 }
 
 // flow parses and checks one flow file.
@@ -122,9 +123,14 @@ func (l *loader) flow(file string, src []byte) *Flow {
 	opts := l.opts
 	opts.ProjectAgents = opts.ProjectAgents || doc.ProjectAgents.Value
 	cat := NewCatalogue(opts, dirs)
+	for _, a := range l.inline {
+		cat.agents[a.Name] = a
+	}
+	defer func(saved []*Agent) { l.inline = saved }(l.inline)
 	for _, ia := range doc.InlineAgents {
 		a := agentFromDoc(ia, "inline", "", l.opts.DefaultDriver)
 		cat.agents[a.Name] = a
+		l.inline = append(l.inline, a)
 	}
 	c := &checker{loader: l, flow: f, cat: cat, diags: &l.diags, ids: map[string]schema.Pos{}}
 	inputT := schema.StringType

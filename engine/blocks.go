@@ -1,0 +1,365 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/schema"
+)
+
+// frame is the flow being run at some depth: the root, or a called flow.
+type frame struct {
+	flow   *flows.Flow
+	parent *frame
+	// scopes maps a memory scope name (an enclosing node's id, or "flow") to
+	// its path, the key of its sessions and its home.
+	scopes map[string]string
+}
+
+func (f *frame) withScope(id, path string) *frame {
+	cp := *f
+	cp.scopes = maps.Clone(f.scopes)
+	cp.scopes[id] = path
+	return &cp
+}
+
+// outcome is what one visit produced.
+type outcome struct {
+	output   any
+	skipped  bool
+	fail     *Failure
+	usage    *Usage
+	model    string
+	attempts int
+	session  string
+	file     string // where an oversized answer was written
+}
+
+func join(prefix, id string) string {
+	if prefix == "" {
+		return id
+	}
+	return prefix + "/" + id
+}
+
+// sequence runs nodes in order. vars is the sequence's own environment:
+// each ended node is added to it by id.
+func (r *runner) sequence(ctx context.Context, fr *frame, nodes []*flows.Node, vars map[string]any, prefix string) (any, *Failure) {
+	var last any
+	for _, n := range nodes {
+		path := join(prefix, n.ID)
+		val, fail := r.visit(ctx, fr, n, vars, path)
+		vars[n.ID] = val
+		last = val["output"]
+		if fail != nil && !n.Continue {
+			return last, fail
+		}
+	}
+	return last, nil
+}
+
+// visit runs one node and journals its start and end.
+func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) (map[string]any, *Failure) {
+	start := time.Now()
+	if err := r.store.fact(&Fact{Type: "start", Time: start, Visit: path, Node: n.ID, Kind: string(n.Kind)}); err != nil {
+		return nodeValue(&outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}})
+	}
+	r.emit(&Event{Type: "visit.start", Visit: path, Node: n.ID, Kind: string(n.Kind)})
+	var o *outcome
+	if err := ctx.Err(); err != nil {
+		o = &outcome{fail: r.cancelled(ctx, path, n)}
+	} else {
+		o = r.dispatch(ctx, fr, n, vars, path)
+	}
+	if o.fail != nil && o.fail.Visit == "" {
+		o.fail.Visit, o.fail.Pos = path, n.Pos
+	}
+	wall := time.Since(start).Milliseconds()
+	ok := o.fail == nil
+	f := &Fact{Type: "end", Time: time.Now(), Visit: path, Node: n.ID, OK: &ok, Output: o.output, Error: o.fail,
+		Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session, WallMS: wall}
+	if err := r.store.fact(f); err != nil && o.fail == nil {
+		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
+	}
+	r.emit(&Event{Type: "visit.end", Visit: path, Node: n.ID, Kind: string(n.Kind), OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
+	return nodeValue(o)
+}
+
+func nodeValue(o *outcome) (map[string]any, *Failure) {
+	v := map[string]any{"ok": o.fail == nil, "output": o.output, "error": o.fail.value(), "skipped": o.skipped}
+	if o.file != "" {
+		v["_file"] = o.file
+	}
+	return v, o.fail
+}
+
+func (r *runner) dispatch(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
+	switch n.Kind {
+	case schema.KindAgent:
+		return r.agent(ctx, fr, n, vars, path)
+	case schema.KindRun:
+		return r.command(ctx, n, vars, path)
+	case schema.KindChoice:
+		return r.choice(ctx, fr, n, vars, path)
+	case schema.KindParallel:
+		return r.parallel(ctx, fr, n, vars, path)
+	case schema.KindMap:
+		return r.mapNode(ctx, fr, n, vars, path)
+	case schema.KindLoop:
+		return r.loop(ctx, fr, n, vars, path)
+	case schema.KindFlow:
+		return r.call(ctx, fr, n, vars, path)
+	case schema.KindAsk:
+		return r.ask(ctx, n, path)
+	}
+	return &outcome{fail: &Failure{Kind: schema.FailCondition, Message: "unknown node kind " + string(n.Kind)}}
+}
+
+// childFailure wraps the failure of a visit below path.
+func childFailure(path string, cause *Failure) *Failure {
+	return &Failure{Kind: schema.FailChild, Message: fmt.Sprintf("%s failed: %s: %s", cause.Visit, cause.Kind, innermost(cause).Message), Visit: path, Cause: cause}
+}
+
+func innermost(f *Failure) *Failure {
+	for f.Cause != nil {
+		f = f.Cause
+	}
+	return f
+}
+
+func eval(e *flows.Expr, vars map[string]any) (any, error) {
+	out, err := expr.Run(e.Program, vars)
+	if err != nil {
+		return nil, fmt.Errorf("evaluating %s at %s: %w", e.Source, e.Pos, err)
+	}
+	return out, nil
+}
+
+func evalBool(e *flows.Expr, vars map[string]any) (bool, error) {
+	v, err := eval(e, vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("%s at %s gave %T, not a boolean", e.Source, e.Pos, v)
+	}
+	return b, nil
+}
+
+func condition(err error) *outcome {
+	return &outcome{fail: &Failure{Kind: schema.FailCondition, Message: err.Error()}}
+}
+
+func (r *runner) choice(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
+	for _, b := range n.Branches {
+		if !b.Else {
+			ok, err := evalBool(b.When, vars)
+			if err != nil {
+				return condition(err)
+			}
+			if !ok {
+				continue
+			}
+		}
+		out, fail := r.sequence(ctx, fr, b.Nodes, maps.Clone(vars), path)
+		if fail != nil {
+			return &outcome{output: out, fail: childFailure(path, fail)}
+		}
+		return &outcome{output: out}
+	}
+	return &outcome{skipped: true}
+}
+
+// block runs n tasks with at most limit at once (0 = all at once). With
+// failFast, the first failure cancels the others with cause errCancelled and
+// tasks not yet started are skipped. It returns each task's failure by index.
+func (r *runner) block(ctx context.Context, count, limit int, failFast bool, task func(ctx context.Context, i int) *Failure) []*Failure {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	fails := make([]*Failure, count)
+	p := pool.New()
+	if limit > 0 {
+		p = p.WithMaxGoroutines(limit)
+	}
+	for i := range count {
+		if failFast && ctx.Err() != nil {
+			break
+		}
+		p.Go(func() {
+			if failFast && ctx.Err() != nil {
+				return
+			}
+			if f := task(ctx, i); f != nil {
+				fails[i] = f
+				if failFast {
+					cancel(errCancelled)
+				}
+			}
+		})
+	}
+	p.Wait()
+	return fails
+}
+
+func firstFailure(path string, fails []*Failure) *Failure {
+	// Prefer the failure that caused the others (not a cancelled sibling).
+	var first *Failure
+	for _, f := range fails {
+		if f == nil {
+			continue
+		}
+		if first == nil {
+			first = f
+		}
+		if innermost(f).Kind != schema.FailCancelled {
+			return childFailure(path, f)
+		}
+	}
+	if first != nil {
+		return childFailure(path, first)
+	}
+	return nil
+}
+
+func (r *runner) parallel(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
+	outs := make([]any, len(n.Branches))
+	fails := r.block(ctx, len(n.Branches), 0, n.FailFast, func(ctx context.Context, i int) *Failure {
+		b := n.Branches[i]
+		out, fail := r.sequence(ctx, fr, b.Nodes, maps.Clone(vars), join(path, b.Name))
+		outs[i] = out
+		return fail
+	})
+	output := make(map[string]any, len(n.Branches))
+	for i, b := range n.Branches {
+		output[b.Name] = outs[i]
+	}
+	return &outcome{output: output, fail: firstFailure(path, fails)}
+}
+
+func (r *runner) mapNode(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
+	v, err := eval(n.Items, vars)
+	if err != nil {
+		return condition(err)
+	}
+	items, ok := toList(v)
+	if !ok {
+		return condition(fmt.Errorf("map %s at %s gave %T, not a list", n.Items.Source, n.Items.Pos, v))
+	}
+	if len(items) > n.Max {
+		return &outcome{fail: &Failure{Kind: schema.FailTooMany, Message: fmt.Sprintf("%d items, more than max %d; nothing ran", len(items), n.Max)}}
+	}
+	results := make([]any, len(items))
+	fails := r.block(ctx, len(items), n.Concurrency, n.FailFast, func(ctx context.Context, i int) *Failure {
+		iv := maps.Clone(vars)
+		iv["item"], iv["index"] = items[i], i+1
+		out, fail := r.sequence(ctx, fr, n.Body, iv, path+"["+strconv.Itoa(i+1)+"]")
+		results[i] = map[string]any{"item": items[i], "ok": fail == nil, "output": out, "error": fail.value()}
+		return fail
+	})
+	for i, res := range results {
+		if res == nil { // skipped by fail_fast
+			results[i] = map[string]any{"item": items[i], "ok": false, "output": nil,
+				"error": map[string]any{"kind": string(schema.FailCancelled), "message": "skipped: a sibling failed first", "visit": path + "[" + strconv.Itoa(i+1) + "]"}}
+		}
+	}
+	return &outcome{output: results, fail: firstFailure(path, fails)}
+}
+
+func toList(v any) ([]any, bool) {
+	switch l := v.(type) {
+	case []any:
+		return l, true
+	case nil:
+		return nil, true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+		return nil, false
+	}
+	out := make([]any, rv.Len())
+	for i := range out {
+		out[i] = rv.Index(i).Interface()
+	}
+	return out, true
+}
+
+func (r *runner) loop(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
+	inner := fr.withScope(n.ID, path)
+	previous := map[string]any{}
+	for _, b := range n.Body {
+		previous[b.ID] = nil
+	}
+	for i := 1; i <= n.Max; i++ {
+		iv := maps.Clone(vars)
+		iv[n.ID] = map[string]any{"previous": previous, "iteration": i}
+		_, fail := r.sequence(ctx, inner, n.Body, iv, path+"#"+strconv.Itoa(i))
+		last := make(map[string]any, len(n.Body))
+		for _, b := range n.Body {
+			last[b.ID] = iv[b.ID]
+		}
+		out := map[string]any{"converged": false, "stop": "cap", "iterations": i, "last": last}
+		if fail != nil {
+			return &outcome{output: out, fail: childFailure(path, fail)}
+		}
+		done, err := evalBool(n.Until, iv)
+		if err != nil {
+			o := condition(err)
+			o.output = out
+			return o
+		}
+		if done {
+			out["converged"], out["stop"] = true, "until"
+			return &outcome{output: out}
+		}
+		if i == n.Max {
+			return &outcome{output: out, fail: &Failure{Kind: schema.FailUnconverged, Message: fmt.Sprintf("until did not hold after %d iterations", n.Max)}}
+		}
+		previous = last
+	}
+	return &outcome{}
+}
+
+func (r *runner) call(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
+	callee := r.plan.Flows[n.Callee]
+	var in any
+	if n.Input != nil {
+		v, err := eval(n.Input, vars)
+		if err != nil {
+			return condition(err)
+		}
+		in = v
+	}
+	input, err := checkInput(callee, in)
+	if err != nil {
+		return condition(err)
+	}
+	inner := &frame{flow: callee, parent: fr, scopes: map[string]string{"flow": path}}
+	out, fail := r.sequence(ctx, inner, callee.Nodes, map[string]any{"input": input}, path)
+	if fail != nil {
+		return &outcome{output: out, fail: childFailure(path, fail)}
+	}
+	return &outcome{output: out}
+}
+
+func (r *runner) ask(ctx context.Context, n *flows.Node, path string) *outcome {
+	if r.opts.Asker == nil {
+		return &outcome{output: n.Default}
+	}
+	ans, err := r.opts.Asker.Ask(ctx, path, n.Question, n.Options, n.Default)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &outcome{fail: r.cancelled(ctx, path, n)}
+		}
+		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: err.Error()}}
+	}
+	return &outcome{output: ans}
+}

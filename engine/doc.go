@@ -1,0 +1,15 @@
+// Package engine runs a compiled flows.Plan: sequences, choices, parallel
+// branches, maps and loops, flow calls and asks; visits, memory scopes,
+// timeouts, retries and the run-wide cap on live subagents; and it records
+// everything in the run directory (snapshot, journal, events, usage).
+//
+// The engine owns every goroutine it starts: each block runs its children in
+// a conc pool that it waits for, and cancellation travels by context with a
+// cause (ErrStopped, a fail_fast sibling, a timeout), so each visit can say
+// why it ended. Leaf work is done by the Driver and Commander implementations
+// that cmd registers; they must end their processes when ctx is done.
+//
+// A run's journal is the source of truth: every visit's start and end is a
+// line on disk before the next visit starts, with the end carrying the whole
+// output, so a later resume can rebuild any ended visit without running it.
+package engine

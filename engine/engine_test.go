@@ -1,0 +1,462 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/schema"
+)
+
+// fakeDriver answers turns with a script keyed by visit path.
+type fakeDriver struct {
+	answer  func(t *Turn) (string, error)
+	delay   time.Duration
+	live    atomic.Int32
+	maxLive atomic.Int32
+	mu      sync.Mutex
+	turns   []*Turn
+}
+
+func (d *fakeDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
+	n := d.live.Add(1)
+	defer d.live.Add(-1)
+	for {
+		m := d.maxLive.Load()
+		if n <= m || d.maxLive.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	d.mu.Lock()
+	d.turns = append(d.turns, t)
+	d.mu.Unlock()
+	if d.delay > 0 {
+		select {
+		case <-ctx.Done():
+			return &TurnResult{Status: Aborted}, ctx.Err()
+		case <-time.After(d.delay):
+		}
+	}
+	out := "ok " + t.Visit
+	var err error
+	if d.answer != nil {
+		out, err = d.answer(t)
+	}
+	in := int64(10)
+	if err != nil {
+		return &TurnResult{Status: Failed, Diagnostics: []string{err.Error()}, Usage: Usage{Input: &in}}, nil
+	}
+	return &TurnResult{Status: Completed, Output: out, Usage: Usage{Input: &in}, Session: "s-" + t.Agent.Name}, nil
+}
+
+type fakeCommands struct{}
+
+func (fakeCommands) Run(ctx context.Context, c *Command) (*CommandResult, error) {
+	if len(c.Argv) > 0 && c.Argv[0] == "fail" {
+		return &CommandResult{Passed: false, Exit: 1, Report: "red"}, nil
+	}
+	return &CommandResult{Passed: true, Exit: 0, Report: strings.Join(c.Argv, " ") + c.Script}, nil
+}
+
+const agents = `agents:
+  - {name: worker, description: does work, driver: exec, command: [x]}
+  - {name: judge, description: judges, driver: exec, command: [x]}
+`
+
+func load(t *testing.T, name, src string) *flows.Plan {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	if diags.HasErrors() {
+		t.Fatalf("load:\n%s", diags.Error())
+	}
+	return p
+}
+
+func execute(t *testing.T, p *flows.Plan, d *fakeDriver, opts Options) (*Result, []Fact) {
+	t.Helper()
+	opts.Drivers = map[string]Driver{"exec": d}
+	opts.Commands = fakeCommands{}
+	opts.RunsDir = t.TempDir()
+	opts.Backoff = time.Millisecond
+	res, err := Execute(context.Background(), p, opts)
+	if err != nil {
+		t.Fatalf("execute: %v", err)
+	}
+	facts, err := ReadJournal(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, facts
+}
+
+func ended(facts []Fact) []string {
+	var out []string
+	for _, f := range facts {
+		if f.Type == "end" {
+			out = append(out, f.Visit)
+		}
+	}
+	return out
+}
+
+func TestMapConcurrencyIsBoundedAndReached(t *testing.T) {
+	p := load(t, "fan", `name: fan
+input: {files: [string]}
+`+agents+`nodes:
+  - id: look
+    map: input.files
+    max: 9
+    concurrency: 3
+    do:
+      - {id: each, agent: worker, prompt: "look at ${{ item }}"}
+`)
+	d := &fakeDriver{delay: 500 * time.Millisecond}
+	files := []any{"a", "b", "c", "d", "e", "f", "g", "h", "i"}
+	res, facts := execute(t, p, d, Options{Input: map[string]any{"files": files}})
+	if !res.OK {
+		t.Fatalf("run failed: %v", res.Failure)
+	}
+	if got := d.maxLive.Load(); got != 3 {
+		t.Fatalf("max live turns = %d, want exactly 3", got)
+	}
+	visits := ended(facts)
+	for i := 1; i <= 9; i++ {
+		want := fmt.Sprintf("look[%d]/each", i)
+		if !slices.Contains(visits, want) {
+			t.Errorf("journal lacks %s; has %v", want, visits)
+		}
+	}
+	out := res.Output.([]any)
+	if len(out) != 9 || out[8].(map[string]any)["item"] != "i" {
+		t.Fatalf("map output out of order: %v", out)
+	}
+}
+
+func TestLoopStopsWhenGuardHolds(t *testing.T) {
+	p := load(t, "rev", `name: rev
+`+agents+`nodes:
+  - id: review
+    loop: {until: check.output.approved, max: 3}
+    do:
+      - {id: code, agent: worker, memory: review, reads: [review.previous.check], prompt: fix it}
+      - id: check
+        agent: judge
+        output: {approved: boolean}
+        prompt: approve?
+  - id: report
+    choice:
+      - when: review.output.converged && review.output.iterations == 2
+        do: [{id: two, agent: worker, prompt: "converged after ${{ review.output.iterations }}"}]
+      - else: [{id: other, agent: worker, prompt: other}]
+`)
+	d := &fakeDriver{answer: func(t *Turn) (string, error) {
+		if t.Agent.Name == "judge" {
+			return fmt.Sprintf(`{"approved": %v}`, strings.HasPrefix(t.Visit, "review#2")), nil
+		}
+		return "done", nil
+	}}
+	res, facts := execute(t, p, d, Options{})
+	if !res.OK {
+		t.Fatalf("run failed: %v", res.Failure)
+	}
+	visits := ended(facts)
+	for _, want := range []string{"review#1/check", "review#2/check", "report/two"} {
+		if !slices.Contains(visits, want) {
+			t.Errorf("journal lacks %s; has %v", want, visits)
+		}
+	}
+	if slices.Contains(visits, "review#3/code") {
+		t.Error("the loop ran a third iteration after its guard held")
+	}
+	// memory: the second coder turn continues the first one's session, and
+	// sees the previous verdict.
+	var coder []*Turn
+	for _, tn := range d.turns {
+		if tn.Agent.Name == "worker" && strings.HasSuffix(tn.Visit, "/code") {
+			coder = append(coder, tn)
+		}
+	}
+	if len(coder) != 2 || coder[0].Session != "" || coder[1].Session != "s-worker" {
+		t.Fatalf("memory scope not continued: %+v", coder)
+	}
+	if !strings.Contains(coder[1].Prompt, `"approved": false`) || !strings.Contains(coder[0].Prompt, "first iteration") {
+		t.Errorf("previous verdict not read:\n%s", coder[1].Prompt)
+	}
+}
+
+func TestLoopUnconverged(t *testing.T) {
+	p := load(t, "rev", `name: rev
+`+agents+`nodes:
+  - id: review
+    loop: {until: "check.output == 'yes'", max: 2}
+    do:
+      - {id: check, agent: judge, prompt: approve?}
+`)
+	res, _ := execute(t, p, &fakeDriver{}, Options{})
+	if res.OK || res.Failure.Kind != schema.FailUnconverged {
+		t.Fatalf("want unconverged, got %+v", res.Failure)
+	}
+}
+
+func TestMapTooManyRunsNothing(t *testing.T) {
+	p := load(t, "fan", `name: fan
+`+agents+`nodes:
+  - id: look
+    map: "[1, 2, 3]"
+    max: 2
+    do: [{id: each, agent: worker, prompt: x}]
+`)
+	d := &fakeDriver{}
+	res, _ := execute(t, p, d, Options{})
+	if res.OK || res.Failure.Kind != schema.FailTooMany || len(d.turns) != 0 {
+		t.Fatalf("want too-many with no turn, got %+v after %d turns", res.Failure, len(d.turns))
+	}
+}
+
+func TestParallelFailFastCancelsSiblings(t *testing.T) {
+	p := load(t, "par", `name: par
+`+agents+`nodes:
+  - id: checks
+    fail_fast: true
+    parallel:
+      slow: [{id: s, agent: worker, prompt: slow}]
+      bad: [{id: b, agent: judge, prompt: bad}]
+`)
+	d := &fakeDriver{answer: func(t *Turn) (string, error) {
+		if t.Agent.Name == "judge" {
+			return "", errors.New("model said no")
+		}
+		return "late", nil
+	}}
+	d.delay = 0
+	slow := &slowDriver{inner: d}
+	opts := Options{}
+	opts.Drivers = map[string]Driver{"exec": slow}
+	opts.RunsDir = t.TempDir()
+	start := time.Now()
+	res, err := Execute(context.Background(), p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Fatal("fail_fast did not cancel the slow sibling")
+	}
+	if res.OK || res.Failure.Root().Kind != schema.FailProvider || res.Failure.Root().Visit != "checks/bad/b" {
+		t.Fatalf("want provider at checks/bad/b, got %+v", res.Failure.Root())
+	}
+	facts, _ := ReadJournal(res.Dir)
+	for _, f := range facts {
+		if f.Type == "end" && f.Visit == "checks/slow/s" && (f.Error == nil || f.Error.Kind != schema.FailCancelled) {
+			t.Fatalf("slow sibling should end cancelled: %+v", f.Error)
+		}
+	}
+}
+
+type slowDriver struct{ inner *fakeDriver }
+
+func (s *slowDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
+	if t.Agent.Name == "worker" {
+		select {
+		case <-ctx.Done():
+			return &TurnResult{Status: Aborted}, ctx.Err()
+		case <-time.After(10 * time.Second):
+		}
+	}
+	return s.inner.Turn(ctx, t)
+}
+
+func TestOnFailContinueAndRetry(t *testing.T) {
+	p := load(t, "cont", `name: cont
+`+agents+`nodes:
+  - {id: flaky, agent: judge, prompt: x, retry: 2}
+  - {id: broken, agent: worker, prompt: x, on_fail: continue}
+  - id: after
+    choice:
+      - when: "!broken.ok && broken.error.kind == 'provider' && flaky.ok"
+        do: [{id: tests, run: [go, test]}]
+`)
+	var calls atomic.Int32
+	d := &fakeDriver{answer: func(t *Turn) (string, error) {
+		if t.Agent.Name == "judge" && calls.Add(1) < 3 {
+			return "", errors.New("overloaded")
+		}
+		if t.Agent.Name == "worker" {
+			return "", errors.New("broken")
+		}
+		return "fine", nil
+	}}
+	res, facts := execute(t, p, d, Options{})
+	if !res.OK {
+		t.Fatalf("run failed: %v", res.Failure)
+	}
+	if calls.Load() != 3 {
+		t.Fatalf("retry: %d attempts, want 3", calls.Load())
+	}
+	if !slices.Contains(ended(facts), "after/tests") {
+		t.Fatal("the choice did not see the failure as a value")
+	}
+}
+
+func TestTypedOutputSentBackOnceThenSchema(t *testing.T) {
+	p := load(t, "typed", `name: typed
+`+agents+`nodes:
+  - {id: v, agent: judge, prompt: x, output: {approved: boolean}}
+`)
+	d := &fakeDriver{answer: func(t *Turn) (string, error) { return "I approve!", nil }}
+	res, _ := execute(t, p, d, Options{})
+	if res.OK || res.Failure.Kind != schema.FailSchema || len(d.turns) != 2 {
+		t.Fatalf("want schema after 2 turns, got %+v after %d", res.Failure, len(d.turns))
+	}
+	if !strings.Contains(d.turns[1].Prompt, "did not fit") {
+		t.Fatalf("the second turn does not say why: %s", d.turns[1].Prompt)
+	}
+}
+
+func TestTimeoutAndConditionKinds(t *testing.T) {
+	p := load(t, "to", `name: to
+timeout: 50ms
+`+agents+`nodes:
+  - {id: slow, agent: worker, prompt: x, on_fail: continue}
+  - id: pick
+    choice:
+      - when: "slow.output == 'x'"
+        do: [{id: never, agent: worker, prompt: x}]
+`)
+	d := &fakeDriver{delay: 2 * time.Second}
+	res, facts := execute(t, p, d, Options{})
+	var slowFail *Failure
+	for _, f := range facts {
+		if f.Type == "end" && f.Visit == "slow" {
+			slowFail = f.Error
+		}
+	}
+	if slowFail == nil || slowFail.Kind != schema.FailTimeout {
+		t.Fatalf("want timeout, got %+v", slowFail)
+	}
+	// slow.output is nil, not a string: the guard cannot be evaluated, so
+	// the choice fails `condition` rather than reading as false.
+	if res.OK || res.Failure.Kind != schema.FailCondition || res.Failure.Visit != "pick" {
+		t.Fatalf("want condition at pick, got %+v", res.Failure)
+	}
+}
+
+func TestStoppedWhenInterrupted(t *testing.T) {
+	p := load(t, "stop", `name: stop
+`+agents+`nodes:
+  - {id: a, agent: worker, prompt: x}
+  - {id: b, agent: worker, prompt: x}
+`)
+	d := &fakeDriver{delay: 10 * time.Second}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(100*time.Millisecond, func() { cancel(ErrStopped) })
+	res, err := Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status() != "stopped" || res.Failure.Visit != "a" {
+		t.Fatalf("want stopped at a, got %s %+v", res.Status(), res.Failure)
+	}
+}
+
+func TestInputDefaultsAndErrors(t *testing.T) {
+	p := load(t, "in", `name: in
+input:
+  goal: string
+  level: {type: integer, default: 2}
+`+agents+`nodes:
+  - {id: a, agent: worker, prompt: "${{ input.goal }} at ${{ input.level + 1 }}"}
+`)
+	d := &fakeDriver{}
+	res, _ := execute(t, p, d, Options{Input: map[string]any{"goal": "g"}})
+	if !res.OK || !strings.HasPrefix(d.turns[0].Prompt, "g at 3") {
+		t.Fatalf("defaults: %+v %q", res.Failure, d.turns[0].Prompt)
+	}
+	_, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
+	var ie *InputError
+	if !errors.As(err, &ie) {
+		t.Fatalf("missing required input: want InputError, got %v", err)
+	}
+}
+
+func TestAskUnattended(t *testing.T) {
+	p := load(t, "ask", `name: ask
+nodes:
+  - {id: ship, ask: Ship it?, options: [ship, hold], default: hold}
+`)
+	res, _ := execute(t, p, &fakeDriver{}, Options{})
+	if !res.OK || res.Output != "hold" {
+		t.Fatalf("unattended ask should take its default: %+v", res)
+	}
+	p = load(t, "ask", `name: ask
+nodes:
+  - {id: ship, ask: Ship it?}
+`)
+	_, err := Execute(context.Background(), p, Options{RunsDir: t.TempDir()})
+	var re *RefusedError
+	if !errors.As(err, &re) {
+		t.Fatalf("an ask without default must be refused unattended, got %v", err)
+	}
+}
+
+func TestFlowCall(t *testing.T) {
+	dir := t.TempDir()
+	must := func(name, src string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must("main.yaml", "name: main\nmodel: m-main\n"+agents+`nodes:
+  - {id: prep, run: [echo, hi]}
+  - {id: notes, flow: sub, input: "{topic: prep.output.report}"}
+  - {id: after, agent: worker, prompt: "${{ notes.output }}"}
+`)
+	must("sub.yaml", `name: sub
+input: {topic: string}
+nodes:
+  - {id: write, agent: worker, prompt: "notes on ${{ input.topic }}"}
+`)
+	p, diags := flows.Load(filepath.Join(dir, "main.yaml"), flows.Options{UserAgentDirs: []string{}})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	d := &fakeDriver{}
+	res, facts := execute(t, p, d, Options{})
+	if !res.OK || !slices.Contains(ended(facts), "notes/write") {
+		t.Fatalf("call: %+v %v", res.Failure, ended(facts))
+	}
+	if d.turns[0].Model != "m-main" || !strings.HasPrefix(d.turns[0].Prompt, "notes on echo hi") {
+		t.Fatalf("callee turn: model %q prompt %q", d.turns[0].Model, d.turns[0].Prompt)
+	}
+}
+
+func TestTornJournalLineIsIgnored(t *testing.T) {
+	dir := t.TempDir()
+	good := `{"type":"start","time":"2026-01-01T00:00:00Z","visit":"a"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "journal.jsonl"), []byte(good+`{"type":"end","vis`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	facts, err := ReadJournal(dir)
+	if err != nil || len(facts) != 1 {
+		t.Fatalf("torn line: %v %v", facts, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "journal.jsonl"), []byte(`{bad`+"\n"+good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadJournal(dir); err == nil {
+		t.Fatal("a bad line in the middle must be an error")
+	}
+}

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Fact is one line of journal.jsonl. Fields are set according to Type:
+//
+//   - "run": the run started (Input, Flow) or ended (Status, Failure).
+//   - "start": a visit started (Visit, Node, Kind).
+//   - "end": a visit ended with its whole outcome (OK, Output, Error,
+//     Skipped, Usage, Attempts, Session), enough to rebuild its value
+//     without running it again.
+type Fact struct {
+	Type     string    `json:"type"`
+	Time     time.Time `json:"time"`
+	Visit    string    `json:"visit,omitempty"`
+	Node     string    `json:"node,omitempty"`
+	Kind     string    `json:"kind,omitempty"`
+	OK       *bool     `json:"ok,omitempty"`
+	Output   any       `json:"output,omitempty"`
+	Error    *Failure  `json:"error,omitempty"`
+	Skipped  bool      `json:"skipped,omitempty"`
+	Usage    *Usage    `json:"usage,omitempty"`
+	Model    string    `json:"model,omitempty"`
+	Attempts int       `json:"attempts,omitempty"`
+	Session  string    `json:"session,omitempty"`
+	WallMS   int64     `json:"wall_ms,omitempty"`
+	// run facts
+	Flow   string `json:"flow,omitempty"`
+	RunID  string `json:"run,omitempty"`
+	Status string `json:"status,omitempty"` // running | succeeded | failed | stopped
+	Input  any    `json:"input,omitempty"`
+}
+
+// ReadJournal reads a run's journal. A torn last line (the engine died
+// mid-write) is ignored; a bad line elsewhere is an error naming it.
+func ReadJournal(runDir string) ([]Fact, error) {
+	b, err := os.ReadFile(filepath.Join(runDir, "journal.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("reading journal: %w", err)
+	}
+	var facts []Fact
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<30)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var f Fact
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			if !bytes.HasSuffix(b, []byte("\n")) && line == bytes.Count(b, []byte("\n"))+1 {
+				break // torn last line
+			}
+			return facts, fmt.Errorf("reading journal line %d: %w", line, err)
+		}
+		facts = append(facts, f)
+	}
+	return facts, sc.Err()
+}
+
+// Event is one line of events.jsonl, and what the live view receives.
+type Event struct {
+	Time     time.Time `json:"time"`
+	Type     string    `json:"type"` // run.start, run.end, visit.start, visit.end, progress
+	Run      string    `json:"run,omitempty"`
+	Visit    string    `json:"visit,omitempty"`
+	Node     string    `json:"node,omitempty"`
+	Kind     string    `json:"kind,omitempty"`
+	Driver   string    `json:"driver,omitempty"`
+	Model    string    `json:"model,omitempty"`
+	Activity string    `json:"activity,omitempty"`
+	Tokens   int64     `json:"tokens,omitempty"`
+	OK       *bool     `json:"ok,omitempty"`
+	Error    *Failure  `json:"error,omitempty"`
+	Usage    *Usage    `json:"usage,omitempty"`
+	WallMS   int64     `json:"wall_ms,omitempty"`
+	Status   string    `json:"status,omitempty"`
+	Dir      string    `json:"dir,omitempty"`
+}

@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/schema"
+)
+
+// render evaluates a template: strings are inserted as they are, other
+// values as JSON.
+func render(t *flows.Template, vars map[string]any) (string, error) {
+	if t == nil {
+		return "", nil
+	}
+	if t.IsStatic() {
+		if len(t.Parts) == 0 {
+			return "", nil
+		}
+		return t.Parts[0].Text, nil
+	}
+	var b strings.Builder
+	for _, p := range t.Parts {
+		if p.Expr == nil {
+			b.WriteString(p.Text)
+			continue
+		}
+		v, err := eval(p.Expr, vars)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(text(v))
+	}
+	return b.String(), nil
+}
+
+func text(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func fence(s string) string {
+	return "```\n" + strings.TrimRight(s, "\n") + "\n```"
+}
+
+func jsonFence(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fence(fmt.Sprint(v))
+	}
+	return "```json\n" + string(b) + "\n```"
+}
+
+// turnText builds what a turn receives (SPEC 3.3): the prompt, each read
+// under its own heading, the output instruction, the working directory.
+func (r *runner) turnText(n *flows.Node, vars map[string]any) (string, error) {
+	prompt, err := render(n.Prompt, vars)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString(prompt)
+	for _, rd := range n.Reads {
+		v, err := eval(rd.Expr, vars)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString("\n\n## ")
+		b.WriteString(rd.Address)
+		b.WriteString("\n")
+		b.WriteString(readText(v, rd.IsNode))
+	}
+	if n.Typed {
+		fmt.Fprintf(&b, "\n\n## Answer format\nAnswer with only a JSON value (no prose, no code fence) that fits this JSON Schema:\n```json\n%s\n```", n.OutputSchema)
+	}
+	fmt.Fprintf(&b, "\n\nWorking directory: %s\n", r.opts.WorkDir)
+	return b.String(), nil
+}
+
+// readText renders one read: a node's output as text (typed values and
+// failures as fenced JSON), oversized answers as a prefix and the file.
+func readText(v any, isNode bool) string {
+	if !isNode {
+		if s, ok := v.(string); ok {
+			return s
+		}
+		return jsonFence(v)
+	}
+	nv, ok := v.(map[string]any)
+	if !ok || nv == nil {
+		return "(nothing yet: this is the first iteration)"
+	}
+	if ok, _ := nv["ok"].(bool); !ok {
+		return "This node failed:\n" + jsonFence(map[string]any{"ok": false, "error": nv["error"]})
+	}
+	if skipped, _ := nv["skipped"].(bool); skipped {
+		return "(skipped)"
+	}
+	out := nv["output"]
+	s, isText := out.(string)
+	if !isText {
+		return jsonFence(out)
+	}
+	if file, _ := nv["_file"].(string); file != "" && len(s) > overflowLimit {
+		return utf8Prefix(s, overflowLimit) + fmt.Sprintf("\n\n[… the whole answer, %d bytes, is in %s]", len(s), file)
+	}
+	return s
+}
+
+func utf8Prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// parseTyped reads a typed answer: the whole answer must be one JSON value
+// (a single surrounding code fence is tolerated), and it must fit t. Values
+// are never picked out of prose.
+func parseTyped(answer string, t *schema.Type) (any, error) {
+	s := strings.TrimSpace(answer)
+	if strings.HasPrefix(s, "```") && strings.HasSuffix(s, "```") && len(s) > 6 {
+		s = strings.TrimSpace(s[3 : len(s)-3])
+		if i := strings.IndexByte(s, '\n'); i >= 0 && !strings.ContainsAny(s[:i], "{[\"") {
+			s = s[i+1:]
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("the answer is not JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("the answer has more than one JSON value")
+	}
+	if err := t.Check(v); err != nil {
+		return nil, err
+	}
+	return normalize(t, v), nil
+}
+
+// normalize converts decoded JSON to the types expressions were checked
+// against: whole numbers where the type says integer.
+func normalize(t *schema.Type, v any) any {
+	switch t.Kind {
+	case schema.TInteger:
+		if f, ok := v.(float64); ok {
+			return int(f)
+		}
+		if i, ok := v.(int64); ok {
+			return int(i)
+		}
+	case schema.TNumber:
+		if i, ok := v.(int64); ok {
+			return float64(i)
+		}
+	case schema.TList:
+		if l, ok := v.([]any); ok {
+			out := make([]any, len(l))
+			for i, x := range l {
+				out[i] = normalize(t.Elem, x)
+			}
+			return out
+		}
+	case schema.TObject:
+		if m, ok := v.(map[string]any); ok {
+			out := make(map[string]any, len(m))
+			for k, x := range m {
+				out[k] = x
+			}
+			for _, f := range t.Fields {
+				if x, ok := m[f.Name]; ok {
+					out[f.Name] = normalize(f.Type, x)
+				} else {
+					out[f.Name] = nil
+				}
+			}
+			return out
+		}
+	}
+	return v
+}
