@@ -1,0 +1,49 @@
+// Package exec implements the `exec` agent driver (SPEC 4): any program
+// answers a turn.
+//
+// The agent's `command:` argv runs once per turn, in the turn's working
+// directory, with the whole turn text on stdin; its stdout is the answer
+// (trailing newlines removed, as shell command substitution does). An argv[0]
+// that starts with "./" or "../" is relative to the directory of the agent's
+// file, so an agent can ship its script beside it.
+//
+// The program's environment is the flow process's, plus:
+//
+//	FLOW_MODEL          the resolved model ("" means the program's default)
+//	FLOW_VISIT          the visit path, e.g. review#2/verdict
+//	FLOW_RUN            the run id
+//	FLOW_OUTPUT_SCHEMA  the JSON Schema of the node's typed output (only when it has one)
+//
+// # Outcome
+//
+// A clean exit with a non-blank stdout is Completed. A non-zero exit or a
+// death by signal is Failed with a diagnostic (the engine maps it to the
+// failure kind `provider`), and so is a clean exit with a blank stdout: a
+// completed turn needs an answer with text. Stderr is kept whole. A program
+// that cannot be started is an error wrapping engine.ErrUnavailable. On
+// cancellation the process tree is ended through package proc, and Turn
+// returns an Aborted result together with context.Cause of the context.
+//
+// # Usage
+//
+// The driver measures wall_ms and counts one turn; tokens and cost are not
+// reported (null) unless the program reports them itself: when the last
+// non-blank line of its stderr is
+//
+//	FLOW_USAGE {"input":N,"output":M,"cost":C}
+//
+// the driver takes those fields. Any of input, output, cache_read,
+// cache_write (tokens), cost (USD) and turns may appear; a field left out
+// stays not reported. This lets test doubles and scripted agents report
+// usage. A malformed FLOW_USAGE line is ignored with a diagnostic.
+//
+// # Transcript
+//
+// Every turn appends one JSON line to <Home>/<agent name>.jsonl:
+// {"visit","model","prompt","answer","exit","wall_ms"}; the result's
+// Transcript is that path. The environment is never written there.
+//
+// A Driver holds only settings: it is immutable and safe for concurrent use.
+// It keeps no session: with `memory:` every turn still starts the program
+// afresh.
+package exec

@@ -1,0 +1,175 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/proc"
+)
+
+// Driver runs exec agents. Its zero value is not usable; call New.
+type Driver struct {
+	grace time.Duration
+}
+
+var _ engine.Driver = (*Driver)(nil)
+
+// New returns a Driver that gives a cancelled program proc.DefaultGrace
+// between SIGTERM and SIGKILL.
+func New() *Driver { return &Driver{grace: proc.DefaultGrace} }
+
+// WithGrace returns a copy of d with another grace period between SIGTERM
+// and SIGKILL on cancellation.
+func (d *Driver) WithGrace(grace time.Duration) *Driver {
+	dd := *d
+	dd.grace = grace
+	return &dd
+}
+
+// Turn runs the agent's command for one turn. See the package documentation
+// for the outcome, usage and transcript.
+func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
+	if t.Agent == nil || len(t.Agent.Command) == 0 {
+		return nil, fmt.Errorf("starting exec agent: %w: the agent has no command", engine.ErrUnavailable)
+	}
+	argv := resolve(t.Agent.Command, t.Agent.Source)
+	name := filepath.Base(argv[0])
+	t.Progress(engine.Progress{Activity: "running " + name})
+
+	var stdout, stderr bytes.Buffer
+	p := proc.Command(ctx, t.RunID, argv[0], argv[1:]...)
+	p.Grace = d.grace
+	p.Cmd.Dir = t.WorkDir
+	p.Cmd.Env = environ(t)
+	p.Cmd.Stdin = strings.NewReader(t.Prompt)
+	p.Cmd.Stdout = &stdout
+	p.Cmd.Stderr = &stderr
+
+	start := time.Now()
+	if err := p.Start(); err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("starting %s: %w: %w", argv[0], engine.ErrUnavailable, err)
+	}
+	werr := p.Wait()
+	wall := time.Since(start).Milliseconds()
+
+	res := &engine.TurnResult{Output: strings.TrimRight(stdout.String(), "\r\n"), Stderr: stderr.String()}
+	res.Usage, res.Diagnostics = usage(res.Stderr)
+	res.Usage.WallMS = wall
+	status, exited := proc.ExitStatus(werr)
+	if !exited {
+		status = -1
+	}
+	var err error
+	switch {
+	case werr != nil && ctx.Err() != nil:
+		res.Status = engine.Aborted
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("%s was stopped: %v", name, context.Cause(ctx)))
+		err = context.Cause(ctx)
+	case !exited:
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("waiting for %s: %v", name, werr))
+	case status > 128 && !isExit(werr):
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("%s was killed by signal %d%s", name, status-128, lastLine(res.Stderr)))
+	case status != 0:
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("%s exited with status %d%s", name, status, lastLine(res.Stderr)))
+	case strings.TrimSpace(res.Output) == "":
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("no answer: %s exited 0 with nothing on stdout%s", name, lastLine(res.Stderr)))
+	default:
+		res.Status = engine.Completed
+	}
+	if errors.Is(werr, osexec.ErrWaitDelay) {
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("a background process of %s held its output open; it was closed after %v", name, d.grace))
+	}
+
+	path, terr := appendTranscript(t, res.Output, status, wall)
+	if terr != nil {
+		res.Diagnostics = append(res.Diagnostics, terr.Error())
+	}
+	res.Transcript = path
+	return res, err
+}
+
+// isExit reports whether err is a normal exit (not a death by signal).
+func isExit(err error) bool {
+	var exit *osexec.ExitError
+	return errors.As(err, &exit) && exit.Exited()
+}
+
+// resolve makes an argv[0] that starts with ./ or ../ relative to the
+// directory of the agent's file, when there is one.
+func resolve(command []string, source string) []string {
+	argv := append([]string(nil), command...)
+	if source == "" || !(strings.HasPrefix(argv[0], "./") || strings.HasPrefix(argv[0], "../")) {
+		return argv
+	}
+	dir := filepath.Dir(source)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	argv[0] = filepath.Join(dir, argv[0])
+	return argv
+}
+
+// flowVars are set by the driver; inherited values are dropped so that a
+// flow running inside another flow's agent does not pass the outer ones on.
+var flowVars = []string{"FLOW_MODEL=", "FLOW_VISIT=", "FLOW_RUN=", "FLOW_OUTPUT_SCHEMA="}
+
+func environ(t *engine.Turn) []string {
+	parent := os.Environ()
+	env := make([]string, 0, len(parent)+len(flowVars))
+	for _, kv := range parent {
+		if !hasAnyPrefix(kv, flowVars) {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "FLOW_MODEL="+t.Model, "FLOW_VISIT="+t.Visit, "FLOW_RUN="+t.RunID)
+	if t.OutputSchema != nil {
+		env = append(env, "FLOW_OUTPUT_SCHEMA="+string(t.OutputSchema))
+	}
+	return env
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastLine returns ": <last non-blank line of stderr>" for a diagnostic, or
+// "" when stderr is blank.
+func lastLine(stderr string) string {
+	line := lastNonBlank(stderr)
+	if line == "" {
+		return ""
+	}
+	const most = 200
+	if len(line) > most {
+		line = strings.ToValidUTF8(line[:most], "") + "…"
+	}
+	return ": " + line
+}
+
+func lastNonBlank(s string) string {
+	s = strings.TrimRight(s, " \t\r\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.TrimSpace(s)
+}

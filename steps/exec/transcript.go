@@ -1,0 +1,67 @@
+package exec
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/flowrun/flow/engine"
+)
+
+// record is one transcript line: one turn.
+type record struct {
+	Visit  string `json:"visit"`
+	Model  string `json:"model"`
+	Prompt string `json:"prompt"`
+	Answer string `json:"answer"`
+	Exit   int    `json:"exit"`
+	WallMS int64  `json:"wall_ms"`
+}
+
+// appendTranscript appends the turn to <Home>/<agent>.jsonl in one write
+// (O_APPEND), so a torn line can only be the last one, and returns the path.
+func appendTranscript(t *engine.Turn, answer string, exit int, wallMS int64) (string, error) {
+	if t.Home == "" {
+		return "", nil
+	}
+	line, err := json.Marshal(record{Visit: t.Visit, Model: t.Model, Prompt: t.Prompt, Answer: answer, Exit: exit, WallMS: wallMS})
+	if err != nil {
+		return "", fmt.Errorf("writing transcript: %w", err)
+	}
+	path := filepath.Join(t.Home, fileName(t.Agent.Name)+".jsonl")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("writing transcript: %w", err)
+	}
+	_, werr := f.Write(append(line, '\n'))
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		return "", fmt.Errorf("writing transcript %s: %w", path, firstErr(werr, cerr))
+	}
+	return path, nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fileName keeps an agent name inside the home directory.
+func fileName(agent string) string {
+	name := strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 {
+			return '_'
+		}
+		return r
+	}, agent)
+	if name == "" || name == "." || name == ".." {
+		return "agent"
+	}
+	return name
+}
