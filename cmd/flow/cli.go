@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/flowrun/flow/flows"
+)
+
+// Exit codes (SPEC 7).
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitInvalid     = 2
+	exitInterrupted = 130
+)
+
+// exitError carries an exit code up through cobra.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func invalid(format string, args ...any) error {
+	return &exitError{code: exitInvalid, msg: fmt.Sprintf(format, args...)}
+}
+
+// Main runs the command line and returns the exit code.
+func Main(args []string) int {
+	root := newRoot(os.Stdout, os.Stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(os.Stderr, ee.msg)
+		}
+		return ee.code
+	}
+	// cobra's own errors: unknown command or flag, bad arguments.
+	fmt.Fprintf(os.Stderr, "flow: %v\nRun 'flow --help' for usage.\n", err)
+	return exitInvalid
+}
+
+// app is what every subcommand shares: configuration and output streams.
+type app struct {
+	cfg    *viper.Viper
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	a := &app{cfg: viper.New(), stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "flow",
+		Short:         "Run declarative YAML flows over coding-agent subagents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.loadConfig(cmd)
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().Bool("project-agents", false, "load the repository's own agents (.flow/agents, .pi/agents, .claude/agents)")
+	root.AddCommand(a.runCmd(), a.validateCmd(), a.planCmd(), a.schemaCmd(), a.agentsCmd())
+	return root
+}
+
+// loadConfig resolves the configuration (SPEC 10): flags > FLOW_*
+// environment variables > .flow/config.yaml > ~/.config/flow/config.yaml >
+// defaults. Flow files are never read through viper: it loses positions.
+func (a *app) loadConfig(cmd *cobra.Command) error {
+	v := a.cfg
+	v.SetDefault("driver", "pi")
+	v.SetDefault("runs_dir", filepath.Join(".flow", "runs"))
+	v.SetDefault("concurrency", 0)
+	v.SetDefault("project_agents", false)
+	v.SetEnvPrefix("FLOW")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
+	v.AutomaticEnv()
+	v.SetConfigType("yaml")
+	var files []string
+	if home, err := os.UserHomeDir(); err == nil {
+		files = append(files, filepath.Join(home, ".config", "flow", "config.yaml"))
+	}
+	files = append(files, filepath.Join(".flow", "config.yaml"))
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		err = v.MergeConfig(fh)
+		_ = fh.Close()
+		if err != nil {
+			return invalid("reading configuration %s: %v", f, err)
+		}
+	}
+	if f := cmd.Flags().Lookup("project-agents"); f != nil {
+		if err := v.BindPFlag("project_agents", f); err != nil {
+			return fmt.Errorf("binding flags: %w", err)
+		}
+	}
+	return nil
+}
+
+// loadOptions are the flows.Options the configuration implies.
+func (a *app) loadOptions() flows.Options {
+	return flows.Options{ProjectAgents: a.cfg.GetBool("project_agents"), DefaultDriver: a.cfg.GetString("driver")}
+}
+
+// settings is the resolved configuration for the snapshot, without secrets:
+// keys whose name says they hold one are left out.
+func (a *app) settings() map[string]any {
+	out := map[string]any{}
+	for _, k := range a.cfg.AllKeys() {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "key") && !strings.HasSuffix(lk, "_env") || strings.Contains(lk, "token") || strings.Contains(lk, "secret") || strings.Contains(lk, "password") {
+			continue
+		}
+		out[k] = a.cfg.Get(k)
+	}
+	return out
+}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+
+	"github.com/flowrun/flow/engine"
+)
+
+// progressView shows a run's events as they happen. Event is called from
+// many goroutines; Close is idempotent and ends anything the view started.
+type progressView interface {
+	Event(*engine.Event)
+	Close()
+}
+
+// jsonView writes the event stream, one JSON object per line (--json).
+type jsonView struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func newJSONView(w io.Writer) *jsonView { return &jsonView{enc: json.NewEncoder(w)} }
+
+func (v *jsonView) Event(e *engine.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_ = v.enc.Encode(e)
+}
+
+func (v *jsonView) Close() {}
+
+// plainView writes one line per visit start and end: for logs and pipes.
+type plainView struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func newPlainView(w io.Writer) *plainView { return &plainView{w: w} }
+
+func (v *plainView) Event(e *engine.Event) {
+	line := eventLine(e)
+	if line == "" {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	fmt.Fprintln(v.w, line)
+}
+
+func (v *plainView) Close() {}
+
+func isLeaf(kind string) bool { return kind == "agent" || kind == "run" || kind == "ask" }
+
+// eventLine renders an event as one plain line, or "" for events that plain
+// output leaves out.
+func eventLine(e *engine.Event) string {
+	switch e.Type {
+	case "run.start":
+		return fmt.Sprintf("run %s started (%s)", e.Run, e.Dir)
+	case "visit.start":
+		if !isLeaf(e.Kind) {
+			return ""
+		}
+		return fmt.Sprintf("▶ %s", e.Visit)
+	case "visit.end":
+		if e.OK != nil && *e.OK {
+			if !isLeaf(e.Kind) {
+				return ""
+			}
+			return fmt.Sprintf("✓ %s  %s%s", e.Visit, fmtMS(e.WallMS), usageText(e.Usage))
+		}
+		if e.Error != nil && e.Error.Kind == "child" {
+			return ""
+		}
+		msg := ""
+		if e.Error != nil {
+			msg = fmt.Sprintf("%s: %s", e.Error.Kind, firstLine(e.Error.Message))
+		}
+		return fmt.Sprintf("✗ %s  %s  %s", e.Visit, fmtMS(e.WallMS), msg)
+	}
+	return ""
+}
+
+func usageText(u *engine.Usage) string {
+	if u == nil || u.Tokens() == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  %d tokens", u.Tokens())
+}
+
+func fmtMS(ms int64) string {
+	return (time.Duration(ms) * time.Millisecond).Round(10 * time.Millisecond).String()
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// liveView keeps one line per running visit at the bottom of the terminal,
+// redrawn in place; ended visits scroll above it as plain lines.
+type liveView struct {
+	mu      sync.Mutex
+	w       io.Writer
+	running map[string]*liveLine
+	drawn   int // lines of the live block on screen
+	held    bool
+	done    chan struct{}
+	once    sync.Once
+	wg      conc.WaitGroup
+}
+
+type liveLine struct {
+	visit, what, model string
+	tokens             int64
+	start              time.Time
+}
+
+func newLiveView(w io.Writer) *liveView {
+	v := &liveView{w: w, running: map[string]*liveLine{}, done: make(chan struct{})}
+	v.wg.Go(v.tick)
+	return v
+}
+
+func (v *liveView) tick() {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-v.done:
+			return
+		case <-t.C:
+			v.mu.Lock()
+			v.redraw()
+			v.mu.Unlock()
+		}
+	}
+}
+
+func (v *liveView) Event(e *engine.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch e.Type {
+	case "visit.start":
+		if isLeaf(e.Kind) {
+			v.running[e.Visit] = &liveLine{visit: e.Visit, what: "starting " + e.Kind, start: e.Time}
+		}
+	case "progress":
+		if l := v.running[e.Visit]; l != nil {
+			l.what, l.model = e.Activity, e.Model
+			if e.Tokens > 0 {
+				l.tokens = e.Tokens
+			}
+		}
+	case "visit.end":
+		delete(v.running, e.Visit)
+	}
+	if line := eventLine(e); line != "" {
+		v.clear()
+		fmt.Fprintln(v.w, line)
+	}
+	v.redraw()
+}
+
+func (v *liveView) clear() {
+	if v.drawn > 0 {
+		fmt.Fprintf(v.w, "\x1b[%dA\x1b[J", v.drawn)
+		v.drawn = 0
+	}
+}
+
+func (v *liveView) redraw() {
+	if v.held {
+		return
+	}
+	v.clear()
+	lines := make([]*liveLine, 0, len(v.running))
+	for _, l := range v.running {
+		lines = append(lines, l)
+	}
+	slices.SortFunc(lines, func(a, b *liveLine) int { return strings.Compare(a.visit, b.visit) })
+	for _, l := range lines {
+		model := l.model
+		if model == "" {
+			model = "-"
+		}
+		tok := ""
+		if l.tokens > 0 {
+			tok = fmt.Sprintf("  %d tok", l.tokens)
+		}
+		fmt.Fprintf(v.w, "  %s  %s  %s%s  %s\x1b[K\n", l.visit, model, l.what, tok, time.Since(l.start).Round(100*time.Millisecond))
+	}
+	v.drawn = len(lines)
+}
+
+// hold stops redrawing while the terminal is used for a question.
+func (v *liveView) hold(on bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.held = on
+	if on {
+		v.clear()
+	}
+}
+
+func (v *liveView) Close() {
+	v.once.Do(func() {
+		close(v.done)
+		v.wg.Wait()
+		v.mu.Lock()
+		v.clear()
+		v.mu.Unlock()
+	})
+}
+
+// terminalAsker asks `ask` questions on the terminal.
+type terminalAsker struct {
+	mu   sync.Mutex
+	in   io.Reader
+	out  io.Writer
+	view progressView
+}
+
+func (t *terminalAsker) Ask(ctx context.Context, visit, question string, options []string, def string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if lv, ok := t.view.(*liveView); ok {
+		lv.hold(true)
+		defer lv.hold(false)
+	}
+	hint := ""
+	if len(options) > 0 {
+		hint = " [" + strings.Join(options, "/") + "]"
+	}
+	if def != "" {
+		hint += fmt.Sprintf(" (default %s)", def)
+	}
+	rd := bufio.NewReader(t.in)
+	for {
+		fmt.Fprintf(t.out, "? %s%s: ", question, hint)
+		line, err := rd.ReadString('\n')
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		ans := strings.TrimSpace(line)
+		if ans == "" {
+			if err != nil && def == "" {
+				return "", fmt.Errorf("reading the answer to %s: %w", visit, err)
+			}
+			ans = def
+		}
+		if ans != "" && (len(options) == 0 || slices.Contains(options, ans)) {
+			return ans, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading the answer to %s: %w", visit, err)
+		}
+		fmt.Fprintf(t.out, "  answer one of: %s\n", strings.Join(options, ", "))
+	}
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/schema"
+	"github.com/flowrun/flow/steps/exec"
+	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/steps/run"
+)
+
+type runFlags struct {
+	input     string
+	inputFile string
+	inputKV   []string
+	model     string
+	timeout   time.Duration
+	json      bool
+}
+
+func (a *app) runCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run a flow and record it in a run directory",
+		Long: "Run a flow: check it whole, then run its agents and commands, recording\n" +
+			"every visit in .flow/runs/<run-id>/. Exit 0 if the run succeeded, 1 if it\n" +
+			"failed, 2 if the flow or the command line is invalid, 130 if interrupted.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.run(cmd.Context(), args[0], f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.input, "input", "", "the run's input as JSON (or plain text for a string input)")
+	fl.StringVar(&f.inputFile, "input-file", "", "read the input (JSON) from a file")
+	fl.StringArrayVarP(&f.inputKV, "set", "i", nil, "one input field, key=value (repeatable)")
+	fl.StringVar(&f.model, "model", "", "run every agent on this model")
+	fl.DurationVar(&f.timeout, "timeout", 0, "bound on each agent turn (e.g. 90s, 10m)")
+	fl.BoolVar(&f.json, "json", false, "write the event stream as JSON lines")
+	return cmd
+}
+
+// drivers are the agent drivers this build provides, by name.
+func drivers() map[string]engine.Driver {
+	return map[string]engine.Driver{"exec": exec.New()}
+}
+
+func (a *app) run(ctx context.Context, file string, f runFlags) error {
+	plan, err := a.load(file)
+	if err != nil {
+		return err
+	}
+	input, err := parseInput(plan.Root, f)
+	if err != nil {
+		return invalid("%v", err)
+	}
+	// Ctrl-C or SIGTERM cancels the run with cause ErrStopped: running
+	// visits end as `stopped` and the command exits 130.
+	sigCtx, sigStop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer sigStop()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	unhook := context.AfterFunc(sigCtx, func() { cancel(engine.ErrStopped) })
+	defer unhook()
+
+	var view progressView
+	tty := term.IsTerminal(int(os.Stderr.Fd()))
+	switch {
+	case f.json:
+		view = newJSONView(a.stdout)
+	case tty:
+		view = newLiveView(a.stderr)
+	default:
+		view = newPlainView(a.stderr)
+	}
+	defer view.Close()
+	opts := engine.Options{
+		Drivers: drivers(), Commands: run.New(), Input: input, Model: f.model, Timeout: f.timeout,
+		RunsDir: a.cfg.GetString("runs_dir"), Concurrency: a.cfg.GetInt("concurrency"),
+		OnEvent: view.Event, Settings: a.settings(),
+	}
+	if tty && term.IsTerminal(int(os.Stdin.Fd())) && !f.json {
+		opts.Asker = &terminalAsker{in: os.Stdin, out: a.stderr, view: view}
+	}
+	res, err := engine.Execute(ctx, plan, opts)
+	if res != nil {
+		// A run ends every process it started, including daemons a step left.
+		_, _ = proc.KillTagged(res.RunID, proc.DefaultGrace)
+	}
+	var ie *engine.InputError
+	var re *engine.RefusedError
+	switch {
+	case errors.As(err, &ie), errors.As(err, &re):
+		return invalid("%v", err)
+	case err != nil && res == nil:
+		return fmt.Errorf("running %s: %w", file, err)
+	case err != nil:
+		fmt.Fprintf(a.stderr, "warning: %v\n", err)
+	}
+	view.Close()
+	if !f.json {
+		a.summary(res)
+	}
+	switch {
+	case res.OK:
+		return nil
+	case res.Failure != nil && res.Failure.Root().Kind == schema.FailStopped:
+		return &exitError{code: exitInterrupted}
+	}
+	return &exitError{code: exitFailed}
+}
+
+func (a *app) summary(res *engine.Result) {
+	if res.OK {
+		fmt.Fprintf(a.stderr, "run %s succeeded in %s\n", res.RunID, res.Dir)
+		if s := outputText(res.Output); s != "" {
+			fmt.Fprintln(a.stdout, s)
+		}
+		return
+	}
+	root := res.Failure.Root()
+	fmt.Fprintf(a.stderr, "run %s %s: %s: %s: %s\n", res.RunID, res.Status(), root.Visit, root.Kind, root.Message)
+	if root.Pos.IsValid() {
+		fmt.Fprintf(a.stderr, "\tat %s\n", root.Pos)
+	}
+	fmt.Fprintf(a.stderr, "\trun directory: %s\n", res.Dir)
+}
+
+func outputText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return strings.TrimRight(x, "\n")
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// parseInput builds the run's input from --input, --input-file and -i.
+func parseInput(f *flows.Flow, fl runFlags) (any, error) {
+	stringInput := f.Input == nil || f.Input.Kind == schema.TString
+	raw := fl.input
+	if fl.inputFile != "" {
+		if raw != "" {
+			return nil, errors.New("give --input or --input-file, not both")
+		}
+		b, err := os.ReadFile(fl.inputFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading --input-file: %w", err)
+		}
+		raw = string(b)
+	}
+	var in any
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &in); err != nil {
+			if !stringInput {
+				return nil, fmt.Errorf("--input is not JSON: %v", err)
+			}
+			in = raw
+		}
+		if stringInput {
+			if _, ok := in.(string); !ok {
+				in = raw
+			}
+		}
+	}
+	if len(fl.inputKV) > 0 {
+		if stringInput {
+			return nil, fmt.Errorf("flow %s takes a string input; use --input TEXT, not -i key=value", f.Name)
+		}
+		m, _ := in.(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+		}
+		for _, kv := range fl.inputKV {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("-i %q: write key=value", kv)
+			}
+			m[k] = fieldValue(f.Input, k, v)
+		}
+		in = m
+	}
+	return in, nil
+}
+
+// fieldValue reads v as JSON unless the declared field is a string.
+func fieldValue(t *schema.Type, key, v string) any {
+	if fd := t.Field(key); fd != nil && fd.Type.Kind == schema.TString {
+		return v
+	}
+	var x any
+	if err := json.Unmarshal([]byte(v), &x); err == nil {
+		return x
+	}
+	return v
+}
