@@ -1,0 +1,152 @@
+package archtest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/flowrun/flow"
+
+// layers lists the layered top-level directories of the module, lowest first.
+// A package may import packages of its own layer and of lower layers only.
+var layers = []string{"schema", "flows", "engine", "steps", "cmd"}
+
+// pkg is one package of the module with the packages it depends on.
+type pkg struct {
+	Path string
+	Deps []string
+}
+
+// layerOf returns the index of the layer path belongs to, or -1 for packages
+// outside every layer (internal helpers, the standard library, other modules).
+func layerOf(path string) int {
+	rel, ok := strings.CutPrefix(path, module+"/")
+	if !ok {
+		return -1
+	}
+	top, _, _ := strings.Cut(rel, "/")
+	return slices.Index(layers, top)
+}
+
+// violations returns one line per import that points from a layer to a
+// higher one, sorted.
+func violations(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		from := layerOf(p.Path)
+		if from < 0 {
+			continue
+		}
+		for _, d := range p.Deps {
+			if to := layerOf(d); to > from {
+				out = append(out, fmt.Sprintf("%s (%s) imports %s (%s): %s may not import %s",
+					p.Path, layers[from], d, layers[to], layers[from], layers[to]))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func TestViolations(t *testing.T) {
+	tests := []struct {
+		name string
+		pkgs []pkg
+		want []string
+	}{
+		{
+			name: "allowed directions",
+			pkgs: []pkg{
+				{Path: module + "/schema", Deps: []string{"fmt", "github.com/goccy/go-yaml"}},
+				{Path: module + "/flows", Deps: []string{module + "/schema"}},
+				{Path: module + "/engine", Deps: []string{module + "/flows", module + "/schema"}},
+				{Path: module + "/steps/exec", Deps: []string{module + "/engine", module + "/steps/proc"}},
+				{Path: module + "/cmd/flow", Deps: []string{module + "/steps/exec", module + "/engine", module + "/internal/x"}},
+				{Path: module + "/internal/x", Deps: []string{module + "/cmd/flow"}},
+			},
+		},
+		{
+			name: "schema imports engine",
+			pkgs: []pkg{{Path: module + "/schema", Deps: []string{module + "/engine"}}},
+			want: []string{module + "/schema (schema) imports " + module + "/engine (engine): schema may not import engine"},
+		},
+		{
+			name: "steps import cmd, engine imports steps",
+			pkgs: []pkg{
+				{Path: module + "/steps/run", Deps: []string{module + "/cmd/flow", module + "/schema"}},
+				{Path: module + "/engine", Deps: []string{module + "/steps/run"}},
+			},
+			want: []string{
+				module + "/engine (engine) imports " + module + "/steps/run (steps): engine may not import steps",
+				module + "/steps/run (steps) imports " + module + "/cmd/flow (cmd): steps may not import cmd",
+			},
+		},
+		{
+			name: "a name that only starts like a layer",
+			pkgs: []pkg{{Path: module + "/schema", Deps: []string{module + "/flowsx", module + "/cmdline"}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := violations(tt.pkgs)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("violations:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLayers checks the module's real packages. Layers that do not exist yet
+// are simply absent from the listing.
+func TestLayers(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	// -e lists packages even when some of them do not build, so that a broken
+	// package elsewhere does not hide an import of a wrong layer. .Deps is the
+	// transitive closure of the non-test imports.
+	cmd := exec.Command(goBin, "list", "-e",
+		"-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", module+"/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("listing packages: %v\n%s", err, stderr.String())
+	}
+	var pkgs []pkg
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		pkgs = append(pkgs, pkg{Path: f[0], Deps: f[1:]})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("reading go list output: %v", err)
+	}
+	if len(pkgs) == 0 {
+		t.Fatalf("go list found no packages in %s", module)
+	}
+	seen := map[string]bool{}
+	for _, p := range pkgs {
+		if l := layerOf(p.Path); l >= 0 {
+			seen[layers[l]] = true
+		}
+	}
+	for _, l := range layers {
+		if !seen[l] {
+			t.Logf("layer %s has no packages yet", l)
+		}
+	}
+	for _, v := range violations(pkgs) {
+		t.Error(v)
+	}
+}
