@@ -126,6 +126,9 @@ func (l *loader) flow(file string, src []byte) *Flow {
 	for _, a := range l.inline {
 		cat.agents[a.Name] = a
 	}
+	if len(l.loading) == 1 {
+		l.plan.Catalogue = cat
+	}
 	defer func(saved []*Agent) { l.inline = saved }(l.inline)
 	for _, ia := range doc.InlineAgents {
 		a := agentFromDoc(ia, "inline", "", l.opts.DefaultDriver)

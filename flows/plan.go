@@ -13,6 +13,8 @@ type Plan struct {
 	Root   *Flow
 	Flows  map[string]*Flow  // every flow the run may enter, by name, the root included
 	Agents map[string]*Agent // every agent the run may use, by name
+	// Catalogue is every agent the root flow could name.
+	Catalogue *Catalogue
 	// Warnings are problems that do not stop the flow from running.
 	Warnings schema.Diagnostics
 }
