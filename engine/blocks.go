@@ -40,6 +40,7 @@ type outcome struct {
 	model    string
 	attempts int
 	session  string
+	scope    string // the memory scope's session key
 	file     string // where an oversized answer was written
 }
 
@@ -68,6 +69,9 @@ func (r *runner) sequence(ctx context.Context, fr *frame, nodes []*flows.Node, v
 
 // visit runs one node and journals its start and end.
 func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) (map[string]any, *Failure) {
+	if o, ok := r.replayed(n, path); ok {
+		return nodeValue(o)
+	}
 	start := time.Now()
 	if err := r.store.fact(&Fact{Type: "start", Time: start, Visit: path, Node: n.ID, Kind: string(n.Kind)}); err != nil {
 		return nodeValue(&outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}})
@@ -85,7 +89,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	wall := time.Since(start).Milliseconds()
 	ok := o.fail == nil
 	f := &Fact{Type: "end", Time: time.Now(), Visit: path, Node: n.ID, OK: &ok, Output: o.output, Error: o.fail,
-		Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session, WallMS: wall}
+		Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session, Scope: o.scope, WallMS: wall}
 	if err := r.store.fact(f); err != nil && o.fail == nil {
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 	}

@@ -39,6 +39,8 @@ type Options struct {
 	Settings map[string]any
 	// NoJournal turns the journal off: for measuring its cost only.
 	NoJournal bool
+	// Resume continues the run RunID in its existing directory.
+	Resume *Resume
 	// Backoff is the first retry delay (doubling, capped at 30 s); default 1 s.
 	Backoff time.Duration
 }
@@ -111,12 +113,15 @@ func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, erro
 		opts.Backoff = time.Second
 	}
 	dir := filepath.Join(opts.RunsDir, opts.RunID)
-	st, err := createStore(dir, opts.NoJournal)
+	st, err := openStore(dir, opts.Resume != nil, opts.NoJournal)
 	if err != nil {
 		return nil, err
 	}
 	r := &runner{plan: plan, opts: opts, store: st, dir: dir, live: make(chan struct{}, opts.Concurrency),
 		sessions: map[string]*session{}, usage: newUsageBook()}
+	if opts.Resume != nil {
+		r.loadReplay(opts.Resume.Facts)
+	}
 	res, err := r.run(ctx, input, now)
 	if cerr := st.close(); err == nil && cerr != nil {
 		err = fmt.Errorf("closing run directory: %w", cerr)
@@ -136,13 +141,17 @@ type runner struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	usage    *usageBook
+	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
 }
 
 func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, error) {
-	if err := r.store.writeJSON("snapshot.json", r.snapshot(input)); err != nil {
-		return nil, err
+	resumed := r.opts.Resume != nil
+	if !resumed {
+		if err := r.store.writeJSON("snapshot.json", r.snapshot(input)); err != nil {
+			return nil, err
+		}
 	}
-	if err := r.store.fact(&Fact{Type: "run", Time: start, RunID: r.opts.RunID, Flow: r.plan.Root.Name, Status: "running", Input: input}); err != nil {
+	if err := r.store.fact(&Fact{Type: "run", Time: start, RunID: r.opts.RunID, Flow: r.plan.Root.Name, Status: "running", Input: input, Resumed: resumed}); err != nil {
 		return nil, err
 	}
 	r.emit(&Event{Type: "run.start", Run: r.opts.RunID, Dir: r.dir})

@@ -31,12 +31,15 @@ type Fact struct {
 	Model    string    `json:"model,omitempty"`
 	Attempts int       `json:"attempts,omitempty"`
 	Session  string    `json:"session,omitempty"`
+	Scope    string    `json:"scope,omitempty"` // the memory scope the session belongs to
 	WallMS   int64     `json:"wall_ms,omitempty"`
 	// run facts
 	Flow   string `json:"flow,omitempty"`
 	RunID  string `json:"run,omitempty"`
 	Status string `json:"status,omitempty"` // running | succeeded | failed | stopped
 	Input  any    `json:"input,omitempty"`
+	// Resumed marks the run fact of a resumed attempt.
+	Resumed bool `json:"resumed,omitempty"`
 }
 
 // ReadJournal reads a run's journal. A torn last line (the engine died

@@ -89,7 +89,8 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if n.Memory != "" {
 		scope := fr.scopes[n.Memory]
 		homePath = scope
-		sess = r.session(scope + "\x00" + a.Name)
+		o.scope = scope + "\x00" + a.Name
+		sess = r.session(o.scope)
 		sess.mu.Lock()
 		defer sess.mu.Unlock()
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -37,33 +38,33 @@ type Lock struct {
 	Host string `json:"host"`
 }
 
-func createStore(dir string, noJournal bool) (*store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// openStore opens a run directory: a new one, or (resume) one that exists.
+func openStore(dir string, resume, noJournal bool) (*store, error) {
+	if resume {
+		if _, err := os.Stat(filepath.Join(dir, "journal.jsonl")); err != nil {
+			return nil, fmt.Errorf("resuming %s: %w", dir, err)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
-	host, _ := os.Hostname()
-	lock, _ := json.Marshal(Lock{PID: os.Getpid(), Host: host})
-	lf, err := os.OpenFile(filepath.Join(dir, "lock.json"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("run directory %s is locked by another process", dir)
-		}
-		return nil, fmt.Errorf("locking run directory: %w", err)
-	}
-	_, err = lf.Write(lock)
-	if cerr := lf.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("writing lock: %w", err)
+	if err := acquireLock(dir); err != nil {
+		return nil, err
 	}
 	s := &store{dir: dir, noJournal: noJournal}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	if s.journal, err = os.OpenFile(filepath.Join(dir, "journal.jsonl"), flags, 0o644); err != nil {
+	var err error
+	if s.journal, err = os.OpenFile(filepath.Join(dir, "journal.jsonl"), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+		_ = s.close()
 		return nil, fmt.Errorf("opening journal: %w", err)
 	}
+	if resume {
+		if err := dropTornLine(s.journal); err != nil {
+			_ = s.close()
+			return nil, err
+		}
+	}
 	if s.events, err = os.OpenFile(filepath.Join(dir, "events.jsonl"), flags, 0o644); err != nil {
-		_ = s.journal.Close()
+		_ = s.close()
 		return nil, fmt.Errorf("opening events: %w", err)
 	}
 	return s, nil
@@ -140,4 +141,115 @@ func (s *store) home(path string) (string, error) {
 		return "", fmt.Errorf("creating home %s: %w", path, err)
 	}
 	return dir, nil
+}
+
+// ErrLocked is returned when another live process holds the run.
+var ErrLocked = errors.New("the run is held by another live process")
+
+// acquireLock creates lock.json exclusively. A lock left by a dead process
+// on this host is taken over; the takeover itself is exclusive (a
+// lock.json.takeover file), so two resumers cannot both win.
+func acquireLock(dir string) error {
+	path := filepath.Join(dir, "lock.json")
+	host, _ := os.Hostname()
+	mine, _ := json.Marshal(Lock{PID: os.Getpid(), Host: host})
+	for range 3 {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			_, err = f.Write(mine)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("writing lock: %w", err)
+			}
+			return nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("locking run directory: %w", err)
+		}
+		held, err := os.ReadFile(path)
+		if err != nil {
+			continue // removed meanwhile: try again
+		}
+		var l Lock
+		if json.Unmarshal(held, &l) == nil {
+			if l.Host != host {
+				return fmt.Errorf("%w: pid %d on host %s (remove %s if that host is gone)", ErrLocked, l.PID, l.Host, path)
+			}
+			if alive(l.PID) {
+				return fmt.Errorf("%w: pid %d", ErrLocked, l.PID)
+			}
+		}
+		if err := takeOver(path, held); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: the lock keeps changing", ErrLocked)
+}
+
+// takeOver removes a stale lock, provided it still holds what was read.
+func takeOver(path string, stale []byte) error {
+	tk := path + ".takeover"
+	f, err := os.OpenFile(tk, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("%w: another process is taking the run over", ErrLocked)
+	}
+	defer func() { _ = f.Close(); _ = os.Remove(tk) }()
+	now, err := os.ReadFile(path)
+	if err != nil || string(now) != string(stale) {
+		return nil // changed meanwhile: the caller looks again
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing stale lock: %w", err)
+	}
+	return nil
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// dropTornLine cuts a journal back to its last whole line: the engine that
+// wrote it died mid-write, and new facts must not be glued to the fragment.
+func dropTornLine(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	size := st.Size()
+	const chunk = 64 << 10
+	buf := make([]byte, min(size, chunk))
+	for end := size; end > 0; {
+		start := max(end-int64(len(buf)), 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && n < int(end-start) {
+			return fmt.Errorf("reading journal: %w", err)
+		}
+		if i := lastNewline(buf[:n]); i >= 0 {
+			keep := start + int64(i) + 1
+			if keep == size {
+				return nil
+			}
+			if err := f.Truncate(keep); err != nil {
+				return fmt.Errorf("cutting the torn journal line: %w", err)
+			}
+			return nil
+		}
+		end = start
+	}
+	return f.Truncate(0)
+}
+
+func lastNewline(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			return i
+		}
+	}
+	return -1
 }

@@ -23,6 +23,19 @@ type Options struct {
 	UserAgentDirs []string
 	// DefaultDriver is the driver of agent files that name none.
 	DefaultDriver string
+	// Sources holds file contents to use instead of the disk: a resume loads
+	// the flows its snapshot recorded, not the files as they are now.
+	Sources map[string][]byte
+	// Agents, when set, replaces discovery: the agents as a snapshot
+	// recorded them, so a resume runs the same agents.
+	Agents []*Agent
+}
+
+func (o Options) read(path string) ([]byte, error) {
+	if src, ok := o.Sources[path]; ok {
+		return src, nil
+	}
+	return os.ReadFile(path)
 }
 
 func (o Options) workDir() string {
@@ -44,7 +57,7 @@ func (o Options) userDirs() []string {
 // the agents it names. It returns every problem at once; a plan comes back
 // only when there is no error (warnings may remain, in Plan.Warnings).
 func Load(file string, opts Options) (*Plan, schema.Diagnostics) {
-	src, err := os.ReadFile(file)
+	src, err := opts.read(file)
 	if err != nil {
 		return nil, schema.Diagnostics{{Pos: schema.Pos{File: file}, Code: "read", Summary: readError(err), Detail: "check the path"}}
 	}
@@ -113,7 +126,7 @@ func (l *loader) flow(file string, src []byte) *Flow {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(filepath.Dir(file), p)
 		}
-		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+		if st, err := os.Stat(p); l.opts.Agents == nil && (err != nil || !st.IsDir()) {
 			l.diags.Add(d.Pos, "agents", "agent directories are relative to the flow file", "agent directory %q does not exist", d.Value)
 		}
 		dirs = append(dirs, p)
@@ -123,6 +136,12 @@ func (l *loader) flow(file string, src []byte) *Flow {
 	opts := l.opts
 	opts.ProjectAgents = opts.ProjectAgents || doc.ProjectAgents.Value
 	cat := NewCatalogue(opts, dirs)
+	if l.opts.Agents != nil {
+		cat = &Catalogue{agents: map[string]*Agent{}, broken: map[string]schema.Diagnostics{}}
+		for _, a := range l.opts.Agents {
+			cat.agents[a.Name] = a
+		}
+	}
 	for _, a := range l.inline {
 		cat.agents[a.Name] = a
 	}
@@ -163,7 +182,7 @@ func (l *loader) callee(caller *Flow, name schema.String) *Flow {
 	dir := filepath.Dir(caller.File)
 	for _, ext := range []string{".yaml", ".yml"} {
 		path := filepath.Join(dir, name.Value+ext)
-		src, err := os.ReadFile(path)
+		src, err := l.opts.read(path)
 		if err != nil {
 			continue
 		}

@@ -49,9 +49,24 @@ func Main(args []string) int {
 		}
 		return ee.code
 	}
-	// cobra's own errors: unknown command or flag, bad arguments.
-	fmt.Fprintf(os.Stderr, "flow: %v\nRun 'flow --help' for usage.\n", err)
-	return exitInvalid
+	if usageError(err) {
+		fmt.Fprintf(os.Stderr, "flow: %v\nRun 'flow --help' for usage.\n", err)
+		return exitInvalid
+	}
+	fmt.Fprintf(os.Stderr, "flow: %v\n", err)
+	return exitFailed
+}
+
+// usageError tells cobra's command-line errors (unknown command or flag,
+// wrong number of arguments) from failures of the command itself.
+func usageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "invalid argument", "flag needs", "accepts ", "requires at least", "requires at most"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // app is what every subcommand shares: configuration and output streams.
@@ -75,7 +90,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().Bool("project-agents", false, "load the repository's own agents (.flow/agents, .pi/agents, .claude/agents)")
-	root.AddCommand(a.runCmd(), a.validateCmd(), a.planCmd(), a.schemaCmd(), a.agentsCmd())
+	root.AddCommand(a.runCmd(), a.validateCmd(), a.planCmd(), a.schemaCmd(), a.agentsCmd(),
+		a.resumeCmd(), a.runsCmd(), a.showCmd(), a.tailCmd())
 	return root
 }
 

@@ -66,6 +66,25 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	if err != nil {
 		return invalid("%v", err)
 	}
+	return a.execute(ctx, plan, runSpec{input: input, model: f.model, timeout: f.timeout, json: f.json,
+		runsDir: a.cfg.GetString("runs_dir")})
+}
+
+// runSpec is what a run or a resume asks the engine for.
+type runSpec struct {
+	runID   string
+	runsDir string
+	workDir string
+	input   any
+	model   string
+	timeout time.Duration
+	json    bool
+	resume  *engine.Resume
+}
+
+// execute runs a plan with the live view and signal handling, and turns
+// the result into an exit code.
+func (a *app) execute(ctx context.Context, plan *flows.Plan, spec runSpec) error {
 	// Ctrl-C or SIGTERM cancels the run with cause ErrStopped: running
 	// visits end as `stopped` and the command exits 130.
 	sigCtx, sigStop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -78,7 +97,7 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	var view progressView
 	tty := term.IsTerminal(int(os.Stderr.Fd()))
 	switch {
-	case f.json:
+	case spec.json:
 		view = newJSONView(a.stdout)
 	case tty:
 		view = newLiveView(a.stderr)
@@ -87,11 +106,11 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	}
 	defer view.Close()
 	opts := engine.Options{
-		Drivers: drivers(), Commands: run.New(), Input: input, Model: f.model, Timeout: f.timeout,
-		RunsDir: a.cfg.GetString("runs_dir"), Concurrency: a.cfg.GetInt("concurrency"),
-		OnEvent: view.Event, Settings: a.settings(),
+		Drivers: drivers(), Commands: run.New(), Input: spec.input, Model: spec.model, Timeout: spec.timeout,
+		RunsDir: spec.runsDir, RunID: spec.runID, WorkDir: spec.workDir, Resume: spec.resume,
+		Concurrency: a.cfg.GetInt("concurrency"), OnEvent: view.Event, Settings: a.settings(),
 	}
-	if tty && term.IsTerminal(int(os.Stdin.Fd())) && !f.json {
+	if tty && term.IsTerminal(int(os.Stdin.Fd())) && !spec.json {
 		opts.Asker = &terminalAsker{in: os.Stdin, out: a.stderr, view: view}
 	}
 	res, err := engine.Execute(ctx, plan, opts)
@@ -102,15 +121,15 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	var ie *engine.InputError
 	var re *engine.RefusedError
 	switch {
-	case errors.As(err, &ie), errors.As(err, &re):
+	case errors.As(err, &ie), errors.As(err, &re), errors.Is(err, engine.ErrLocked):
 		return invalid("%v", err)
 	case err != nil && res == nil:
-		return fmt.Errorf("running %s: %w", file, err)
+		return fmt.Errorf("running %s: %w", plan.Root.Name, err)
 	case err != nil:
 		fmt.Fprintf(a.stderr, "warning: %v\n", err)
 	}
 	view.Close()
-	if !f.json {
+	if !spec.json {
 		a.summary(res)
 	}
 	switch {

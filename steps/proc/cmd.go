@@ -56,6 +56,9 @@ func (c *Cmd) Start() error {
 	}
 	cmd.SysProcAttr.Setpgid = true
 	cmd.SysProcAttr.Pgid = 0
+	// If the engine itself dies (kill -9), the child is told with SIGTERM;
+	// whatever it leaves is ended by the resume (KillTagged on the run).
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 	cmd.Cancel = c.interrupt
 	// WaitDelay bounds both the wait for a child that ignores SIGTERM (os/exec
 	// then kills it) and the wait for pipes a stray descendant keeps open.

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flowrun/flow/engine"
+)
+
+func (a *app) runsCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List the runs of this directory, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			runs, err := engine.ListRuns(a.cfg.GetString("runs_dir"))
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				if runs == nil {
+					runs = []*engine.RunInfo{}
+				}
+				return enc.Encode(runs)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tFLOW\tSTATUS\tSTARTED\tWALL\tTOKENS\tCOST")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.Status, r.Started.Local().Format("2006-01-02 15:04:05"),
+					fmtMS(r.WallMS), tokensText(r.Usage), costText(r.Usage))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
+	return cmd
+}
+
+func tokensText(u engine.Usage) string {
+	if u.Input == nil && u.Output == nil {
+		return "-"
+	}
+	return fmt.Sprint(u.Tokens())
+}
+
+func costText(u engine.Usage) string {
+	if u.Cost == nil {
+		return "-"
+	}
+	return fmt.Sprintf("$%.4f", *u.Cost)
+}
+
+func (a *app) showCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show [RUN]",
+		Short: "Show a run's visits: status, failure, model, usage and the start of each output",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := a.findRun(args, false)
+			if err != nil {
+				return err
+			}
+			info, err := engine.Inspect(dir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "run %s  flow %s  %s  %s  tokens %s  cost %s\n", info.ID, info.Flow, info.Status,
+				fmtMS(info.WallMS), tokensText(info.Usage), costText(info.Usage))
+			if info.Failure != nil {
+				root := info.Failure.Root()
+				fmt.Fprintf(a.stdout, "failed at %s: %s: %s\n", root.Visit, root.Kind, firstLine(root.Message))
+			}
+			if !info.Resumable && info.Status != "succeeded" {
+				fmt.Fprintf(a.stdout, "not resumable: %s\n", info.Why)
+			}
+			for _, v := range visitRows(info.Facts) {
+				fmt.Fprintln(a.stdout, v)
+			}
+			return nil
+		},
+	}
+}
+
+// visitRows renders the visits in the order they started, indented by depth.
+func visitRows(facts []engine.Fact) []string {
+	var order []string
+	ends := map[string]*engine.Fact{}
+	for i := range facts {
+		f := &facts[i]
+		switch f.Type {
+		case "start":
+			if !slices.Contains(order, f.Visit) {
+				order = append(order, f.Visit)
+			}
+		case "end":
+			ends[f.Visit] = f
+		}
+	}
+	rows := make([]string, 0, len(order))
+	for _, v := range order {
+		depth := strings.Count(v, "/")
+		mark, detail := "…", "running or interrupted"
+		if e := ends[v]; e != nil {
+			switch {
+			case e.OK != nil && *e.OK && e.Skipped:
+				mark, detail = "-", "skipped"
+			case e.OK != nil && *e.OK:
+				mark, detail = "✓", outputStart(e.Output)
+			default:
+				mark, detail = "✗", fmt.Sprintf("%s: %s", e.Error.Kind, firstLine(e.Error.Message))
+			}
+			if e.Model != "" {
+				detail = "[" + e.Model + "] " + detail
+			}
+			if e.Usage != nil && e.Usage.Tokens() > 0 {
+				detail += fmt.Sprintf("  (%d tokens)", e.Usage.Tokens())
+			}
+			detail = fmtMS(e.WallMS) + "  " + detail
+		}
+		rows = append(rows, fmt.Sprintf("%s%s %s  %s", strings.Repeat("  ", depth), mark, v, detail))
+	}
+	return rows
+}
+
+func outputStart(v any) string {
+	s := outputText(v)
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 72 {
+		s = s[:69] + "..."
+	}
+	return s
+}
+
+// tailLimit bounds what flow tail reads of a transcript (SPEC 7).
+const tailLimit = 256 << 10
+
+func (a *app) tailCmd() *cobra.Command {
+	var lines int
+	var follow bool
+	var cursor string
+	cmd := &cobra.Command{
+		Use:   "tail RUN [VISIT]",
+		Short: "Print the newest lines of a visit's transcript (the latest visit without VISIT)",
+		Long: "Print the newest lines of a running or ended visit's transcript, newest last,\n" +
+			"reading at most 256 KiB. There is no cursor: a transcript is revised in place\n" +
+			"while it runs, so no line number stays valid; poll (or --follow) and compare.",
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cursor != "" {
+				return invalid("flow tail takes no cursor: a transcript is revised in place while its visit runs, so no line index stays valid; run flow tail again (or --follow) and compare")
+			}
+			dir, err := a.findRun(args[:1], false)
+			if err != nil {
+				return err
+			}
+			visit := ""
+			if len(args) == 2 {
+				visit = args[1]
+			}
+			path, err := transcriptOf(dir, visit)
+			if err != nil {
+				return &exitError{code: exitFailed, msg: err.Error()}
+			}
+			last := ""
+			for {
+				text, err := tailFile(path, lines)
+				if err != nil {
+					return &exitError{code: exitFailed, msg: fmt.Sprintf("reading the transcript of %s: %v", path, err)}
+				}
+				switch {
+				case last == "":
+					fmt.Fprint(a.stdout, text)
+				case strings.HasPrefix(text, last):
+					fmt.Fprint(a.stdout, text[len(last):])
+				case text != last:
+					fmt.Fprint(a.stdout, text[commonLines(last, text):])
+				}
+				last = text
+				if !follow {
+					return nil
+				}
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+		},
+	}
+	cmd.Flags().IntVarP(&lines, "lines", "n", 40, "how many of the newest lines")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "poll and print what is new")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "refused: see the description")
+	_ = cmd.Flags().MarkHidden("cursor")
+	return cmd
+}
+
+// commonLines returns the byte offset in b after the lines b shares with the
+// end of a, so a revised transcript prints only what changed.
+func commonLines(a, b string) int {
+	al, bl := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
+	off := 0
+	for i := 0; i < len(bl) && slices.Contains(al, bl[i]); i++ {
+		off += len(bl[i])
+	}
+	return off
+}
+
+// transcriptOf finds the transcript of visit in a run (the latest visit
+// that has one when visit is ""): the newest *.jsonl or output.log in its
+// home, or in its memory scope's home.
+func transcriptOf(dir, visit string) (string, error) {
+	facts, err := engine.ReadJournal(dir)
+	if err != nil {
+		return "", err
+	}
+	homes := []string{}
+	if visit != "" {
+		homes = append(homes, visit)
+		for _, f := range facts {
+			if f.Type == "end" && f.Visit == visit && f.Scope != "" {
+				scope, _, _ := strings.Cut(f.Scope, "\x00")
+				homes = append(homes, scope)
+			}
+		}
+	} else {
+		for i := len(facts) - 1; i >= 0; i-- {
+			if facts[i].Type == "start" {
+				homes = append(homes, facts[i].Visit)
+			}
+		}
+	}
+	for _, h := range homes {
+		home := filepath.Join(dir, "home", filepath.FromSlash(h))
+		if p := newestTranscript(home); p != "" {
+			return p, nil
+		}
+	}
+	if visit == "" {
+		return "", fmt.Errorf("no visit of run %s has a transcript yet", filepath.Base(dir))
+	}
+	for _, f := range facts {
+		if f.Visit == visit {
+			return "", fmt.Errorf("visit %s has no readable transcript in %s (it may have been deleted)", visit, filepath.Join(dir, "home", visit))
+		}
+	}
+	return "", fmt.Errorf("run %s has no visit %s", filepath.Base(dir), visit)
+}
+
+func newestTranscript(home string) string {
+	entries, err := os.ReadDir(home)
+	if err != nil {
+		return ""
+	}
+	best, bestT := "", time.Time{}
+	for _, e := range entries {
+		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".jsonl") || e.Name() == "output.log") {
+			continue
+		}
+		if st, err := e.Info(); err == nil && st.ModTime().After(bestT) {
+			best, bestT = filepath.Join(home, e.Name()), st.ModTime()
+		}
+	}
+	return best
+}
+
+// tailFile returns the last n lines of path, reading at most tailLimit bytes.
+func tailFile(path string, n int) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	off := max(st.Size()-tailLimit, 0)
+	buf := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	if off > 0 {
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			buf = buf[i+1:]
+		}
+	}
+	lines := strings.SplitAfter(string(buf), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if n > 0 && len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, ""), nil
+}
