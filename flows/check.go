@@ -345,3 +345,22 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// noCost lists the drivers whose agents report no cost.
+var noCost = []string{"openai", "codex"}
+
+// costWarnings warns where a cost budget bounds an agent whose driver
+// reports no cost: costs are counted only where reported (SPEC 6).
+func (c *checker) costWarnings(nodes []*Node, underCost bool) {
+	for _, n := range nodes {
+		under := underCost || (n.Budget != nil && n.Budget.Cost > 0)
+		if under && n.Kind == schema.KindAgent && n.Agent != nil && contains(noCost, n.Agent.Driver) {
+			c.diags.Warn(n.Pos, "budget", "bound it by tokens: too, which this driver reports",
+				"agent %q uses driver %s, which reports no cost: the cost budget cannot bound it", n.Agent.Name, n.Agent.Driver)
+		}
+		for _, b := range n.Branches {
+			c.costWarnings(b.Nodes, under)
+		}
+		c.costWarnings(n.Body, under)
+	}
+}

@@ -3,6 +3,7 @@ package flows
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -53,13 +54,24 @@ func (s scope) with(name string, t *schema.Type) scope {
 	return out
 }
 
-func (s scope) env() types.Map {
-	m := make(types.Map, len(s))
-	for k, v := range s {
-		m[k] = exprType(v)
+// env is the part of the scope that src can name. Giving expr only those
+// names keeps compiling one expression proportional to the expression, not
+// to the flow: expr converts its whole environment on every compile, which
+// made loading quadratic in the number of nodes. A name src uses that is
+// not in scope is still reported by expr as unknown.
+func (s scope) env(src string) types.Map {
+	m := types.Map{}
+	for _, name := range identRE.FindAllString(src, -1) {
+		if t, ok := s[name]; ok {
+			if _, done := m[name]; !done {
+				m[name] = exprType(t)
+			}
+		}
 	}
 	return m
 }
+
+var identRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 
 // exprType maps a flow type onto expr's static types.
 func exprType(t *schema.Type) types.Type {
@@ -87,7 +99,7 @@ func exprType(t *schema.Type) types.Type {
 // compile compiles src, found at offset off of the scalar s, against sc.
 // Errors become diagnostics at the failing column of the file.
 func (c *checker) compile(s schema.String, src string, off int, sc scope, want *schema.Type) *Expr {
-	opts := []expr.Option{expr.Env(sc.env()), expr.DisableBuiltin("now"), expr.DisableBuiltin("date"), expr.DisableBuiltin("duration"), expr.DisableBuiltin("timezone")}
+	opts := []expr.Option{expr.Env(sc.env(src)), expr.DisableBuiltin("now"), expr.DisableBuiltin("date"), expr.DisableBuiltin("duration"), expr.DisableBuiltin("timezone")}
 	if want != nil && want.Kind == schema.TBoolean {
 		opts = append(opts, expr.AsBool())
 	}
@@ -140,26 +152,7 @@ func byteOffset(s string, runes int) int {
 }
 
 // offsetPos maps a byte offset inside a scalar's value onto the file.
-func offsetPos(s schema.String, off int) schema.Pos {
-	p := s.Pos
-	if !p.IsValid() {
-		return p
-	}
-	if s.Style == schema.SingleQuoted || s.Style == schema.DoubleQuoted {
-		p.Col++
-	}
-	prefix := s.Value[:min(off, len(s.Value))]
-	if nl := strings.Count(prefix, "\n"); nl > 0 && s.Style == schema.Block {
-		p.Line += nl
-		p.Col = s.Pos.Col + utf8.RuneCountInString(prefix[strings.LastIndexByte(prefix, '\n')+1:])
-		return p
-	}
-	if strings.Contains(prefix, "\n") {
-		return p // folded plain scalars: the start is the best we know
-	}
-	p.Col += utf8.RuneCountInString(prefix)
-	return p
-}
+func offsetPos(s schema.String, off int) schema.Pos { return s.PosAt(off) }
 
 // template compiles the `${{ }}` parts of s.
 func (c *checker) template(s schema.String, sc scope) *Template {

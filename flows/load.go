@@ -160,6 +160,7 @@ func (l *loader) flow(file string, src []byte) *Flow {
 		inputT = f.Input
 	}
 	f.Nodes = c.sequence(doc.Nodes, scope{"input": inputT}, nil)
+	c.costWarnings(f.Nodes, f.Budget != nil && f.Budget.Cost > 0)
 	if len(f.Nodes) > 0 {
 		f.Output = f.Nodes[len(f.Nodes)-1].Output
 	} else {

@@ -51,11 +51,12 @@ func ParseAgentFile(file string, src []byte) (*AgentDoc, Diagnostics) {
 	}
 	// Keep positions true to the file: pad the frontmatter with one blank line
 	// for the opening ---.
-	node := parseYAML(file, append([]byte("\n"), front...), &diags)
+	padded := append([]byte("\n"), front...)
+	node := parseYAML(file, padded, &diags)
 	if node == nil {
 		return a, diags
 	}
-	r := &reader{file: file, diags: &diags}
+	r := &reader{file: file, diags: &diags, src: padded}
 	r.agentFields(a, node, false)
 	a.Instructions = strings.TrimSpace(string(body))
 	return a, diags

@@ -47,7 +47,7 @@ type Schedule struct {
 // be read and every problem found; a document with errors must not run.
 func ParseFlow(file string, src []byte) (*Flow, Diagnostics) {
 	var diags Diagnostics
-	r := &reader{file: file, diags: &diags}
+	r := &reader{file: file, diags: &diags, src: src}
 	f := &Flow{File: file, Source: src, Pos: Pos{File: file, Line: 1, Col: 1}}
 	body := parseYAML(file, src, &diags)
 	if body == nil {

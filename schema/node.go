@@ -288,10 +288,10 @@ func (r *reader) nodeField(nd *Node, e entry, label string) {
 			}
 		}
 		if !nd.Until.Set() {
-			r.errorf(e.value, "missing", "add until: <a guard that says when the loop is done>", "%s has no until", label)
+			r.errorf(e.keyN, "missing", "add until: <a guard that says when the loop is done>", "%s has no until", label)
 		}
 		if !nd.Max.IsSet {
-			r.errorf(e.value, "bound", "add max: <the most iterations>; reaching it fails `unconverged`", "%s has no max", label)
+			r.errorf(e.keyN, "bound", "add max: <the most iterations>; reaching it fails `unconverged`", "%s has no max", label)
 		}
 	case "do":
 		nd.DoPos = r.pos(e.keyN)

@@ -1,6 +1,10 @@
 package schema
 
-import "time"
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
 
 // String is a scalar from the file with the position of its first character.
 // The zero value means "absent": SPEC 3.6 treats absent and empty alike.
@@ -10,6 +14,11 @@ type String struct {
 	// Style tells how the scalar was written, so that a column inside the
 	// value can be mapped back onto the file (expression errors).
 	Style ScalarStyle
+	// raw is the scalar as written, from rawPos on: after the opening quote
+	// of a quoted scalar, from the start of the first content line of a
+	// block. PosAt aligns Value with it.
+	raw    string
+	rawPos Pos
 }
 
 // ScalarStyle is how a scalar was written in YAML.
@@ -55,4 +64,84 @@ type Float struct {
 	Value float64
 	Pos   Pos
 	IsSet bool
+}
+
+// PosAt maps a byte offset inside Value onto the file, so that an error in
+// an expression points at its column even in a quoted, escaped, folded or
+// block scalar. Offsets past the end point just after the value.
+func (s String) PosAt(off int) Pos {
+	if !s.Pos.IsValid() {
+		return s.Pos
+	}
+	off = min(max(off, 0), len(s.Value))
+	if s.raw == "" {
+		// Built by hand, not read: assume the value sits on one line.
+		p := s.Pos
+		if !strings.Contains(s.Value[:off], "\n") {
+			p.Col += utf8.RuneCountInString(s.Value[:off])
+		}
+		return p
+	}
+	raw, v := s.raw, s.Value
+	line, col := s.rawPos.Line, s.rawPos.Col
+	i, j := 0, 0
+	next := func() { // consume raw[j]
+		switch {
+		case raw[j] == '\n':
+			line, col = line+1, 1
+		case raw[j]&0xC0 != 0x80: // not a UTF-8 continuation byte
+			col++
+		}
+		j++
+	}
+	for i < off && j < len(raw) {
+		switch {
+		case s.Style == DoubleQuoted && raw[j] == '\\':
+			n := escapeLen(raw[j:])
+			if j+1 < len(raw) && (raw[j+1] == '\n' || raw[j+1] == '\r') {
+				n = 0 // an escaped line break stands for nothing
+			} else {
+				_, w := utf8.DecodeRuneInString(v[i:])
+				i += w
+			}
+			for k := 0; k < max(n, 2) && j < len(raw); k++ {
+				next()
+			}
+		case v[i] == raw[j]:
+			i++
+			next()
+		case s.Style == SingleQuoted && raw[j] == '\'':
+			next() // the second quote of ''
+		case isBlank(raw[j]):
+			next() // indentation, or a line break folded into a space
+		case isBlank(v[i]):
+			i++
+		default:
+			return Pos{File: s.Pos.File, Line: line, Col: col} // cannot align
+		}
+	}
+	// Step over indentation and folded line breaks before the character at off.
+	for j < len(raw) && isBlank(raw[j]) && (off == len(v) || raw[j] != v[off]) {
+		next()
+	}
+	return Pos{File: s.Pos.File, Line: line, Col: col}
+}
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// escapeLen is the length of the escape sequence at the start of raw, which
+// begins with a backslash (YAML 1.2 double-quoted escapes).
+func escapeLen(raw string) int {
+	if len(raw) < 2 {
+		return len(raw)
+	}
+	switch raw[1] {
+	case 'x':
+		return 4
+	case 'u':
+		return 6
+	case 'U':
+		return 10
+	}
+	return 2
 }

@@ -1,11 +1,14 @@
 package schema
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
@@ -17,11 +20,24 @@ import (
 type reader struct {
 	file  string
 	diags *Diagnostics
+	src   []byte // the text parsed, to check the positions the parser reports
+	lines []int  // the offset of each line's start in src, built on first use
 }
 
 func (r *reader) pos(n ast.Node) Pos {
-	if n == nil {
+	switch v := n.(type) {
+	case nil:
 		return Pos{File: r.file}
+	case *ast.MappingNode:
+		// A block mapping's token is its first key's colon; point at the
+		// key instead, where the mapping visibly starts.
+		if !v.IsFlowStyle && len(v.Values) > 0 {
+			return r.pos(v.Values[0])
+		}
+	case *ast.MappingValueNode:
+		if v.Key != nil {
+			return r.pos(v.Key)
+		}
 	}
 	return r.tokPos(n.GetToken())
 }
@@ -208,19 +224,107 @@ func (r *reader) str(n ast.Node, what string) String {
 	s := String{Value: scalarText(n), Pos: r.pos(n)}
 	switch v := n.(type) {
 	case *ast.LiteralNode:
+		// The content token's own position is unreliable (column 0, and the
+		// last line when folded); its text starts on the line after the
+		// header.
 		s.Style = Block
-		s.Pos = r.tokPos(v.Value.GetToken())
+		hdr := r.pos(v)
+		if !hdr.IsValid() || v.Value == nil || v.Value.GetToken() == nil {
+			break
+		}
+		start := Pos{File: r.file, Line: hdr.Line + 1, Col: 1}
+		if raw := v.Value.GetToken().Origin; r.holds(start, raw) {
+			s.raw, s.rawPos = raw, start
+			s.Pos = start
+			s.Pos = s.PosAt(0)
+		}
 	default:
-		if tk := n.GetToken(); tk != nil {
-			switch tk.Type {
-			case token.DoubleQuoteType:
-				s.Style = DoubleQuoted
-			case token.SingleQuoteType:
-				s.Style = SingleQuoted
+		tk := n.GetToken()
+		if tk == nil || !s.Pos.IsValid() {
+			break
+		}
+		switch tk.Type {
+		case token.DoubleQuoteType:
+			s.Style = DoubleQuoted
+		case token.SingleQuoteType:
+			s.Style = SingleQuoted
+		}
+		raw := strings.TrimLeft(tk.Origin, " \t\r\n")
+		if raw == "" {
+			break
+		}
+		if !r.holds(s.Pos, raw) {
+			// The parser misplaces some multi-line plain scalars (a
+			// continuation line starting with "-"): find the text instead.
+			p, ok := r.find(raw, s.Pos.Line)
+			if !ok {
+				break
 			}
+			s.Pos = p
+		}
+		s.raw, s.rawPos = raw, s.Pos
+		if s.Style != Plain {
+			s.raw = s.raw[1:] // the opening quote
+			s.rawPos.Col++
 		}
 	}
 	return s
+}
+
+// offset returns the byte offset in src of a position (columns count
+// runes), or -1 when it is not in src.
+func (r *reader) offset(p Pos) int {
+	r.indexLines()
+	if p.Line < 1 || p.Line > len(r.lines) || p.Col < 1 {
+		return -1
+	}
+	i := r.lines[p.Line-1]
+	for col := 1; col < p.Col; col++ {
+		if i >= len(r.src) || r.src[i] == '\n' {
+			return -1
+		}
+		_, w := utf8.DecodeRune(r.src[i:])
+		i += w
+	}
+	return i
+}
+
+func (r *reader) indexLines() {
+	if r.lines == nil {
+		r.lines = []int{0}
+		for i, c := range r.src {
+			if c == '\n' {
+				r.lines = append(r.lines, i+1)
+			}
+		}
+	}
+}
+
+// holds reports whether src has text at p.
+func (r *reader) holds(p Pos, text string) bool {
+	i := r.offset(p)
+	return i >= 0 && bytes.HasPrefix(r.src[i:], []byte(text))
+}
+
+// find returns the position of the occurrence of text in src nearest to
+// line.
+func (r *reader) find(text string, line int) (Pos, bool) {
+	r.indexLines()
+	best, bestDist := Pos{}, -1
+	for i := 0; i < len(r.src); {
+		j := bytes.Index(r.src[i:], []byte(text))
+		if j < 0 {
+			break
+		}
+		at := i + j
+		l := sort.SearchInts(r.lines, at+1) // lines starting at or before at
+		p := Pos{File: r.file, Line: l, Col: utf8.RuneCount(r.src[r.lines[l-1]:at]) + 1}
+		if d := max(p.Line-line, line-p.Line); bestDist < 0 || d < bestDist {
+			best, bestDist = p, d
+		}
+		i = at + 1
+	}
+	return best, bestDist >= 0
 }
 
 func (r *reader) integer(n ast.Node, what string, minimum int) Int {
