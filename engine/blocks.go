@@ -22,6 +22,8 @@ type frame struct {
 	// scopes maps a memory scope name (an enclosing node's id, or "flow") to
 	// its path, the key of its sessions and its home.
 	scopes map[string]string
+	// meters are the budgets above this point, outermost first.
+	meters []*meter
 }
 
 func (f *frame) withScope(id, path string) *frame {
@@ -70,8 +72,15 @@ func (r *runner) sequence(ctx context.Context, fr *frame, nodes []*flows.Node, v
 // visit runs one node and journals its start and end.
 func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) (map[string]any, *Failure) {
 	if o, ok := r.replayed(n, path); ok {
+		if isLeaf(n) {
+			fr.charge(o.usage)
+		}
 		return nodeValue(o)
 	}
+	if prev := r.ended[path]; prev != nil && isLeaf(n) {
+		fr.charge(prev.Usage) // an earlier attempt's spending counts
+	}
+	fr = fr.withBudget(n.Budget, path)
 	start := time.Now()
 	if err := r.store.fact(&Fact{Type: "start", Time: start, Visit: path, Node: n.ID, Kind: string(n.Kind)}); err != nil {
 		return nodeValue(&outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}})
@@ -96,6 +105,8 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	r.emit(&Event{Type: "visit.end", Visit: path, Node: n.ID, Kind: string(n.Kind), OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
 	return nodeValue(o)
 }
+
+func isLeaf(n *flows.Node) bool { return n.Kind == schema.KindAgent || n.Kind == schema.KindRun }
 
 func nodeValue(o *outcome) (map[string]any, *Failure) {
 	v := map[string]any{"ok": o.fail == nil, "output": o.output, "error": o.fail.value(), "skipped": o.skipped}
@@ -346,7 +357,8 @@ func (r *runner) call(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 	if err != nil {
 		return condition(err)
 	}
-	inner := &frame{flow: callee, parent: fr, scopes: map[string]string{"flow": path}}
+	inner := &frame{flow: callee, parent: fr, scopes: map[string]string{"flow": path}, meters: fr.meters}
+	inner = inner.withBudget(callee.Budget, "flow "+callee.Name)
 	out, fail := r.sequence(ctx, inner, callee.Nodes, map[string]any{"input": input}, path)
 	if fail != nil {
 		return &outcome{output: out, fail: childFailure(path, fail)}

@@ -118,7 +118,7 @@ func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, erro
 		return nil, err
 	}
 	r := &runner{plan: plan, opts: opts, store: st, dir: dir, live: make(chan struct{}, opts.Concurrency),
-		sessions: map[string]*session{}, usage: newUsageBook()}
+		sessions: map[string]*session{}, usage: newUsageBook(), minTurn: map[string]int64{}}
 	if opts.Resume != nil {
 		r.loadReplay(opts.Resume.Facts)
 	}
@@ -142,6 +142,7 @@ type runner struct {
 	sessions map[string]*session
 	usage    *usageBook
 	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
+	minTurn  map[string]int64 // the smallest turn (tokens) of each agent so far
 }
 
 func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, error) {
@@ -155,7 +156,7 @@ func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, 
 		return nil, err
 	}
 	r.emit(&Event{Type: "run.start", Run: r.opts.RunID, Dir: r.dir})
-	fr := &frame{flow: r.plan.Root, scopes: map[string]string{"flow": "_flow"}}
+	fr := (&frame{flow: r.plan.Root, scopes: map[string]string{"flow": "_flow"}}).withBudget(r.plan.Root.Budget, "flow "+r.plan.Root.Name)
 	vars := map[string]any{"input": input}
 	out, fail := r.sequence(ctx, fr, r.plan.Root.Nodes, vars, "")
 	res := &Result{RunID: r.opts.RunID, Dir: r.dir, OK: fail == nil, Output: out, Failure: fail}

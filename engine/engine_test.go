@@ -460,3 +460,74 @@ func TestTornJournalLineIsIgnored(t *testing.T) {
 		t.Fatal("a bad line in the middle must be an error")
 	}
 }
+
+func TestBudgetRefusesTheTurnItCannotCover(t *testing.T) {
+	p := load(t, "bud", `name: bud
+budget: {tokens: 1200}
+`+agents+`nodes:
+  - {id: t1, agent: worker, prompt: x}
+  - {id: t2, agent: worker, prompt: x}
+  - {id: t3, agent: worker, prompt: x}
+  - {id: t4, agent: worker, prompt: x}
+`)
+	d := &budgetDriver{}
+	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || res.Failure.Kind != schema.FailBudget {
+		t.Fatalf("want budget, got %+v", res.Failure)
+	}
+	if d.calls.Load() >= 4 {
+		t.Fatalf("%d turns were sent; the fourth must never be", d.calls.Load())
+	}
+	if res.Usage.Tokens() > 1200+550 {
+		t.Fatalf("spent %d tokens under a budget of 1200", res.Usage.Tokens())
+	}
+}
+
+func TestBudgetStopsARunningTurn(t *testing.T) {
+	p := load(t, "bud", `name: bud
+`+agents+`nodes:
+  - {id: big, agent: worker, prompt: x, budget: {tokens: 100}, on_fail: continue}
+  - id: after
+    choice:
+      - when: big.error.kind == "budget"
+        do: [{id: noted, run: [echo, over]}]
+`)
+	d := &budgetDriver{stream: true}
+	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, RunsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, _ := ReadJournal(res.Dir)
+	if !res.OK || !slices.Contains(ended(facts), "after/noted") {
+		t.Fatalf("a budget failure should be a value on_fail and guards can act on: %+v %v", res.Failure, ended(facts))
+	}
+}
+
+// budgetDriver reports 550 input tokens per turn; with stream it reports
+// growing progress and waits to be stopped.
+type budgetDriver struct {
+	calls  atomic.Int32
+	stream bool
+}
+
+func (d *budgetDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
+	d.calls.Add(1)
+	in := int64(550)
+	if d.stream {
+		for tok := int64(50); ; tok += 50 {
+			t.Progress(Progress{Activity: "writing", Tokens: tok})
+			select {
+			case <-ctx.Done():
+				return &TurnResult{Status: Aborted, Usage: Usage{Input: &tok}}, context.Cause(ctx)
+			case <-time.After(5 * time.Millisecond):
+			}
+			if tok > 10000 {
+				return &TurnResult{Status: Completed, Output: "never stopped"}, nil
+			}
+		}
+	}
+	return &TurnResult{Status: Completed, Output: "ok", Usage: Usage{Input: &in}}, nil
+}

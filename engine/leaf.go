@@ -109,10 +109,10 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		if sess != nil {
 			t.Session = sess.id
 		}
-		answer, fail := r.turn(ctx, driver, t, &usage, sess)
+		answer, fail := r.turn(ctx, fr, driver, t, &usage, sess)
 		var out any = answer
 		if fail == nil && n.Typed {
-			out, fail = r.typed(ctx, driver, t, answer, n, &usage, sess)
+			out, fail = r.typed(ctx, fr, driver, t, answer, n, &usage, sess)
 		}
 		if fail == nil {
 			o.output, o.usage = out, &usage
@@ -142,7 +142,10 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 
 // turn runs one driver turn under the run-wide cap and the turn timeout,
 // and classifies how it ended.
-func (r *runner) turn(ctx context.Context, d Driver, t *Turn, usage *Usage, sess *session) (string, *Failure) {
+func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *Usage, sess *session) (string, *Failure) {
+	if f := r.budgetRefusal(fr, t.Agent.Name); f != nil {
+		return "", f
+	}
 	select {
 	case r.live <- struct{}{}:
 	case <-ctx.Done():
@@ -151,10 +154,17 @@ func (r *runner) turn(ctx context.Context, d Driver, t *Turn, usage *Usage, sess
 	defer func() { <-r.live }()
 	tctx, cancel := context.WithTimeoutCause(ctx, t.Timeout, errTimeout)
 	defer cancel()
+	bctx, stop := context.WithCancelCause(tctx)
+	defer stop(nil)
+	tctx = bctx
+	watched := *t
+	watched.Progress = watchBudget(fr, stop, t.Progress)
 	start := time.Now()
-	res, err := d.Turn(tctx, t)
+	res, err := d.Turn(tctx, &watched)
 	if res != nil {
 		usage.addTurn(res.Usage, time.Since(start))
+		fr.charge(&res.Usage)
+		r.noteTurn(t.Agent.Name, res.Usage)
 		if sess != nil && res.Session != "" {
 			sess.id = res.Session
 		}
@@ -186,7 +196,7 @@ func (r *runner) cancelledTurn(ctx context.Context, t *Turn) *Failure {
 
 // typed parses and validates a typed answer; an answer that does not fit is
 // sent back once with the reason, then the visit fails `schema`.
-func (r *runner) typed(ctx context.Context, d Driver, t *Turn, answer string, n *flows.Node, usage *Usage, sess *session) (any, *Failure) {
+func (r *runner) typed(ctx context.Context, fr *frame, d Driver, t *Turn, answer string, n *flows.Node, usage *Usage, sess *session) (any, *Failure) {
 	v, err := parseTyped(answer, n.Output)
 	if err == nil {
 		return v, nil
@@ -196,7 +206,7 @@ func (r *runner) typed(ctx context.Context, d Driver, t *Turn, answer string, n 
 	if sess != nil {
 		retry.Session = sess.id
 	}
-	answer2, fail := r.turn(ctx, d, &retry, usage, sess)
+	answer2, fail := r.turn(ctx, fr, d, &retry, usage, sess)
 	if fail != nil {
 		return nil, fail
 	}
