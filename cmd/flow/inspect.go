@@ -221,7 +221,8 @@ func commonLines(a, b string) int {
 
 // transcriptOf finds the transcript of visit in a run (the latest visit
 // that has one when visit is ""): the newest *.jsonl or output.log in its
-// home, or in its memory scope's home.
+// home, or in its memory scope's home. Live logs (*.log) count: they are
+// written while the visit runs.
 func transcriptOf(dir, visit string) (string, error) {
 	facts, err := engine.ReadJournal(dir)
 	if err != nil {
@@ -267,7 +268,7 @@ func newestTranscript(home string) string {
 	}
 	best, bestT := "", time.Time{}
 	for _, e := range entries {
-		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".jsonl") || e.Name() == "output.log") {
+		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".jsonl") || strings.HasSuffix(e.Name(), ".log")) {
 			continue
 		}
 		if st, err := e.Info(); err == nil && st.ModTime().After(bestT) {

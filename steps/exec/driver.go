@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -52,6 +53,15 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	p.Cmd.Stdin = strings.NewReader(t.Prompt)
 	p.Cmd.Stdout = &stdout
 	p.Cmd.Stderr = &stderr
+	// The live log lets `flow tail` show what the program writes while the
+	// turn runs; the transcript line is only written when it ends.
+	if t.Home != "" {
+		if live, err := os.OpenFile(filepath.Join(t.Home, t.Agent.Name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+			defer live.Close()
+			p.Cmd.Stdout = io.MultiWriter(&stdout, live)
+			p.Cmd.Stderr = io.MultiWriter(&stderr, live)
+		}
+	}
 
 	start := time.Now()
 	if err := p.Start(); err != nil {
