@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sourcegraph/conc"
+
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -156,6 +158,11 @@ func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, 
 		return nil, err
 	}
 	r.emit(&Event{Type: "run.start", Run: r.opts.RunID, Dir: r.dir})
+	// report.html is refreshed while the run goes on, and written once more
+	// at the end; the refresher is owned here and ends with the run.
+	refresh := make(chan struct{})
+	var refresher conc.WaitGroup
+	refresher.Go(func() { r.refreshReport(refresh) })
 	fr := (&frame{flow: r.plan.Root, scopes: map[string]string{"flow": "_flow"}}).withBudget(r.plan.Root.Budget, "flow "+r.plan.Root.Name)
 	vars := map[string]any{"input": input}
 	out, fail := r.sequence(ctx, fr, r.plan.Root.Nodes, vars, "")
@@ -164,8 +171,15 @@ func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, 
 	ok := res.OK
 	endErr := r.store.fact(&Fact{Type: "run", Time: time.Now(), RunID: r.opts.RunID, Status: res.Status(), OK: &ok, Error: res.Failure, Output: out, WallMS: time.Since(start).Milliseconds()})
 	r.emit(&Event{Type: "run.end", Run: r.opts.RunID, Status: res.Status(), OK: &ok, Error: res.Failure, Usage: &res.Usage, WallMS: time.Since(start).Milliseconds(), Dir: r.dir})
+	close(refresh)
+	refresher.Wait()
 	if err := r.store.writeJSON("usage.json", r.usage.report()); err != nil {
 		endErr = errors.Join(endErr, err)
+	}
+	if !r.opts.NoJournal {
+		if err := WriteReport(r.dir); err != nil {
+			endErr = errors.Join(endErr, err)
+		}
 	}
 	return res, endErr
 }
@@ -244,4 +258,23 @@ func checkDrivers(p *flows.Plan, o Options) error {
 		}
 	}
 	return nil
+}
+
+// reportEvery is how often report.html is refreshed while a run goes on.
+const reportEvery = 2 * time.Second
+
+func (r *runner) refreshReport(done <-chan struct{}) {
+	if r.opts.NoJournal {
+		return
+	}
+	t := time.NewTicker(reportEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			_ = WriteReport(r.dir) // best effort: the final write reports errors
+		}
+	}
 }

@@ -67,7 +67,7 @@ func Inspect(dir string) (*RunInfo, error) {
 		end = time.Now()
 	}
 	info.WallMS = end.Sub(info.Started).Milliseconds()
-	if l, err := readLock(dir); err == nil && alive(l.PID) {
+	if l, err := readLock(dir); err == nil && info.Status == "interrupted" && alive(l.PID) {
 		if host, _ := os.Hostname(); host == l.Host {
 			info.Status = "running"
 		}
