@@ -154,15 +154,8 @@ func acquireLock(dir string) error {
 	host, _ := os.Hostname()
 	mine, _ := json.Marshal(Lock{PID: os.Getpid(), Host: host})
 	for range 3 {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		err := createWhole(path, mine)
 		if err == nil {
-			_, err = f.Write(mine)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("writing lock: %w", err)
-			}
 			return nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
@@ -186,6 +179,27 @@ func acquireLock(dir string) error {
 		}
 	}
 	return fmt.Errorf("%w: the lock keeps changing", ErrLocked)
+}
+
+// createWhole creates path with content, failing with fs.ErrExist if it
+// exists. The file appears with its whole content at once (written aside,
+// then hard-linked), so no reader ever sees an empty lock and takes it for
+// a stale one.
+func createWhole(path string, content []byte) error {
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(tmp)+"*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Link(f.Name(), path)
 }
 
 // takeOver removes a stale lock, provided it still holds what was read.
