@@ -121,7 +121,7 @@ type liveView struct {
 }
 
 type liveLine struct {
-	visit, what, model string
+	visit, what, model string // model is driver/model
 	tokens             int64
 	start              time.Time
 }
@@ -157,7 +157,10 @@ func (v *liveView) Event(e *engine.Event) {
 		}
 	case "progress":
 		if l := v.running[e.Visit]; l != nil {
-			l.what, l.model = e.Activity, e.Model
+			l.what, l.model = e.Activity, e.Driver
+			if e.Model != "" {
+				l.model += "/" + e.Model
+			}
 			if e.Tokens > 0 {
 				l.tokens = e.Tokens
 			}
