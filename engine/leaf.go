@@ -94,10 +94,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		sess.mu.Lock()
 		defer sess.mu.Unlock()
 	}
-	home, err := r.store.home(homePath)
-	if err != nil {
-		return &outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error()}}
-	}
+	home := r.store.home(homePath)
 	timeout := r.turnTimeout(fr, n)
 	driver := r.opts.Drivers[a.Driver]
 	var usage Usage
@@ -232,6 +229,9 @@ func (r *runner) overflow(o *outcome, home, agent string) {
 		return
 	}
 	path := home + "/" + agent + "-answer.md"
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return
+	}
 	if err := os.WriteFile(path, []byte(s), 0o644); err == nil {
 		o.file = path
 	}
@@ -261,9 +261,7 @@ func (r *runner) command(ctx context.Context, n *flows.Node, vars map[string]any
 	if err != nil {
 		return condition(err)
 	}
-	if c.Home, err = r.store.home(path); err != nil {
-		return &outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error()}}
-	}
+	c.Home = r.store.home(path)
 	timeout := n.Timeout
 	if timeout <= 0 {
 		timeout = defaultRunTimeout

@@ -30,9 +30,13 @@ type Turn struct {
 	Prompt string
 	// OutputSchema is the JSON Schema of the node's typed output, or nil.
 	OutputSchema []byte
-	Home         string // the memory scope's home directory in the run directory (exists)
-	WorkDir      string // where the agent works
-	Timeout      time.Duration
+	// Home is the memory scope's (or the visit's) home directory in the run
+	// directory. It is created on first use, not by the engine: a driver
+	// that writes there calls os.MkdirAll(Home) first, so visits that write
+	// nothing cost no directory.
+	Home    string
+	WorkDir string // where the agent works
+	Timeout time.Duration
 	// Session names the driver session to continue for a memory scope, "" for a
 	// fresh one. The driver returns the session to continue next time.
 	Session  string
@@ -91,7 +95,7 @@ type Command struct {
 	Argv     []string // run directly, no shell
 	Script   string   // run with bash -c
 	Dir      string
-	Home     string // the visit's home directory (exists)
+	Home     string // the visit's home directory; create it (os.MkdirAll) before writing there
 	Env      []string
 	Progress func(Progress) // never nil
 }

@@ -134,13 +134,10 @@ func (s *store) close() error {
 	return errors.Join(errs...)
 }
 
-// home returns (and creates) the home directory of a visit or memory scope.
-func (s *store) home(path string) (string, error) {
-	dir := filepath.Join(s.dir, "home", filepath.FromSlash(path))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("creating home %s: %w", path, err)
-	}
-	return dir, nil
+// home returns the path of the home directory of a visit or memory scope.
+// It is not created here: whoever writes there first creates it.
+func (s *store) home(path string) string {
+	return filepath.Join(s.dir, "home", filepath.FromSlash(path))
 }
 
 // ErrLocked is returned when another live process holds the run.

@@ -55,7 +55,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	p.Cmd.Stderr = &stderr
 	// The live log lets `flow tail` show what the program writes while the
 	// turn runs; the transcript line is only written when it ends.
-	if t.Home != "" {
+	if t.Home != "" && os.MkdirAll(t.Home, 0o755) == nil {
 		if live, err := os.OpenFile(filepath.Join(t.Home, t.Agent.Name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
 			defer live.Close()
 			p.Cmd.Stdout = io.MultiWriter(&stdout, live)

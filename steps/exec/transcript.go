@@ -30,6 +30,9 @@ func appendTranscript(t *engine.Turn, answer string, exit int, wallMS int64) (st
 	if err != nil {
 		return "", fmt.Errorf("writing transcript: %w", err)
 	}
+	if err := os.MkdirAll(t.Home, 0o755); err != nil {
+		return "", fmt.Errorf("writing transcript: %w", err)
+	}
 	path := filepath.Join(t.Home, fileName(t.Agent.Name)+".jsonl")
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {

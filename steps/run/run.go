@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/sourcegraph/conc"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/proc"
@@ -50,26 +50,39 @@ func (c *Commander) Run(ctx context.Context, cmd *engine.Command) (*engine.Comma
 	if err != nil {
 		return nil, err
 	}
-	log, err := openLog(cmd.Home)
+	// One pipe for both streams keeps their order; the child writes straight
+	// into it (no copying goroutine in os/exec), and we read it here.
+	pr, pw, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("creating output pipe: %w", err)
 	}
-	defer log.Close()
+	defer pr.Close()
+	out := &capture{home: cmd.Home, start: time.Now()}
+	defer out.close()
 
 	cmd.Progress(engine.Progress{Activity: activity(cmd)})
 	p := proc.Command(ctx, cmd.RunID, argv[0], argv[1:]...)
 	p.Grace = c.grace
 	p.Cmd.Dir = cmd.Dir
 	p.Cmd.Env = environ(cmd)
-	p.Cmd.Stdout = log
-	p.Cmd.Stderr = log
-	if err := p.Start(); err != nil {
+	p.Cmd.Stdout = pw
+	p.Cmd.Stderr = pw
+	err = p.Start()
+	_ = pw.Close() // the child has its copy; ours would keep the pipe open forever
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
 		return nil, fmt.Errorf("starting %s: %w: %w", argv[0], engine.ErrUnavailable, err)
 	}
+	var reader conc.WaitGroup
+	reader.Go(func() { out.readFrom(pr) })
 	werr := p.Wait()
+	// The command has exited. A descendant it left in the background may
+	// keep the pipe open; take what is already written, then stop reading
+	// rather than wait for it.
+	_ = pr.SetReadDeadline(time.Now().Add(drainAfterExit))
+	reader.Wait()
 	if werr != nil && ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -77,7 +90,7 @@ func (c *Commander) Run(ctx context.Context, cmd *engine.Command) (*engine.Comma
 	if !ok {
 		return nil, fmt.Errorf("waiting for %s: %w", argv[0], werr)
 	}
-	report, err := tail(log, ReportBytes)
+	report, err := out.tail(ReportBytes)
 	if err != nil {
 		return nil, fmt.Errorf("reading output of %s: %w", argv[0], err)
 	}
@@ -94,25 +107,6 @@ func argvOf(cmd *engine.Command) ([]string, error) {
 		return []string{"bash", "-c", cmd.Script}, nil
 	}
 	return nil, errors.New("running command: neither argv nor script is set")
-}
-
-// openLog opens <home>/output.log, truncated, for both streams. O_APPEND
-// keeps a child that seeks from overwriting what the other stream wrote.
-// Without a home the log is an unnamed temporary file.
-func openLog(home string) (*os.File, error) {
-	if home == "" {
-		f, err := os.CreateTemp("", "flow-run-*.log")
-		if err != nil {
-			return nil, fmt.Errorf("creating output log: %w", err)
-		}
-		_ = os.Remove(f.Name())
-		return f, nil
-	}
-	f, err := os.OpenFile(filepath.Join(home, LogName), os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("opening output log: %w", err)
-	}
-	return f, nil
 }
 
 // environ is the process environment, then the node's, then the run's
@@ -134,25 +128,4 @@ func activity(cmd *engine.Command) string {
 		line = strings.ToValidUTF8(line[:most], "") + "…"
 	}
 	return "running " + line
-}
-
-// tail returns the last n bytes of f, without a broken UTF-8 sequence at the
-// start when the cut fell inside one.
-func tail(f *os.File, n int64) (string, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	size := st.Size()
-	off := max(size-n, 0)
-	buf := make([]byte, size-off)
-	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
-		return "", err
-	}
-	if off > 0 {
-		for i := 0; i < utf8.UTFMax-1 && len(buf) > 0 && !utf8.RuneStart(buf[0]); i++ {
-			buf = buf[1:]
-		}
-	}
-	return string(buf), nil
 }

@@ -78,9 +78,9 @@ func TestRun(t *testing.T) {
 			if *got != want {
 				t.Errorf("Run = %+v, want %+v", *got, want)
 			}
-			log, err := os.ReadFile(filepath.Join(cmd.Home, LogName))
-			if err != nil || string(log) != want.Report {
-				t.Errorf("output.log = %q, %v; want %q", log, err, want.Report)
+			// Short, quick output stays in memory: no file, no directory.
+			if _, err := os.Stat(filepath.Join(cmd.Home, LogName)); err == nil {
+				t.Errorf("output.log was written for %d bytes of quick output", len(want.Report))
 			}
 			if len(*progress) != 1 || !strings.HasPrefix((*progress)[0].Activity, "running ") {
 				t.Errorf("progress = %+v, want one running activity", *progress)
@@ -136,7 +136,7 @@ func TestReportTail(t *testing.T) {
 			}
 			full, err := os.ReadFile(filepath.Join(cmd.Home, LogName))
 			if err != nil {
-				t.Fatal(err)
+				full = []byte(got.Report) // short output is not written out
 			}
 			if want := tt.want(string(full)); got.Report != want {
 				t.Errorf("report: %d bytes %q…, want %d bytes %q…", len(got.Report), head(got.Report), len(want), head(want))
@@ -181,7 +181,8 @@ func TestInvalidCommand(t *testing.T) {
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	const grace = 300 * time.Millisecond
-	cmd, _ := command(t, nil, `trap "" TERM; setsid sleep 60 & echo started; while :; do sleep 0.05; done`)
+	// The log appears once the command has run for a second.
+	cmd, _ := command(t, nil, `trap "" TERM; setsid sleep 60 & sleep 1.1; echo started; while :; do sleep 0.05; done`)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	cause := errors.New("budget exhausted")
@@ -198,7 +199,7 @@ func TestCancel(t *testing.T) {
 	waitFor(t, filepath.Join(cmd.Home, LogName), "started")
 	cancel(cause)
 	<-done
-	if took := time.Since(start); took > grace+time.Second+500*time.Millisecond {
+	if took := time.Since(start); took > grace+2*time.Second+500*time.Millisecond {
 		t.Errorf("Run took %v after cancel", took)
 	}
 	if !errors.Is(err, cause) || got != nil {
