@@ -12,12 +12,17 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
 	"golang.org/x/term"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
+	"github.com/flowrun/flow/steps/claude"
+	"github.com/flowrun/flow/steps/codex"
 	"github.com/flowrun/flow/steps/exec"
+	"github.com/flowrun/flow/steps/openai"
+	"github.com/flowrun/flow/steps/pi"
 	"github.com/flowrun/flow/steps/proc"
 	"github.com/flowrun/flow/steps/run"
 )
@@ -52,9 +57,30 @@ func (a *app) runCmd() *cobra.Command {
 	return cmd
 }
 
-// drivers are the agent drivers this build provides, by name.
-func drivers() map[string]engine.Driver {
-	return map[string]engine.Driver{"exec": exec.New()}
+// drivers are the agent drivers this build provides, by name, configured
+// from drivers.<name>.* (binary, base_url, api_key_env, max_retries; pi also
+// api and agent_dir; codex also codex_home; openai only base_url and
+// api_key_env), e.g. FLOW_DRIVERS_CLAUDE_BASE_URL. With nothing
+// configured each CLI runs with its own configuration and login; the CLIs'
+// own retries default to 1, flow's `retry:` being the retry policy.
+func drivers(cfg *viper.Viper) map[string]engine.Driver {
+	get := func(name, key string) string { return cfg.GetString("drivers." + name + "." + key) }
+	retries := func(name string) int {
+		if k := "drivers." + name + ".max_retries"; cfg.IsSet(k) {
+			return cfg.GetInt(k)
+		}
+		return 1
+	}
+	return map[string]engine.Driver{
+		"exec": exec.New(),
+		"pi": pi.New(pi.Options{Binary: get("pi", "binary"), AgentDir: get("pi", "agent_dir"), BaseURL: get("pi", "base_url"),
+			API: get("pi", "api"), APIKeyEnv: get("pi", "api_key_env"), MaxRetries: retries("pi")}),
+		"claude": claude.New(claude.Options{Binary: get("claude", "binary"), BaseURL: get("claude", "base_url"),
+			APIKeyEnv: get("claude", "api_key_env"), MaxRetries: retries("claude")}),
+		"codex": codex.New().WithBinary(get("codex", "binary")).WithBaseURL(get("codex", "base_url")).
+			WithKeyEnv(get("codex", "api_key_env")).WithMaxRetries(retries("codex")).WithCodexHome(get("codex", "codex_home")),
+		"openai": openai.New().WithBaseURL(get("openai", "base_url")).WithKeyEnv(get("openai", "api_key_env")),
+	}
 }
 
 func (a *app) run(ctx context.Context, file string, f runFlags) error {
@@ -106,7 +132,7 @@ func (a *app) execute(ctx context.Context, plan *flows.Plan, spec runSpec) error
 	}
 	defer view.Close()
 	opts := engine.Options{
-		Drivers: drivers(), Commands: run.New(), Input: spec.input, Model: spec.model, Timeout: spec.timeout,
+		Drivers: drivers(a.cfg), Commands: run.New(), Input: spec.input, Model: spec.model, Timeout: spec.timeout,
 		RunsDir: spec.runsDir, RunID: spec.runID, WorkDir: spec.workDir, Resume: spec.resume,
 		Concurrency: a.cfg.GetInt("concurrency"), OnEvent: view.Event, Settings: a.settings(),
 	}

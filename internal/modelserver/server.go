@@ -1,0 +1,225 @@
+package modelserver
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Reply is one scripted answer of the server.
+type Reply struct {
+	// Text is the assistant's text.
+	Text string
+	// ToolCall, when set, is a tool call the assistant makes after Text (if
+	// any); the stop reason then says the model wants a tool.
+	ToolCall *ToolCall
+	// Status, when neither 0 nor 200, answers the request with this HTTP
+	// status and an error body in the endpoint's format (e.g. 500, 429).
+	Status int
+	// Delay is waited before the first byte of the answer (a slow model).
+	Delay time.Duration
+	// ChunkDelay is waited between the chunks of a streamed answer.
+	ChunkDelay time.Duration
+	// Input and Output are the token counts reported as usage. Zero means
+	// the default: len(request body)/4 and len(Text)/4.
+	Input, Output int
+	// Finish, when "length", ends the answer as cut off at the model's token
+	// limit (finish_reason "length", stop_reason "max_tokens", an incomplete
+	// response). "" is the natural stop reason.
+	Finish string
+	// Cut ends a streamed answer abruptly after its text: no final chunk, no
+	// usage, no end marker — a broken stream.
+	Cut bool
+}
+
+// ToolCall is a function call the assistant makes.
+type ToolCall struct {
+	ID        string // "" means a generated id
+	Name      string
+	Arguments string // a JSON object
+}
+
+// Request is one request the server received.
+type Request struct {
+	Method string
+	Path   string
+	Body   []byte
+	Header http.Header
+}
+
+// JSON decodes the request body into a generic value, or nil if it is not
+// JSON.
+func (r Request) JSON() map[string]any {
+	var v map[string]any
+	if json.Unmarshal(r.Body, &v) != nil {
+		return nil
+	}
+	return v
+}
+
+// Server is a running scripted model server. Its zero value is not usable;
+// call Start.
+type Server struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	replies  []Reply
+	next     int
+	handle   func(Request) Reply
+	requests []Request
+	seq      int
+}
+
+// Start starts a server on 127.0.0.1 that gives replies in order, and closes
+// it when the test ends. With no replies, every answer is the text "ok".
+func Start(t testing.TB, replies ...Reply) *Server {
+	t.Helper()
+	s := &Server{replies: replies}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// URL returns the server's base URL, http://127.0.0.1:PORT, without /v1.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Handle makes f compute the reply to every later generation request,
+// instead of the scripted list.
+func (s *Server) Handle(f func(r Request) Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handle = f
+}
+
+// Requests returns a copy of every request received so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// Close cuts every open connection and stops the server. It is idempotent.
+func (s *Server) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+func (s *Server) record(r *http.Request) Request {
+	body, _ := io.ReadAll(r.Body)
+	req := Request{Method: r.Method, Path: r.URL.Path, Body: body, Header: r.Header.Clone()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, req)
+	return req
+}
+
+// reply takes the reply for a generation request and a sequence number for
+// the ids of its answer.
+func (s *Server) reply(req Request) (Reply, int) {
+	s.mu.Lock()
+	s.seq++
+	seq := s.seq
+	handle := s.handle
+	var rep Reply
+	switch {
+	case handle != nil:
+	case len(s.replies) == 0:
+		rep = Reply{Text: "ok"}
+	default:
+		rep = s.replies[min(s.next, len(s.replies)-1)]
+		s.next++
+	}
+	s.mu.Unlock()
+	if handle != nil {
+		rep = handle(req)
+	}
+	if rep.Input == 0 {
+		rep.Input = len(req.Body) / 4
+	}
+	if rep.Output == 0 {
+		rep.Output = len(rep.Text) / 4
+		if rep.ToolCall != nil {
+			rep.Output += len(rep.ToolCall.Arguments) / 4
+		}
+	}
+	if rep.ToolCall != nil && rep.ToolCall.ID == "" {
+		tc := *rep.ToolCall
+		tc.ID = "call_" + itoa(seq)
+		rep.ToolCall = &tc
+	}
+	return rep, seq
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	req := s.record(r)
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case path == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			_, _ = io.WriteString(w, "modelserver: a scripted model server for tests\n")
+		}
+	case path == "/v1/models" && r.Method == http.MethodGet:
+		models(w, r)
+	case path == "/v1/messages/count_tokens" && r.Method == http.MethodPost:
+		writeJSON(w, http.StatusOK, map[string]any{"input_tokens": max(1, len(req.Body)/4)})
+	case path == "/v1/chat/completions" && r.Method == http.MethodPost:
+		s.chat(w, r, req)
+	case path == "/v1/responses" && r.Method == http.MethodPost:
+		s.responses(w, r, req)
+	case path == "/v1/messages" && r.Method == http.MethodPost:
+		s.messages(w, r, req)
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{
+			"message": "modelserver: no endpoint " + r.Method + " " + r.URL.Path, "type": "invalid_request_error", "code": "not_found",
+		}})
+	}
+}
+
+// models lists one model per API flavour: Anthropic clients send an
+// anthropic-version header.
+func models(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("anthropic-version") != "" {
+		writeJSON(w, http.StatusOK, map[string]any{
+			"data": []any{map[string]any{
+				"type": "model", "id": "test-model", "display_name": "Test model", "created_at": "2025-01-01T00:00:00Z",
+			}},
+			"has_more": false, "first_id": "test-model", "last_id": "test-model",
+		})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list",
+		"data":   []any{map[string]any{"id": "test-model", "object": "model", "created": 1735689600, "owned_by": "modelserver"}},
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// failed reports whether rep is an error reply.
+func failed(rep Reply) bool { return rep.Status != 0 && rep.Status != http.StatusOK }
+
+// requestModel returns the "model" of a JSON request body, or "test-model".
+func requestModel(req Request) string {
+	if m, ok := req.JSON()["model"].(string); ok && m != "" {
+		return m
+	}
+	return "test-model"
+}
+
+// streaming reports whether a JSON request body asks for a stream.
+func streaming(req Request) bool {
+	b, _ := req.JSON()["stream"].(bool)
+	return b
+}

@@ -1,0 +1,66 @@
+// Package claude implements the `claude` agent driver (SPEC 4): one turn is
+// one run of `claude -p --output-format stream-json --verbose`, Claude
+// Code's non-interactive event stream.
+//
+// # Invocation
+//
+// The turn text goes to Claude Code on stdin, from a regular file (one
+// argument may not exceed 128 KiB, and an open pipe would never end). The
+// agent's Markdown body is appended to the system prompt
+// (--append-system-prompt-file), its model is --model, its thinking level
+// --effort, and its tools are both the only tools that exist (--tools) and
+// pre-approved (--allowedTools) under --permission-mode dontAsk: anything
+// else is denied, never waited for. Absent tools mean Read, Grep, Glob; pi's
+// lower-case names are mapped (read→Read, find/ls→Glob, bash→Bash, …). A
+// typed output passes its JSON Schema as --json-schema: Claude Code then
+// gives the model a StructuredOutput tool and the result event carries
+// structured_output, which becomes the answer.
+//
+// The environment bounds Claude Code's own retries (CLAUDE_CODE_MAX_RETRIES
+// from Options.MaxRetries) and turns off telemetry, error reporting, the
+// auto-updater and other non-essential traffic. With Options.BaseURL the
+// driver sets ANTHROPIC_BASE_URL and a private CLAUDE_CONFIG_DIR in the
+// memory scope's home; the key is passed in the environment only.
+//
+// # Outcome
+//
+// Read from the result event, not the exit status: its subtype can say
+// success while is_error is true. Completed needs a result with is_error
+// false, subtype success, a normal stop reason and some text (or a
+// structured output), on a well-formed stream and a clean exit. A missing
+// result (truncated), max_tokens (the length limit; Claude Code itself turns
+// it into an API error after retrying), tool_use without a structured
+// output (still requesting tools) and every error subtype are Failed with a
+// diagnostic; retries Claude Code made (system/api_retry) and tools it was
+// denied are noted. A cancelled turn is Aborted and Turn returns
+// context.Cause. Stderr is kept whole.
+//
+// # Usage
+//
+// Only the result's usage, total_cost_usd and num_turns are recorded: the
+// usage of earlier assistant events is preliminary and only feeds the
+// progress line. Without a result nothing is reported (null).
+//
+// # Memory
+//
+// The session id (from the init or result event) is the turn's Session; a
+// later turn with that Session runs with --resume. Claude Code keeps its
+// sessions in its configuration directory, so with BaseURL they live in the
+// scope's home beside the transcript.
+//
+// # Processes
+//
+// Claude Code runs tool shell commands in process groups of their own;
+// package proc finds them by their environment tag, so a cancelled turn
+// ends them too.
+//
+// # Transcript
+//
+// Each turn appends a {"type":"flow_turn"} header (visit, model, session,
+// prompt) and then the raw stream to <Home>/<agent>.jsonl, and rewrites
+// <Home>/<agent>.html, a self-contained page of every turn so far (all text
+// escaped). Neither holds the environment.
+//
+// A Driver holds only settings: it is immutable and safe for concurrent
+// use.
+package claude

@@ -1,0 +1,160 @@
+package claude
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowrun/flow/engine"
+)
+
+func parse(t *testing.T, stream []byte) outcome {
+	t.Helper()
+	p := newParser(nil)
+	readLines(bytes.NewReader(stream), p.feed)
+	return p.outcome()
+}
+
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Streams recorded from Claude Code 2.1.197 against internal/modelserver
+// (FLOW_RECORD=1 go test -run E2E).
+func TestRecordedStreams(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file   string
+		status engine.Status
+		output string
+		diag   string
+		input  int64 // 0: not checked
+		turns  int64
+	}{
+		{file: "plain.jsonl", status: engine.Completed, output: "Hello from the server.", input: 120, turns: 1},
+		{file: "tool.jsonl", status: engine.Completed, output: "I saw marker.txt.", turns: 2},
+		{file: "memory.jsonl", status: engine.Completed, output: "Second answer: 42.", turns: 1},
+		{file: "typed.jsonl", status: engine.Completed, output: `{"approved":true,"remarks":[]}`, turns: 2},
+		{file: "error500.jsonl", status: engine.Failed, diag: "HTTP 500", turns: 1},
+		{file: "length.jsonl", status: engine.Failed, output: "API Error", diag: "hit its length limit", turns: 1},
+	}
+	for _, tt := range tests {
+		o := parse(t, fixture(t, tt.file))
+		diags := strings.Join(o.diags, "\n")
+		if o.status != tt.status || !strings.HasPrefix(o.output, tt.output) || (tt.output == "" && o.output != "" && tt.status == engine.Completed) ||
+			!strings.Contains(diags, tt.diag) || (tt.diag == "" && diags != "") {
+			t.Errorf("%s: %s %q %q, want %s %q and a diagnostic %q", tt.file, o.status, o.output, diags, tt.status, tt.output, tt.diag)
+		}
+		if o.usage.Turns == nil || *o.usage.Turns != tt.turns {
+			t.Errorf("%s: turns = %v, want %d", tt.file, o.usage.Turns, tt.turns)
+		}
+		if tt.input != 0 && (o.usage.Input == nil || *o.usage.Input != tt.input) {
+			t.Errorf("%s: input = %v, want %d", tt.file, o.usage.Input, tt.input)
+		}
+		if o.usage.Cost == nil {
+			t.Errorf("%s: the cost is reported by claude", tt.file)
+		}
+	}
+}
+
+func TestDamagedStreams(t *testing.T) {
+	t.Parallel()
+	lines := strings.SplitAfter(string(fixture(t, "plain.jsonl")), "\n")
+	var noResult []string
+	for _, l := range lines {
+		if !strings.Contains(l, `"type":"result"`) {
+			noResult = append(noResult, l)
+		}
+	}
+	result := func(fields string) string {
+		return `{"type":"result","subtype":"success","is_error":false,"result":"hi","stop_reason":"end_turn","num_turns":1,` + fields + "}\n"
+	}
+	tests := []struct {
+		name   string
+		stream string
+		status engine.Status
+		diag   string
+	}{
+		{name: "empty", stream: "", status: engine.Failed, diag: "claude wrote no events"},
+		{name: "truncated", stream: strings.Join(noResult, ""), status: engine.Failed, diag: "without a result event"},
+		{
+			name: "malformed line", stream: lines[0] + "oops\n" + strings.Join(lines[1:], ""),
+			status: engine.Failed, diag: `line 2 of claude's output is not a JSON event: "oops"`,
+		},
+		{
+			name: "unknown event", stream: lines[0] + `{"type":"brand_new"}` + "\n" + strings.Join(lines[1:], ""),
+			status: engine.Completed, diag: `line 2: unknown claude event "brand_new"`,
+		},
+		{name: "success with is_error", stream: result(`"is_error":true`), status: engine.Failed, diag: "claude's turn failed (subtype success): hi"},
+		{name: "still requesting tools", stream: result(`"stop_reason":"tool_use"`), status: engine.Failed, diag: "still requesting tools"},
+		{name: "length", stream: result(`"stop_reason":"max_tokens"`), status: engine.Failed, diag: "length limit"},
+		{name: "max turns", stream: result(`"subtype":"error_max_turns","errors":["too many"]`), status: engine.Failed, diag: "ended with error_max_turns: too many"},
+		{name: "no text", stream: result(`"result":" "`), status: engine.Failed, diag: "no answer"},
+		{name: "denied tool", stream: result(`"permission_denials":[{"tool_name":"Write"}]`), status: engine.Completed, diag: "denied the tool Write"},
+	}
+	for _, tt := range tests {
+		o := parse(t, []byte(tt.stream))
+		if diags := strings.Join(o.diags, "\n"); o.status != tt.status || !strings.Contains(diags, tt.diag) {
+			t.Errorf("%s: %s %q, want %s and a diagnostic %q", tt.name, o.status, diags, tt.status, tt.diag)
+		}
+	}
+}
+
+func TestResultWithoutUsage(t *testing.T) {
+	t.Parallel()
+	o := parse(t, []byte(`{"type":"result","subtype":"success","is_error":false,"result":"hi","stop_reason":"end_turn"}`+"\n"))
+	if o.status != engine.Completed || o.usage.Input != nil || o.usage.Cost != nil || o.usage.Turns != nil {
+		t.Errorf("outcome = %+v, want completed with nothing reported", o)
+	}
+}
+
+func TestToolList(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		tools []string
+		want  string
+	}{
+		{nil, "Read,Grep,Glob"},
+		{[]string{}, ""},
+		{[]string{"read", "find", "Bash", "ls", "Edit"}, "Read,Glob,Bash,Edit"},
+	} {
+		if got := strings.Join(toolList(tt.tools), ","); got != tt.want {
+			t.Errorf("toolList(%q) = %q, want %q", tt.tools, got, tt.want)
+		}
+	}
+}
+
+func TestHTMLEscapes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.jsonl")
+	stream := `{"type":"flow_turn","visit":"v<1>","prompt":"<script>alert(1)</script>"}` + "\n" +
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"a & <u>"},{"type":"tool_use","name":"<x>","input":{"c":"<y>"}}]}}` + "\n" +
+		`{"type":"user","message":{"content":[{"type":"tool_result","content":"<z>"}]}}` + "\n" +
+		"not json <i>\n"
+	if err := os.WriteFile(path, []byte(stream), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeHTML(path, "a<gent>"); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "a.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"<script>", "<u>", "<i>", "<gent>", "<1>", "<x>", "<y>", "<z>"} {
+		if strings.Contains(string(page), bad) {
+			t.Errorf("the page holds %q unescaped", bad)
+		}
+	}
+	if !strings.Contains(string(page), "a &amp; &lt;u&gt;") || !strings.Contains(string(page), "&lt;z&gt;") {
+		t.Errorf("the answer or the tool result is missing:\n%s", page)
+	}
+}

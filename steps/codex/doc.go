@@ -1,0 +1,65 @@
+// Package codex implements the `codex` agent driver (SPEC 4): one turn is
+// one run of `codex exec --json` (OpenAI Codex CLI), and a memory scope
+// continues one Codex thread with `codex exec resume <thread>`.
+//
+// # Invocation
+//
+// The driver runs, in the turn's working directory,
+//
+//	codex exec [resume THREAD] --json --skip-git-repo-check
+//	    -c approval_policy="never" -c sandbox_mode="read-only|workspace-write"
+//	    [-c developer_instructions=…] [-c model_reasoning_effort=…]
+//	    [-c model_provider="flow" -c model_providers.flow.…]
+//	    [-m MODEL] [--output-schema FILE] -
+//
+// with the turn text on stdin, read from a regular file so that Codex sees
+// EOF at once (it waits forever on an open pipe). The sandbox is read-only
+// unless the agent's tools include write, edit or bash. The agent's body
+// becomes Codex's developer instructions and its thinking level the
+// reasoning effort. A typed output passes the node's JSON Schema with
+// --output-schema, Codex's native structured output.
+//
+// # Server and key
+//
+// When the agent has a `base_url:`, or the driver a configured one
+// (WithBaseURL), Codex is pointed at it through a `model_providers.flow`
+// entry given with -c: wire_api "responses", the key read by Codex itself
+// from the variable named by `api_key_env:` (default OPENAI_API_KEY), and
+// bounded retries (one request retry, one stream retry) so that a failing
+// server fails the turn within seconds and flow's own retry policy decides
+// what happens next. The key never appears on the command line or on disk:
+// Codex reads it from the environment it inherits.
+//
+// Codex keeps its threads in CODEX_HOME. WithCodexHome sets it for every
+// turn (tests use a temporary directory). Otherwise, with a base URL the
+// driver gives Codex a home of its own in the scope's home
+// (<Home>/codex-home), so a resumed run finds its thread and the user's
+// ~/.codex is left alone; without one, Codex uses the user's own home and
+// login.
+//
+// # Outcome
+//
+// The JSONL stream decides, not the exit code alone. Completed means a clean
+// exit, a well-formed stream, a turn.completed event and a last agent
+// message with text. turn.failed, a fatal error, a malformed line, no
+// turn.completed, or no answer fail the turn with ordered diagnostics; error
+// items and retry notices on the way are kept as diagnostics too, as are
+// event types this driver does not know (they do not fail a turn). Stderr is
+// kept whole. On cancellation the process tree ends through package proc and
+// Turn returns an Aborted result with context.Cause.
+//
+// # Usage
+//
+// From turn.completed.usage: input_tokens (which includes the cached ones),
+// cached_input_tokens as cache_read, cache_write_input_tokens as
+// cache_write, output_tokens. Codex reports no cost: it stays null.
+//
+// # Transcript
+//
+// Every stdout line is appended as it arrives to <Home>/<agent>.jsonl,
+// after a record of the command line; a summary closes the turn and
+// <Home>/<agent>.html is rebuilt (package transcript). The key's value is
+// redacted from everything written there.
+//
+// A Driver holds only settings: it is immutable and safe for concurrent use.
+package codex

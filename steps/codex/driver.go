@@ -1,0 +1,388 @@
+package codex
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/steps/transcript"
+)
+
+// DefaultKeyEnv is the environment variable that holds the key of a
+// configured server when the agent names none.
+const DefaultKeyEnv = "OPENAI_API_KEY"
+
+// Driver runs codex agents. Its zero value is not usable; call New.
+type Driver struct {
+	binary    string
+	codexHome string
+	baseURL   string
+	keyEnv    string
+	retries   int
+	grace     time.Duration
+}
+
+var _ engine.Driver = (*Driver)(nil)
+
+// New returns a Driver that runs `codex` from PATH against Codex's own
+// configured provider.
+func New() *Driver {
+	return &Driver{binary: "codex", keyEnv: DefaultKeyEnv, retries: 1, grace: proc.DefaultGrace}
+}
+
+// WithKeyEnv returns a copy of d whose configured server's key is read from
+// the variable env when the agent names none. "" keeps OPENAI_API_KEY.
+func (d *Driver) WithKeyEnv(env string) *Driver {
+	dd := *d
+	if env != "" {
+		dd.keyEnv = env
+	}
+	return &dd
+}
+
+// WithMaxRetries returns a copy of d that lets Codex retry a failed request
+// or stream n times against a configured server (default 1; flow's own
+// `retry:` is the retry policy).
+func (d *Driver) WithMaxRetries(n int) *Driver {
+	dd := *d
+	dd.retries = max(n, 0)
+	return &dd
+}
+
+// WithBinary returns a copy of d that runs binary instead of `codex`.
+func (d *Driver) WithBinary(binary string) *Driver {
+	dd := *d
+	if binary != "" {
+		dd.binary = binary
+	}
+	return &dd
+}
+
+// WithCodexHome returns a copy of d that sets CODEX_HOME to dir for every
+// turn.
+func (d *Driver) WithCodexHome(dir string) *Driver {
+	dd := *d
+	dd.codexHome = dir
+	return &dd
+}
+
+// WithBaseURL returns a copy of d that points Codex at an OpenAI Responses
+// server when the agent names none.
+func (d *Driver) WithBaseURL(baseURL string) *Driver {
+	dd := *d
+	dd.baseURL = baseURL
+	return &dd
+}
+
+// WithGrace returns a copy of d with another grace period between SIGTERM
+// and SIGKILL on cancellation.
+func (d *Driver) WithGrace(grace time.Duration) *Driver {
+	dd := *d
+	dd.grace = grace
+	return &dd
+}
+
+// Turn runs one codex turn. See the package documentation.
+func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
+	a := t.Agent
+	if a == nil {
+		return nil, fmt.Errorf("starting codex turn: %w: no agent", engine.ErrUnavailable)
+	}
+	start := time.Now()
+	one := int64(1)
+	model := t.Model
+	if model == "" {
+		model = a.Model
+	}
+	keyEnv := a.APIKeyEnv
+	if keyEnv == "" {
+		keyEnv = d.keyEnv
+	}
+	base := a.BaseURL
+	if base == "" {
+		base = d.baseURL
+	}
+	// Codex runs in the working directory: every path it gets is absolute.
+	home, err := filepath.Abs(t.Home)
+	if err != nil {
+		return nil, fmt.Errorf("finding the home: %w", err)
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, fmt.Errorf("making the home: %w", err)
+	}
+	codexHome := d.codexHome
+	if codexHome == "" && base != "" {
+		codexHome = filepath.Join(home, "codex-home")
+	}
+	if codexHome != "" {
+		if codexHome, err = filepath.Abs(codexHome); err != nil {
+			return nil, fmt.Errorf("finding the codex home: %w", err)
+		}
+	}
+	if codexHome != "" {
+		if err := os.MkdirAll(codexHome, 0o700); err != nil {
+			return nil, fmt.Errorf("making the codex home: %w", err)
+		}
+	}
+	var schemaFile string
+	if t.OutputSchema != nil {
+		schemaFile = filepath.Join(home, a.Name+".output-schema.json")
+		if err := os.WriteFile(schemaFile, t.OutputSchema, 0o644); err != nil {
+			return nil, fmt.Errorf("writing the output schema: %w", err)
+		}
+	}
+	// Codex refuses a provider whose env_key is unset; a local server may
+	// need no key at all, so an unset key is left out.
+	providerKey := keyEnv
+	if os.Getenv(keyEnv) == "" {
+		providerKey = ""
+	}
+	args := arguments(t, model, base, providerKey, schemaFile, d.retries)
+
+	log, err := transcript.Open(home, a.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	log.Redact(os.Getenv(keyEnv))
+	log.Record(map[string]any{"command": map[string]any{"visit": t.Visit, "argv": append([]string{d.binary}, args...), "codex_home": codexHome}})
+
+	// The turn text goes in through a regular file: Codex reads stdin to EOF
+	// and would wait forever on an open pipe.
+	promptFile, err := os.CreateTemp("", "flow-codex-prompt-*")
+	if err != nil {
+		return nil, fmt.Errorf("writing the turn text: %w", err)
+	}
+	defer os.Remove(promptFile.Name())
+	defer promptFile.Close()
+	if _, err := io.WriteString(promptFile, t.Prompt); err != nil {
+		return nil, fmt.Errorf("writing the turn text: %w", err)
+	}
+	if _, err := promptFile.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("writing the turn text: %w", err)
+	}
+
+	var stderr bytes.Buffer
+	p := proc.Command(ctx, t.RunID, d.binary, args...)
+	p.Grace = d.grace
+	p.Cmd.Dir = t.WorkDir
+	p.Cmd.Env = environ(codexHome)
+	p.Cmd.Stdin = promptFile
+	p.Cmd.Stderr = &stderr
+	s := newStream(t.Progress)
+	lines := &lineWriter{each: func(n int, line []byte) {
+		log.Raw(line)
+		s.line(n, line)
+	}}
+	// A writer rather than a pipe: os/exec copies stdout in its own
+	// goroutine, and WaitDelay stops a stray descendant that keeps it open
+	// from holding the turn.
+	p.Cmd.Stdout = lines
+	t.Progress(engine.Progress{Activity: "starting codex"})
+	if err := p.Start(); err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("starting %s: %w: %w", d.binary, engine.ErrUnavailable, err)
+	}
+	werr := p.Wait()
+	lines.flush()
+
+	res := &engine.TurnResult{Output: s.answer, Stderr: stderr.String(), Session: s.thread, Transcript: log.Path()}
+	if res.Session == "" {
+		res.Session = t.Session
+	}
+	res.Usage = s.usage
+	res.Usage.Turns = &one
+	res.Usage.WallMS = time.Since(start).Milliseconds()
+	var rerr error
+	if ctx.Err() != nil {
+		res.Status = engine.Aborted
+		res.Diagnostics = append(s.diag, fmt.Sprintf("codex was stopped: %v", context.Cause(ctx)))
+		rerr = context.Cause(ctx)
+	} else {
+		res.Status, res.Diagnostics = s.outcome(exitDiagnostic(werr, res.Stderr))
+	}
+	sum := transcript.Turn{
+		Visit: t.Visit, Driver: "codex", Model: model, Session: res.Session, Started: start, WallMS: res.Usage.WallMS,
+		Status: string(res.Status), System: a.Instructions, Prompt: t.Prompt, Steps: s.steps, Answer: res.Output,
+		Usage: res.Usage, Diagnostics: res.Diagnostics, Stderr: res.Stderr,
+	}
+	if err := log.End(sum); err != nil {
+		res.Diagnostics = append(res.Diagnostics, err.Error())
+	}
+	return res, rerr
+}
+
+// arguments builds the codex command line of a turn (without the binary).
+// keyEnv is "" for a server that gets no key.
+func arguments(t *engine.Turn, model, base, keyEnv, schemaFile string, retries int) []string {
+	a := t.Agent
+	args := []string{"exec"}
+	if t.Session != "" {
+		args = append(args, "resume", t.Session)
+	}
+	sandbox := "read-only"
+	for _, tool := range a.Tools {
+		if slices.Contains([]string{"write", "edit", "bash"}, strings.ToLower(strings.TrimSpace(tool))) {
+			sandbox = "workspace-write"
+		}
+	}
+	args = append(args, "--json", "--skip-git-repo-check",
+		"-c", `approval_policy="never"`,
+		"-c", "sandbox_mode="+strconv.Quote(sandbox))
+	if a.Instructions != "" {
+		args = append(args, "-c", "developer_instructions="+tomlString(a.Instructions))
+	}
+	if a.Thinking != "" {
+		args = append(args, "-c", "model_reasoning_effort="+tomlString(effort(a.Thinking)))
+	}
+	if base != "" {
+		args = append(args,
+			"-c", `model_provider="flow"`,
+			"-c", `model_providers.flow.name="flow"`,
+			"-c", "model_providers.flow.base_url="+tomlString(responsesBase(base)),
+			"-c", `model_providers.flow.wire_api="responses"`,
+		)
+		if keyEnv != "" {
+			args = append(args, "-c", "model_providers.flow.env_key="+tomlString(keyEnv))
+		}
+		args = append(args,
+			"-c", "model_providers.flow.request_max_retries="+strconv.Itoa(retries),
+			"-c", "model_providers.flow.stream_max_retries="+strconv.Itoa(retries),
+		)
+	}
+	if model != "" {
+		args = append(args, "-m", model)
+	}
+	if schemaFile != "" {
+		args = append(args, "--output-schema", schemaFile)
+	}
+	return append(args, "-")
+}
+
+// effort maps flow's thinking levels onto Codex's reasoning efforts.
+func effort(thinking string) string {
+	switch thinking {
+	case "off", "none":
+		return "minimal"
+	case "max":
+		return "xhigh"
+	}
+	return thinking
+}
+
+// responsesBase returns the base URL Codex appends /responses to; a URL
+// with no path gets /v1.
+func responsesBase(base string) string {
+	base = strings.TrimRight(base, "/")
+	if u, err := url.Parse(base); err == nil && u.Path == "" {
+		base += "/v1"
+	}
+	return base
+}
+
+// tomlString quotes s as a TOML basic string (JSON string escapes are valid
+// TOML ones).
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func environ(codexHome string) []string {
+	env := os.Environ()
+	if codexHome == "" {
+		return env
+	}
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "CODEX_HOME=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "CODEX_HOME="+codexHome)
+}
+
+// exitDiagnostic describes an unclean exit, or returns "".
+func exitDiagnostic(werr error, stderr string) string {
+	status, ok := proc.ExitStatus(werr)
+	switch {
+	case !ok:
+		return fmt.Sprintf("waiting for codex: %v", werr)
+	case status == 0:
+		return ""
+	}
+	last := strings.TrimSpace(stderr)
+	if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+		last = strings.TrimSpace(last[i+1:])
+	}
+	if last != "" {
+		return fmt.Sprintf("codex exited with status %d: %s", status, clip(last))
+	}
+	return fmt.Sprintf("codex exited with status %d", status)
+}
+
+// lineWriter calls each for every complete non-blank line written to it,
+// counting lines from 1. It is written by one goroutine at a time.
+type lineWriter struct {
+	each func(n int, line []byte)
+	buf  []byte
+	n    int
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.emit(w.buf[:i+1])
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// flush hands on a last line without a newline.
+func (w *lineWriter) flush() {
+	if len(w.buf) > 0 {
+		w.emit(w.buf)
+		w.buf = nil
+	}
+}
+
+func (w *lineWriter) emit(line []byte) {
+	w.n++
+	if len(bytes.TrimSpace(line)) > 0 {
+		w.each(w.n, line)
+	}
+}

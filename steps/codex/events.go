@@ -1,0 +1,197 @@
+package codex
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/transcript"
+)
+
+// event is one line of `codex exec --json`.
+type event struct {
+	Type     string          `json:"type"`
+	ThreadID string          `json:"thread_id"`
+	Item     json.RawMessage `json:"item"`
+	Usage    *struct {
+		Input      *int64 `json:"input_tokens"`
+		Cached     *int64 `json:"cached_input_tokens"`
+		CacheWrite *int64 `json:"cache_write_input_tokens"`
+		Output     *int64 `json:"output_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Message string `json:"message"`
+}
+
+// item is a thread item inside item.started/updated/completed.
+type item struct {
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	Message string `json:"message"`
+	Command string `json:"command"`
+	Output  string `json:"aggregated_output"`
+	Exit    *int   `json:"exit_code"`
+	Status  string `json:"status"`
+	Server  string `json:"server"`
+	Tool    string `json:"tool"`
+	Query   string `json:"query"`
+	Changes []struct {
+		Path string `json:"path"`
+		Kind string `json:"kind"`
+	} `json:"changes"`
+}
+
+// stream folds the events of one turn.
+type stream struct {
+	progress  func(engine.Progress)
+	thread    string
+	answer    string
+	completed bool
+	failed    []string // turn.failed messages
+	malformed bool
+	usage     engine.Usage
+	diag      []string
+	steps     []transcript.Step
+}
+
+func newStream(progress func(engine.Progress)) *stream {
+	return &stream{progress: progress}
+}
+
+// line folds line n (counted from 1) of stdout.
+func (s *stream) line(n int, raw []byte) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return
+	}
+	var e event
+	if err := json.Unmarshal(raw, &e); err != nil || e.Type == "" {
+		if err == nil {
+			err = fmt.Errorf("no event type")
+		}
+		s.malformed = true
+		s.diag = append(s.diag, fmt.Sprintf("malformed line %d: %v: %s", n, err, clip(string(raw))))
+		return
+	}
+	switch e.Type {
+	case "thread.started":
+		s.thread = e.ThreadID
+	case "turn.started":
+		s.progress(engine.Progress{Activity: "thinking"})
+	case "item.started", "item.updated", "item.completed":
+		var it item
+		if err := json.Unmarshal(e.Item, &it); err != nil {
+			s.malformed = true
+			s.diag = append(s.diag, fmt.Sprintf("malformed line %d: %s item: %v", n, e.Type, err))
+			return
+		}
+		s.item(e.Type, &it)
+	case "turn.completed":
+		s.completed = true
+		if u := e.Usage; u != nil {
+			s.usage.Input, s.usage.CacheRead, s.usage.CacheWrite, s.usage.Output = u.Input, u.Cached, u.CacheWrite, u.Output
+			if u.Input != nil && u.Output != nil {
+				s.progress(engine.Progress{Activity: "done", Tokens: *u.Input + *u.Output})
+			}
+		}
+	case "turn.failed":
+		msg := "turn.failed"
+		if e.Error != nil && e.Error.Message != "" {
+			msg = e.Error.Message
+		}
+		s.failed = append(s.failed, msg)
+		s.diag = append(s.diag, "codex: the turn failed: "+msg)
+	case "error":
+		s.diag = append(s.diag, "codex: "+e.Message)
+		s.steps = append(s.steps, transcript.Step{Kind: "error", Text: e.Message})
+	default:
+		s.diag = append(s.diag, fmt.Sprintf("line %d: unknown event type %q", n, e.Type))
+	}
+}
+
+func (s *stream) item(typ string, it *item) {
+	if typ == "item.started" {
+		switch it.Type {
+		case "command_execution":
+			s.progress(engine.Progress{Activity: "running " + clip(it.Command)})
+		case "file_change":
+			s.progress(engine.Progress{Activity: "editing files"})
+		case "mcp_tool_call":
+			s.progress(engine.Progress{Activity: "using " + it.Tool})
+		case "web_search":
+			s.progress(engine.Progress{Activity: "searching the web"})
+		}
+		return
+	}
+	if typ != "item.completed" {
+		return
+	}
+	switch it.Type {
+	case "agent_message":
+		s.answer = it.Text
+		s.progress(engine.Progress{Activity: "writing"})
+		s.steps = append(s.steps, transcript.Step{Kind: "text", Text: it.Text})
+	case "reasoning":
+		s.steps = append(s.steps, transcript.Step{Kind: "thinking", Text: it.Text})
+	case "command_execution":
+		s.steps = append(s.steps, transcript.Step{Kind: "tool", Title: it.Command, Text: it.Output + exitNote(it)})
+	case "file_change":
+		var b strings.Builder
+		for _, c := range it.Changes {
+			fmt.Fprintf(&b, "%s %s\n", c.Kind, c.Path)
+		}
+		s.steps = append(s.steps, transcript.Step{Kind: "tool", Title: "file change", Text: b.String()})
+	case "mcp_tool_call":
+		s.steps = append(s.steps, transcript.Step{Kind: "tool", Title: it.Server + "/" + it.Tool, Text: it.Status})
+	case "web_search":
+		s.steps = append(s.steps, transcript.Step{Kind: "tool", Title: "web search", Text: it.Query})
+	case "error":
+		// A warning from Codex (e.g. unknown model metadata); the turn goes on.
+		s.diag = append(s.diag, "codex: "+it.Message)
+		s.steps = append(s.steps, transcript.Step{Kind: "error", Text: it.Message})
+	case "todo_list":
+	default:
+		s.diag = append(s.diag, fmt.Sprintf("unknown item type %q", it.Type))
+	}
+}
+
+func exitNote(it *item) string {
+	if it.Exit == nil {
+		return "\n(" + it.Status + ")"
+	}
+	return fmt.Sprintf("\n(exit %d)", *it.Exit)
+}
+
+// outcome decides how the turn ended, given how the process exited
+// (exitDiag is "" for a clean exit).
+func (s *stream) outcome(exitDiag string) (engine.Status, []string) {
+	diag := append([]string(nil), s.diag...)
+	ok := !s.malformed && len(s.failed) == 0
+	if exitDiag != "" {
+		diag = append(diag, exitDiag)
+		ok = false
+	}
+	if !s.completed && len(s.failed) == 0 {
+		diag = append(diag, "the stream ended without turn.completed")
+		ok = false
+	}
+	if ok && strings.TrimSpace(s.answer) == "" {
+		diag = append(diag, "no answer: codex wrote no agent message with text")
+		ok = false
+	}
+	if ok {
+		return engine.Completed, diag
+	}
+	return engine.Failed, diag
+}
+
+func clip(s string) string {
+	if len(s) > 120 {
+		return strings.ToValidUTF8(s[:120], "") + "…"
+	}
+	return s
+}

@@ -1,0 +1,57 @@
+// Package openai implements the `openai` agent driver (SPEC 4): one turn is
+// one streaming request to an OpenAI-compatible /v1/chat/completions
+// endpoint. No tools are offered: the model answers from the turn text.
+//
+// # Server, key and model
+//
+// The server is the agent's `base_url:`, else the driver's configured
+// default (WithBaseURL), else https://api.openai.com/v1. The request goes to
+// base_url + "/chat/completions"; a base URL with no path at all (e.g.
+// http://127.0.0.1:11434) gets "/v1" first. The key is read at each turn
+// from the environment variable named by `api_key_env:` (default
+// OPENAI_API_KEY); when it is unset or empty no Authorization header is sent,
+// which local servers accept. The model is Turn.Model, else the agent's; a
+// turn with neither fails with a diagnostic before any request.
+//
+// The request carries the agent's instructions as the system message, the
+// session's earlier exchanges, then the turn text as the user message, with
+// stream_options.include_usage. A typed output adds response_format
+// json_schema; strict is set only when the schema meets OpenAI's strict
+// rules (every property required, no open schema), and a schema whose root is
+// not an object is left to the prompt's own answer-format instruction, since
+// json_schema response formats need an object root.
+//
+// # Outcome
+//
+// Completed means HTTP 200, a well-formed stream that ends with [DONE], a
+// finish_reason of "stop", and non-blank text. Otherwise the turn is Failed
+// with ordered diagnostics: the HTTP status and the server's message,
+// malformed line N, an error object in the stream, "hit its length limit",
+// "still requesting tools", no finish reason, no answer. The driver does not
+// retry: retries are the engine's. On cancellation the request is dropped and
+// Turn returns an Aborted result together with context.Cause.
+//
+// # Usage
+//
+// Input, output and cached tokens come from the usage chunk; a server that
+// sends none leaves them not reported. Cost is never reported. Turns is 1.
+//
+// # Memory
+//
+// A completed turn's exchange is appended to the session history in
+// <Home>/<agent>.history.json, keyed by a generated session id that is
+// returned as TurnResult.Session; a turn given that id sends the history
+// again. Because the history lives in the run directory, a resumed run
+// continues the same conversation. A turn given a session id that the file
+// does not hold fails rather than silently forgetting.
+//
+// # Transcript
+//
+// Each turn appends to <Home>/<agent>.jsonl a request record (URL and body,
+// never headers), every raw SSE data line, and a summary; <Home>/<agent>.html
+// is rebuilt from the summaries (package transcript). The key is never
+// written: headers are not recorded, and the key's value is redacted from
+// everything the transcript writes.
+//
+// A Driver holds only settings: it is immutable and safe for concurrent use.
+package openai

@@ -1,0 +1,242 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/transcript"
+)
+
+// DefaultBaseURL is the server used when neither the agent nor the
+// configuration names one.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// DefaultKeyEnv is the environment variable that holds the key when the
+// agent names none.
+const DefaultKeyEnv = "OPENAI_API_KEY"
+
+// Driver runs openai agents. Its zero value is not usable; call New.
+type Driver struct {
+	baseURL string
+	keyEnv  string
+	client  *http.Client
+}
+
+var _ engine.Driver = (*Driver)(nil)
+
+// New returns a Driver that talks to DefaultBaseURL unless an agent names
+// its own server.
+func New() *Driver {
+	return &Driver{baseURL: DefaultBaseURL, keyEnv: DefaultKeyEnv, client: http.DefaultClient}
+}
+
+// WithKeyEnv returns a copy of d that reads the key from the variable env
+// when the agent names none. "" keeps OPENAI_API_KEY.
+func (d *Driver) WithKeyEnv(env string) *Driver {
+	dd := *d
+	if env != "" {
+		dd.keyEnv = env
+	}
+	return &dd
+}
+
+// WithBaseURL returns a copy of d whose default server is baseURL (from the
+// configuration); an agent's base_url still wins. "" keeps the default.
+func (d *Driver) WithBaseURL(baseURL string) *Driver {
+	dd := *d
+	if baseURL != "" {
+		dd.baseURL = baseURL
+	}
+	return &dd
+}
+
+// WithHTTPClient returns a copy of d that sends its requests with c.
+func (d *Driver) WithHTTPClient(c *http.Client) *Driver {
+	dd := *d
+	dd.client = c
+	return &dd
+}
+
+// Turn sends one turn to the server. See the package documentation for the
+// outcome, usage, memory and transcript.
+func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
+	a := t.Agent
+	if a == nil {
+		return nil, fmt.Errorf("starting openai turn: %w: no agent", engine.ErrUnavailable)
+	}
+	start := time.Now()
+	one := int64(1)
+	res := &engine.TurnResult{Usage: engine.Usage{Turns: &one}}
+	model := t.Model
+	if model == "" {
+		model = a.Model
+	}
+	keyEnv := a.APIKeyEnv
+	if keyEnv == "" {
+		keyEnv = d.keyEnv
+	}
+	key := os.Getenv(keyEnv)
+	endpoint := chatURL(d.baseURL, a.BaseURL)
+
+	log, err := transcript.Open(t.Home, a.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	log.Redact(key)
+	res.Transcript = log.Path()
+	sum := transcript.Turn{
+		Visit: t.Visit, Driver: "openai", Model: model, Started: start, System: a.Instructions, Prompt: t.Prompt,
+	}
+	finish := func(err error) (*engine.TurnResult, error) {
+		res.Usage.WallMS = time.Since(start).Milliseconds()
+		sum.Status, sum.Answer, sum.Usage, sum.WallMS = string(res.Status), res.Output, res.Usage, res.Usage.WallMS
+		sum.Diagnostics, sum.Session = res.Diagnostics, res.Session
+		if terr := log.End(sum); terr != nil {
+			res.Diagnostics = append(res.Diagnostics, terr.Error())
+		}
+		return res, err
+	}
+	if model == "" {
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, "no model: neither the run, the flow nor the agent names one, and the openai driver has no default model")
+		return finish(nil)
+	}
+
+	hist, err := loadHistory(t.Home, a.Name, t.Session)
+	if err != nil {
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, err.Error())
+		return finish(nil)
+	}
+	body := requestBody(model, a.Instructions, hist.Messages, t.Prompt, t.OutputSchema)
+	log.Record(map[string]any{"request": map[string]any{"visit": t.Visit, "url": endpoint, "body": json.RawMessage(body)}})
+
+	t.Progress(engine.Progress{Activity: "waiting for " + model})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("building the request to %s: %v", endpoint, err))
+		return finish(nil)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return d.aborted(ctx, res, finish)
+		}
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("sending the request to %s: %v", endpoint, redactErr(err, key)))
+		return finish(nil)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		log.Record(map[string]any{"response": map[string]any{"status": resp.StatusCode, "body": string(b)}})
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, httpError(resp, b))
+		res.Stderr = string(b)
+		return finish(nil)
+	}
+
+	p := newParser(t.Progress)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		err = p.whole(resp.Body, log)
+	} else {
+		err = p.stream(resp.Body, log)
+	}
+	if ctx.Err() != nil {
+		return d.aborted(ctx, res, finish)
+	}
+	if err != nil {
+		p.diag = append(p.diag, fmt.Sprintf("reading the answer: %v", err))
+	}
+	res.Output = p.text.String()
+	res.Usage.Input, res.Usage.Output, res.Usage.CacheRead = p.usage.input, p.usage.output, p.usage.cacheRead
+	sum.Steps = p.steps()
+	res.Status, res.Diagnostics = p.outcome()
+	if res.Status != engine.Completed {
+		return finish(nil)
+	}
+	sess, err := hist.save(t.Home, a.Name, t.Prompt, res.Output)
+	if err != nil {
+		res.Diagnostics = append(res.Diagnostics, err.Error())
+	}
+	res.Session = sess
+	return finish(nil)
+}
+
+func (d *Driver) aborted(ctx context.Context, res *engine.TurnResult, finish func(error) (*engine.TurnResult, error)) (*engine.TurnResult, error) {
+	res.Status = engine.Aborted
+	res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("the request was stopped: %v", context.Cause(ctx)))
+	return finish(context.Cause(ctx))
+}
+
+// chatURL returns the chat completions endpoint of the agent's server, else
+// of the configured one.
+func chatURL(configured, agent string) string {
+	base := agent
+	if base == "" {
+		base = configured
+	}
+	base = strings.TrimRight(base, "/")
+	if u, err := url.Parse(base); err == nil && u.Path == "" {
+		base += "/v1"
+	}
+	return base + "/chat/completions"
+}
+
+// httpError describes a non-200 answer with the server's own message.
+func httpError(resp *http.Response, body []byte) string {
+	msg := strings.TrimSpace(string(body))
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		msg = e.Error.Message
+	}
+	if len(msg) > 300 {
+		msg = strings.ToValidUTF8(msg[:300], "") + "…"
+	}
+	s := fmt.Sprintf("the server answered %s", resp.Status)
+	if msg != "" {
+		s += ": " + msg
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		s += " (retry after " + ra + ")"
+	}
+	return s
+}
+
+// redactErr renders err with the key's value removed (a URL in an error
+// could carry it if a user put it there).
+func redactErr(err error, key string) string {
+	s := err.Error()
+	if key != "" {
+		s = strings.ReplaceAll(s, key, "[redacted]")
+	}
+	return s
+}
+
+func newSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "chat-" + hex.EncodeToString(b[:])
+}

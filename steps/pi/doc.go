@@ -1,0 +1,57 @@
+// Package pi implements the `pi` agent driver (SPEC 4): one turn is one run
+// of `pi --mode json -p`, the pi coding agent's non-interactive JSON event
+// stream.
+//
+// # Invocation
+//
+// The turn text goes to pi on stdin, from a regular file (pi reads a
+// non-TTY stdin to its end; an argument could be mistaken for an option or
+// an @file, and may not exceed 128 KiB). The agent's Markdown body is
+// appended to pi's system prompt (--append-system-prompt with a file), its
+// model is --model (provider/id), its thinking level --thinking, and its
+// tools --tools (absent tools mean the read-only set read,grep,find,ls; an
+// empty list means --no-tools). pi runs in the turn's working directory,
+// in its own process group through package proc.
+//
+// With Options.BaseURL the driver writes a private agent directory
+// (PI_CODING_AGENT_DIR) for the turn: a models.json with one custom
+// provider for the server — the key only by the name of its environment
+// variable — and a settings.json that bounds pi's own retries. Without it,
+// pi uses the user's configuration as it is.
+//
+// # Outcome
+//
+// pi exits 0 even when every request failed, so the outcome is read from
+// the events: Completed needs a clean exit, a well-formed stream that
+// reaches agent_end, no auto_retry_end that gave up, and a last assistant
+// message with stopReason "stop" and some text. "length" (the length
+// limit), "toolUse" (still requesting tools), "error" (the request failed,
+// with pi's message) are Failed with a diagnostic; a cancelled turn is
+// Aborted and Turn returns context.Cause. Unknown event types are noted
+// once each and otherwise ignored; malformed lines are named by number.
+// Stderr is kept whole.
+//
+// # Usage
+//
+// Every assistant message carries usage {input, output, cacheRead,
+// cacheWrite, cost.total}: the driver sums them over the turn, and counts
+// the assistant messages as turns. A turn without any assistant message
+// reports nothing (null).
+//
+// # Memory
+//
+// Sessions live in <Home>/pi-sessions (--session-dir), so they stay with the
+// run directory. The session header's id is returned as the turn's
+// Session; a later turn with that Session continues it (--session <id>).
+// A pi that starts another session instead fails the turn.
+//
+// # Transcript
+//
+// Each turn appends a {"type":"flow_turn"} header (visit, model, session,
+// prompt) and then pi's raw stream to <Home>/<agent>.jsonl, and rewrites
+// <Home>/<agent>.html, a self-contained page of every turn so far (all text
+// escaped). Neither holds the environment.
+//
+// A Driver holds only settings: it is immutable and safe for concurrent
+// use.
+package pi

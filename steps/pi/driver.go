@@ -1,0 +1,312 @@
+package pi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/proc"
+)
+
+// Options configure the pi driver. The zero value runs `pi` from PATH with
+// the user's own configuration (~/.pi/agent, or $PI_CODING_AGENT_DIR).
+type Options struct {
+	// Binary is the pi program; "" means "pi", looked up in PATH.
+	Binary string
+	// AgentDir, when set, is pi's configuration directory
+	// (PI_CODING_AGENT_DIR) for every turn. It is ignored when BaseURL is set.
+	AgentDir string
+	// BaseURL, when set, points pi at a model server: each turn runs with a
+	// private agent directory holding a models.json with one provider named
+	// Provider (default "flow") at this URL, as pi's own baseUrl (with /v1
+	// for the OpenAI APIs, without it for anthropic-messages), and a
+	// settings.json that bounds pi's retries to MaxRetries. The user's
+	// ~/.pi is then never read or written.
+	BaseURL string
+	// API is that provider's API: "openai-completions" (the default),
+	// "openai-responses" or "anthropic-messages".
+	API string
+	// APIKeyEnv names the environment variable that holds the server's key.
+	// Only its name is written to models.json: pi reads the value itself.
+	APIKeyEnv string
+	// Provider names the provider written for BaseURL; "" means "flow".
+	Provider string
+	// MaxRetries bounds pi's own retries of a failed request when the driver
+	// writes the settings (BaseURL); flow's `retry:` is the retry policy, so
+	// zero means pi does not retry.
+	MaxRetries int
+	// Env is added to pi's environment (after the flow process's own), e.g.
+	// the variable APIKeyEnv names. It is never written anywhere.
+	Env []string
+	// Grace is the time between SIGTERM and SIGKILL on cancellation; zero
+	// means proc.DefaultGrace.
+	Grace time.Duration
+}
+
+// Driver runs pi agents. It holds only settings: it is immutable and safe
+// for concurrent use. Its zero value is not usable; call New.
+type Driver struct {
+	opts Options
+}
+
+var _ engine.Driver = (*Driver)(nil)
+
+// New returns a Driver with the given options.
+func New(opts Options) *Driver {
+	if opts.Binary == "" {
+		opts.Binary = "pi"
+	}
+	if opts.Provider == "" {
+		opts.Provider = "flow"
+	}
+	if opts.API == "" {
+		opts.API = "openai-completions"
+	}
+	return &Driver{opts: opts}
+}
+
+// Turn runs one pi turn. See the package documentation.
+func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
+	if t.Agent == nil {
+		return nil, errors.New("running pi: the turn has no agent")
+	}
+	scratch, err := os.MkdirTemp("", "flow-pi-")
+	if err != nil {
+		return nil, fmt.Errorf("preparing pi: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	args, env, err := d.setup(t, scratch)
+	if err != nil {
+		return nil, fmt.Errorf("preparing pi: %w", err)
+	}
+	// The prompt goes in on stdin from a regular file: pi reads a non-TTY
+	// stdin to its end, an argument could be taken for an option or an
+	// @file, and one argument may not exceed 128 KiB.
+	stdin, err := os.Open(filepath.Join(scratch, "prompt.md"))
+	if err != nil {
+		return nil, fmt.Errorf("preparing pi: %w", err)
+	}
+	defer stdin.Close()
+
+	t.Progress(engine.Progress{Activity: "starting pi"})
+	var stderr bytes.Buffer
+	p := proc.Command(ctx, t.RunID, d.opts.Binary, args...)
+	p.Grace = d.opts.Grace
+	p.Cmd.Dir = t.WorkDir
+	p.Cmd.Env = env
+	p.Cmd.Stdin = stdin
+	p.Cmd.Stderr = &stderr
+	stdout, err := p.Cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting pi: %w", err)
+	}
+	start := time.Now()
+	if err := p.Start(); err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("starting %s: %w: %w", d.opts.Binary, engine.ErrUnavailable, err)
+	}
+	tr := openTranscript(t)
+	ps := newParser(t.Progress)
+	readLines(stdout, func(line []byte) {
+		tr.write(line)
+		ps.feed(line)
+	})
+	werr := p.Wait()
+	wall := time.Since(start).Milliseconds()
+
+	o := ps.result()
+	res := &engine.TurnResult{Status: o.status, Output: o.output, Usage: o.usage, Diagnostics: o.diags,
+		Stderr: stderr.String(), Session: ps.session}
+	res.Usage.WallMS = wall
+	if t.Session != "" && ps.session != "" && ps.session != t.Session {
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("pi started session %s instead of continuing %s", ps.session, t.Session))
+	}
+	status, exited := proc.ExitStatus(werr)
+	var rerr error
+	switch {
+	case ctx.Err() != nil:
+		res.Status = engine.Aborted
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("pi was stopped: %v", context.Cause(ctx)))
+		rerr = context.Cause(ctx)
+	case !exited:
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("waiting for pi: %v", werr))
+	case status != 0:
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("pi exited with status %d%s", status, lastLine(res.Stderr)))
+	}
+	if err := tr.Close(); err != nil {
+		res.Diagnostics = append(res.Diagnostics, err.Error())
+	}
+	if tr.path != "" {
+		res.Transcript = tr.path
+		if err := writeHTML(tr.path, t.Agent.Name); err != nil {
+			res.Diagnostics = append(res.Diagnostics, err.Error())
+		}
+	}
+	return res, rerr
+}
+
+// setup writes the turn's files into scratch and returns pi's arguments and
+// environment.
+func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err error) {
+	if err := os.WriteFile(filepath.Join(scratch, "prompt.md"), []byte(t.Prompt), 0o600); err != nil {
+		return nil, nil, err
+	}
+	args = []string{"--mode", "json", "-p"}
+	agentDir := d.opts.AgentDir
+	model := t.Model
+	if d.opts.BaseURL != "" {
+		agentDir = filepath.Join(scratch, "agent")
+		id := strings.TrimPrefix(model, d.opts.Provider+"/")
+		if id == "" {
+			id = "default"
+		}
+		if err := d.writeAgentDir(agentDir, id, t.Agent.Thinking != ""); err != nil {
+			return nil, nil, err
+		}
+		model = d.opts.Provider + "/" + id
+	}
+	if model != "" {
+		args = append(args, "--model", model)
+	}
+	if t.Agent.Thinking != "" {
+		args = append(args, "--thinking", t.Agent.Thinking)
+	}
+	if tools := toolList(t.Agent.Tools); tools == "" {
+		args = append(args, "--no-tools")
+	} else {
+		args = append(args, "--tools", tools)
+	}
+	if strings.TrimSpace(t.Agent.Instructions) != "" {
+		// pi reads the contents of an existing file named by the flag.
+		sys := filepath.Join(scratch, "instructions.md")
+		if err := os.WriteFile(sys, []byte(t.Agent.Instructions), 0o600); err != nil {
+			return nil, nil, err
+		}
+		args = append(args, "--append-system-prompt", sys)
+	}
+	if t.Home != "" {
+		args = append(args, "--session-dir", filepath.Join(t.Home, "pi-sessions"))
+	} else {
+		args = append(args, "--no-session")
+	}
+	if t.Session != "" {
+		args = append(args, "--session", t.Session)
+	}
+
+	env = make([]string, 0, len(os.Environ())+4)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PI_CODING_AGENT_DIR=") || agentDir == "" {
+			env = append(env, kv)
+		}
+	}
+	if agentDir != "" {
+		env = append(env, "PI_CODING_AGENT_DIR="+agentDir)
+	}
+	env = append(env, d.opts.Env...)
+	// No update checks or install telemetry from inside a flow.
+	env = append(env, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0")
+	return args, env, nil
+}
+
+// writeAgentDir writes a private pi configuration: one provider for the
+// model server and bounded retries. No key is written, only its variable's
+// name.
+func (d *Driver) writeAgentDir(dir, modelID string, reasoning bool) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	key := d.opts.APIKeyEnv
+	if key == "" {
+		key = "flow-no-key"
+	}
+	models := map[string]any{"providers": map[string]any{d.opts.Provider: map[string]any{
+		"baseUrl": d.opts.BaseURL, "api": d.opts.API, "apiKey": key,
+		"models": []any{map[string]any{"id": modelID, "reasoning": reasoning}},
+	}}}
+	retries := max(d.opts.MaxRetries, 0)
+	settings := map[string]any{"retry": map[string]any{
+		"enabled": retries > 0, "maxRetries": retries, "baseDelayMs": 500,
+		"provider": map[string]any{"maxRetries": 0, "maxRetryDelayMs": 5000},
+	}}
+	for name, v := range map[string]any{"models.json": models, "settings.json": settings} {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readOnly is pi's read-only tool set, used when an agent names no tools.
+const readOnly = "read,grep,find,ls"
+
+// toolList maps an agent's tools onto pi's tool names: nil means the
+// read-only set; Claude Code's names are accepted too.
+func toolList(tools []string) string {
+	if tools == nil {
+		return readOnly
+	}
+	alias := map[string]string{"glob": "find", "multiedit": "edit"}
+	var out []string
+	seen := map[string]bool{}
+	for _, name := range tools {
+		n := strings.ToLower(strings.TrimSpace(name))
+		if a, ok := alias[n]; ok {
+			n = a
+		}
+		if n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// readLines calls fn with every line of r, however long, until EOF or an
+// error.
+func readLines(r io.Reader, fn func([]byte)) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			fn(line)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// lastLine returns ": <last non-blank line of stderr>" for a diagnostic.
+func lastLine(stderr string) string {
+	s := strings.TrimRight(stderr, " \t\r\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	const most = 200
+	if len(s) > most {
+		s = strings.ToValidUTF8(s[:most], "") + "…"
+	}
+	return ": " + s
+}

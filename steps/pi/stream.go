@@ -1,0 +1,312 @@
+package pi
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/flowrun/flow/engine"
+)
+
+// event is one line of `pi --mode json`, with the fields the driver reads.
+type event struct {
+	Type string `json:"type"`
+	// session header
+	ID string `json:"id"`
+	// message_start, message_end, turn_end
+	Message *message `json:"message"`
+	// message_update
+	Update *struct {
+		Type string `json:"type"`
+	} `json:"assistantMessageEvent"`
+	// tool_execution_*
+	ToolName string `json:"toolName"`
+	IsError  bool   `json:"isError"`
+	// auto_retry_*
+	Attempt      int    `json:"attempt"`
+	MaxAttempts  int    `json:"maxAttempts"`
+	ErrorMessage string `json:"errorMessage"`
+	Success      *bool  `json:"success"`
+	FinalError   string `json:"finalError"`
+	// compaction_end
+	Aborted bool `json:"aborted"`
+}
+
+// message is an agent message: user, assistant or toolResult.
+type message struct {
+	Role         string    `json:"role"`
+	Content      content   `json:"content"`
+	StopReason   string    `json:"stopReason"`
+	ErrorMessage string    `json:"errorMessage"`
+	Usage        *msgUsage `json:"usage"`
+	Model        string    `json:"model"`
+	ToolName     string    `json:"toolName"`
+	IsError      bool      `json:"isError"`
+}
+
+type msgUsage struct {
+	Input      *int64 `json:"input"`
+	Output     *int64 `json:"output"`
+	CacheRead  *int64 `json:"cacheRead"`
+	CacheWrite *int64 `json:"cacheWrite"`
+	Cost       *struct {
+		Total *float64 `json:"total"`
+	} `json:"cost"`
+}
+
+// block is one content block of a message.
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// content is a message's content: pi writes user content as a list of
+// blocks, but a plain string is accepted too.
+type content []block
+
+func (c *content) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*c = content{{Type: "text", Text: s}}
+		return nil
+	}
+	var blocks []block
+	if err := json.Unmarshal(b, &blocks); err != nil {
+		return err
+	}
+	*c = blocks
+	return nil
+}
+
+// text joins the message's text blocks.
+func (c content) text() string {
+	var parts []string
+	for _, b := range c {
+		if b.Type == "text" && b.Text != "" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// knownEvents are the event types of pi 0.73 that need no diagnostic.
+var knownEvents = map[string]bool{
+	"session": true, "agent_start": true, "agent_end": true, "turn_start": true, "turn_end": true,
+	"message_start": true, "message_update": true, "message_end": true,
+	"tool_execution_start": true, "tool_execution_update": true, "tool_execution_end": true,
+	"auto_retry_start": true, "auto_retry_end": true, "compaction_start": true, "compaction_end": true,
+	"queue_update": true,
+}
+
+// parser reads a pi event stream one line at a time and decides the turn's
+// outcome from it: pi exits 0 even when every request failed, so the exit
+// status alone says nothing.
+type parser struct {
+	progress func(engine.Progress)
+
+	lines       int
+	malformed   int
+	diags       []string
+	unknown     map[string]bool
+	session     string
+	last        *message // the last assistant message
+	turns       int64
+	usage       engine.Usage
+	reported    bool // some assistant message carried usage
+	agentEnd    bool
+	retryFailed string // auto_retry_end without success: the final error
+	activity    string
+	tokens      int64
+}
+
+func newParser(progress func(engine.Progress)) *parser {
+	if progress == nil {
+		progress = func(engine.Progress) {}
+	}
+	return &parser{progress: progress, unknown: map[string]bool{}}
+}
+
+func (p *parser) diag(format string, args ...any) {
+	p.diags = append(p.diags, fmt.Sprintf(format, args...))
+}
+
+func (p *parser) report(activity string) {
+	if activity == p.activity {
+		return
+	}
+	p.activity = activity
+	p.progress(engine.Progress{Activity: activity, Tokens: p.tokens})
+}
+
+// feed reads one line of the stream.
+func (p *parser) feed(line []byte) {
+	p.lines++
+	if strings.TrimSpace(string(line)) == "" {
+		return
+	}
+	var ev event
+	if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" {
+		p.malformed++
+		if p.malformed <= 3 {
+			p.diag("line %d of pi's output is not a JSON event: %s", p.lines, excerpt(string(line)))
+		}
+		return
+	}
+	switch ev.Type {
+	case "session":
+		p.session = ev.ID
+	case "agent_start":
+		p.agentEnd = false
+	case "agent_end":
+		p.agentEnd = true
+	case "message_update":
+		if ev.Update != nil {
+			switch ev.Update.Type {
+			case "text_delta", "text_start":
+				p.report("writing")
+			case "thinking_delta", "thinking_start":
+				p.report("thinking")
+			case "toolcall_start", "toolcall_delta":
+				p.report("calling a tool")
+			}
+		}
+	case "message_end":
+		if ev.Message != nil && ev.Message.Role == "assistant" {
+			p.assistant(ev.Message)
+		}
+	case "tool_execution_start":
+		p.report("using " + ev.ToolName)
+	case "auto_retry_start":
+		p.diag("pi retries after an error (attempt %d of %d): %s", ev.Attempt, ev.MaxAttempts, ev.ErrorMessage)
+		p.report(fmt.Sprintf("retrying (%d of %d)", ev.Attempt, ev.MaxAttempts))
+	case "auto_retry_end":
+		if ev.Success != nil && !*ev.Success {
+			p.retryFailed = ev.FinalError
+			if p.retryFailed == "" {
+				p.retryFailed = "unknown error"
+			}
+		} else {
+			p.retryFailed = ""
+		}
+	case "compaction_end":
+		if ev.Aborted || ev.ErrorMessage != "" {
+			p.diag("pi's context compaction failed: %s", ev.ErrorMessage)
+		}
+	default:
+		if !knownEvents[ev.Type] && !p.unknown[ev.Type] {
+			p.unknown[ev.Type] = true
+			p.diag("line %d: unknown pi event %q (ignored)", p.lines, ev.Type)
+		}
+	}
+}
+
+func (p *parser) assistant(m *message) {
+	p.last = m
+	p.turns++
+	if u := m.Usage; u != nil {
+		p.reported = true
+		add := func(dst **int64, v *int64) {
+			if v != nil {
+				*dst = ptr(deref(*dst) + *v)
+			}
+		}
+		add(&p.usage.Input, u.Input)
+		add(&p.usage.Output, u.Output)
+		add(&p.usage.CacheRead, u.CacheRead)
+		add(&p.usage.CacheWrite, u.CacheWrite)
+		if u.Cost != nil && u.Cost.Total != nil {
+			c := *u.Cost.Total
+			if p.usage.Cost != nil {
+				c += *p.usage.Cost
+			}
+			p.usage.Cost = &c
+		}
+		p.tokens = deref(p.usage.Input) + deref(p.usage.Output)
+		p.progress(engine.Progress{Activity: p.activity, Tokens: p.tokens})
+	}
+}
+
+// outcome is what the stream says about the turn.
+type outcome struct {
+	status engine.Status
+	output string
+	diags  []string
+	usage  engine.Usage
+}
+
+// result decides the outcome once the stream has ended. exitOK says whether
+// pi exited 0; the stream alone decides otherwise.
+func (p *parser) result() outcome {
+	o := outcome{status: engine.Failed, diags: append([]string(nil), p.diags...)}
+	if p.malformed > 3 {
+		o.diags = append(o.diags, fmt.Sprintf("%d more lines were not JSON events", p.malformed-3))
+	}
+	o.usage = p.usage
+	if p.turns > 0 {
+		o.usage.Turns = ptr(p.turns)
+	}
+	fail := func(format string, args ...any) outcome {
+		o.diags = append(o.diags, fmt.Sprintf(format, args...))
+		return o
+	}
+	if p.last != nil {
+		o.output = p.last.Content.text()
+	}
+	switch {
+	case p.lines == 0:
+		return fail("pi wrote no events")
+	case p.retryFailed != "":
+		return fail("pi gave up after retrying: %s", p.retryFailed)
+	case p.last == nil:
+		return fail("pi's stream has no assistant message")
+	}
+	switch p.last.StopReason {
+	case "stop":
+	case "length":
+		return fail("the answer hit its length limit (stop reason %q)", p.last.StopReason)
+	case "toolUse":
+		return fail("the agent was still requesting tools when the stream ended")
+	case "error":
+		msg := p.last.ErrorMessage
+		if msg == "" {
+			msg = "unknown error"
+		}
+		return fail("the model request failed: %s", msg)
+	case "aborted":
+		o.status = engine.Aborted
+		return fail("the turn was aborted: %s", p.last.ErrorMessage)
+	default:
+		return fail("the last assistant message has an unexpected stop reason %q", p.last.StopReason)
+	}
+	switch {
+	case !p.agentEnd:
+		return fail("pi's stream ended before agent_end (truncated)")
+	case p.malformed > 0:
+		return fail("pi's stream is not well-formed")
+	case strings.TrimSpace(o.output) == "":
+		return fail("no answer: the last assistant message has no text")
+	}
+	o.status = engine.Completed
+	return o
+}
+
+func excerpt(s string) string {
+	const most = 120
+	s = strings.TrimSpace(s)
+	if len(s) > most {
+		s = strings.ToValidUTF8(s[:most], "") + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

@@ -1,0 +1,209 @@
+package transcript
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flowrun/flow/engine"
+)
+
+// Turn summarises one turn for the readable transcript.
+type Turn struct {
+	Visit       string       `json:"visit"`
+	Driver      string       `json:"driver"`
+	Model       string       `json:"model,omitempty"`
+	Session     string       `json:"session,omitempty"`
+	Started     time.Time    `json:"started"`
+	WallMS      int64        `json:"wall_ms"`
+	Status      string       `json:"status"`
+	System      string       `json:"system,omitempty"`
+	Prompt      string       `json:"prompt"`
+	Steps       []Step       `json:"steps,omitempty"`
+	Answer      string       `json:"answer"`
+	Usage       engine.Usage `json:"usage"`
+	Diagnostics []string     `json:"diagnostics,omitempty"`
+	Stderr      string       `json:"stderr,omitempty"`
+}
+
+// Step is one thing that happened inside a turn, in order.
+type Step struct {
+	// Kind is one of "text", "thinking", "tool" (a call), "result" (a tool's
+	// output) and "error".
+	Kind  string `json:"kind"`
+	Title string `json:"title,omitempty"` // e.g. the tool's name
+	Text  string `json:"text"`
+}
+
+// Log is the transcript of one turn being written. Its zero value is not
+// usable; call Open.
+type Log struct {
+	dir, agent string
+	f          *os.File
+	w          *bufio.Writer
+	secrets    []string
+	err        error
+}
+
+// Open opens <home>/<agent>.jsonl for appending, creating home if needed
+// (the engine leaves that to the first writer).
+func Open(home, agent string) (*Log, error) {
+	l := &Log{dir: home, agent: agent}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, fmt.Errorf("opening transcript: %w", err)
+	}
+	f, err := os.OpenFile(l.Path(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening transcript: %w", err)
+	}
+	l.f, l.w = f, bufio.NewWriter(f)
+	return l, nil
+}
+
+// Path returns the path of the JSONL transcript.
+func (l *Log) Path() string { return filepath.Join(l.dir, l.agent+".jsonl") }
+
+// HTMLPath returns the path of the readable transcript.
+func (l *Log) HTMLPath() string { return filepath.Join(l.dir, l.agent+".html") }
+
+// Redact makes the Log replace every occurrence of each non-empty secret
+// with "[redacted]".
+func (l *Log) Redact(secrets ...string) {
+	for _, s := range secrets {
+		if s != "" {
+			l.secrets = append(l.secrets, s)
+		}
+	}
+}
+
+func (l *Log) redact(b []byte) []byte {
+	for _, s := range l.secrets {
+		b = bytes.ReplaceAll(b, []byte(s), []byte("[redacted]"))
+	}
+	return b
+}
+
+// Raw appends one line of the raw stream. A line that is not one JSON value
+// is wrapped as {"raw": line}, so that every line of the file is JSON. The
+// line is flushed at once. Errors are kept and returned by End.
+func (l *Log) Raw(line []byte) {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if !json.Valid(line) || bytes.ContainsAny(line, "\n") {
+		line, _ = json.Marshal(map[string]string{"raw": string(line)})
+	}
+	l.write(line)
+}
+
+// Record appends v, marshalled as JSON, as one line.
+func (l *Log) Record(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		l.err = fmt.Errorf("writing transcript: %w", err)
+		return
+	}
+	l.write(b)
+}
+
+func (l *Log) write(line []byte) {
+	if l.err != nil || l.w == nil {
+		return
+	}
+	if _, err := l.w.Write(append(l.redact(line), '\n')); err != nil {
+		l.err = fmt.Errorf("writing transcript: %w", err)
+		return
+	}
+	if err := l.w.Flush(); err != nil {
+		l.err = fmt.Errorf("writing transcript: %w", err)
+	}
+}
+
+// End appends the turn's summary, closes the JSONL file and rewrites the
+// HTML page from every turn in the file. It returns the first error met
+// while writing this turn.
+func (l *Log) End(t Turn) error {
+	l.Record(map[string]any{"flow_turn": t})
+	if err := l.Close(); err != nil && l.err == nil {
+		l.err = err
+	}
+	if err := l.writeHTML(); err != nil && l.err == nil {
+		l.err = err
+	}
+	return l.err
+}
+
+// Close closes the JSONL file without a summary. It is idempotent.
+func (l *Log) Close() error {
+	if l.f == nil {
+		return nil
+	}
+	f := l.f
+	l.f, l.w = nil, nil
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing transcript: %w", err)
+	}
+	return nil
+}
+
+// Turns reads the turn summaries of a JSONL transcript, oldest first. Lines
+// that are not summaries (the raw stream) and a torn last line are skipped.
+func Turns(path string) ([]Turn, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading transcript: %w", err)
+	}
+	defer f.Close()
+	var turns []Turn
+	prefix := []byte(`{"flow_turn":`)
+	r := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if bytes.HasPrefix(line, prefix) {
+			var rec struct {
+				Turn Turn `json:"flow_turn"`
+			}
+			if json.Unmarshal(line, &rec) == nil {
+				turns = append(turns, rec.Turn)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	return turns, nil
+}
+
+func (l *Log) writeHTML() error {
+	turns, err := Turns(l.Path())
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := page.Execute(&b, pageData{Agent: l.agent, Turns: turns}); err != nil {
+		return fmt.Errorf("rendering transcript: %w", err)
+	}
+	tmp := l.HTMLPath() + ".tmp"
+	if err := os.WriteFile(tmp, l.redact(b.Bytes()), 0o644); err != nil {
+		return fmt.Errorf("writing transcript: %w", err)
+	}
+	if err := os.Rename(tmp, l.HTMLPath()); err != nil {
+		return fmt.Errorf("writing transcript: %w", err)
+	}
+	return nil
+}
+
+// oneLine shortens s to its first line of at most n bytes, for headings.
+func oneLine(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
+}
