@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"text/tabwriter"
+	"time"
+)
+
+// Targets of issue 5.
+const (
+	targetRatio    = 1.25
+	compassRatio   = 1.15
+	targetMapRSS   = 64 << 20 // bytes, for the map of 1,000
+	targetValidate = 100 * time.Millisecond
+)
+
+// stats sums up one program's samples of a workload.
+type stats struct {
+	wall, min, max time.Duration // median, fastest, slowest
+	cpu            time.Duration // median
+	rss            int64         // largest
+}
+
+func summarize(s []sample) stats {
+	walls := make([]time.Duration, len(s))
+	cpus := make([]time.Duration, len(s))
+	var st stats
+	for i, x := range s {
+		walls[i], cpus[i] = x.wall, x.cpu
+		st.rss = max(st.rss, x.rss)
+	}
+	st.wall, st.cpu = median(walls), median(cpus)
+	st.min, st.max = slices.Min(walls), slices.Max(walls)
+	return st
+}
+
+// median of a non-empty list; the mean of the middle two for an even count.
+func median(d []time.Duration) time.Duration {
+	d = slices.Clone(d)
+	slices.Sort(d)
+	n := len(d)
+	if n%2 == 1 {
+		return d[n/2]
+	}
+	return (d[n/2-1] + d[n/2]) / 2
+}
+
+// report writes the table and the targets, and returns how many targets
+// (not compass goals) were missed.
+func report(w io.Writer, c config, results []result) (missed int) {
+	fmt.Fprintf(w, "\nflow against the os/exec floor: median of %d rounds each, interleaved; %s/%s, %d CPUs, %s\n\n",
+		c.rounds, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().Format("2006-01-02 15:04"))
+	width := len("workload")
+	for _, r := range results {
+		width = max(width, len(r.name))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%-*s\tfloor\t[min–max]\tflow\t[min–max]\tratio\tper process\tfloor CPU\tflow CPU\tflow peak RSS\t\n", width, "workload")
+	type row struct {
+		workload
+		flow  stats
+		ratio float64
+	}
+	var rows []row
+	for _, r := range results {
+		f, g := summarize(r.floor), summarize(r.flow)
+		ratio := float64(g.wall) / float64(max(f.wall, 1))
+		ratioCell, per := "—", "—"
+		if r.vsFloor {
+			ratioCell = fmt.Sprintf("%.2f×", ratio)
+		}
+		if r.procs > 0 {
+			per = ms(time.Duration(int64(g.wall-f.wall) / int64(r.procs)))
+		}
+		fmt.Fprintf(tw, "%-*s\t%s\t[%s–%s]\t%s\t[%s–%s]\t%s\t%s\t%s\t%s\t%s\t\n", width, r.name,
+			ms(f.wall), ms(f.min), ms(f.max), ms(g.wall), ms(g.min), ms(g.max),
+			ratioCell, per, ms(f.cpu), ms(g.cpu), mib(g.rss))
+		rows = append(rows, row{workload: r.workload, flow: g, ratio: ratio})
+	}
+	_ = tw.Flush()
+
+	fmt.Fprintln(w, "\ntargets (issue 5):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(pass bool, compass bool, what, got, want string) {
+		verdict := "PASS"
+		if !pass {
+			verdict = "MISS"
+			if !compass {
+				missed++
+			}
+		}
+		if compass {
+			want += " (compass)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", verdict, what, got, want)
+	}
+	for _, r := range rows {
+		if r.vsFloor {
+			got := fmt.Sprintf("%.2f×", r.ratio)
+			line(r.ratio <= targetRatio, false, r.name+": flow / floor", got, fmt.Sprintf("≤ %.2f×", targetRatio))
+			line(r.ratio <= compassRatio, true, r.name+": flow / floor", got, fmt.Sprintf("≤ %.2f×", compassRatio))
+		}
+		if r.maxRSS > 0 {
+			line(r.flow.rss <= r.maxRSS, false, r.name+": flow peak RSS", mib(r.flow.rss), "≤ "+mib(r.maxRSS))
+		}
+		if r.maxWall > 0 {
+			line(r.flow.wall <= r.maxWall, false, r.name+": whole process", ms(r.flow.wall), "≤ "+ms(r.maxWall))
+		}
+	}
+	_ = tw.Flush()
+	if !c.isDefault() {
+		fmt.Fprintln(w, "  (the targets are set for the default sizes: -chain 100 -items 1000 -concurrency 8 -nodes 1000)")
+	}
+	return missed
+}
+
+// ms renders a duration in milliseconds, to a tenth below 100 ms.
+func ms(d time.Duration) string {
+	v := float64(d) / float64(time.Millisecond)
+	if v < 100 && v > -100 {
+		return fmt.Sprintf("%.1f ms", v)
+	}
+	return fmt.Sprintf("%.0f ms", v)
+}
+
+// mib renders bytes in MiB.
+func mib(b int64) string {
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
