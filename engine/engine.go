@@ -177,7 +177,7 @@ func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, 
 		endErr = errors.Join(endErr, err)
 	}
 	if !r.opts.NoJournal {
-		if err := WriteReport(r.dir); err != nil {
+		if err := r.writeReport(); err != nil {
 			endErr = errors.Join(endErr, err)
 		}
 	}
@@ -260,21 +260,38 @@ func checkDrivers(p *flows.Plan, o Options) error {
 	return nil
 }
 
-// reportEvery is how often report.html is refreshed while a run goes on.
-const reportEvery = 2 * time.Second
+// While a run goes on, events are flushed every flushEvery and report.html
+// is refreshed every reportEvery.
+const (
+	flushEvery  = 250 * time.Millisecond
+	reportEvery = 2 * time.Second
+)
 
 func (r *runner) refreshReport(done <-chan struct{}) {
-	if r.opts.NoJournal {
-		return
-	}
-	t := time.NewTicker(reportEvery)
+	t := time.NewTicker(flushEvery)
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-done:
 			return
 		case <-t.C:
-			_ = WriteReport(r.dir) // best effort: the final write reports errors
+			r.store.flushEvents()
+			if !r.opts.NoJournal && time.Since(last) >= reportEvery {
+				_ = r.writeReport() // best effort: the final write reports errors
+				last = time.Now()
+			}
 		}
 	}
+}
+
+func (r *runner) writeReport() error {
+	info, err := summarize(r.dir, r.store.written())
+	if err != nil {
+		return err
+	}
+	if l, err := readLock(r.dir); err == nil && info.Status == "interrupted" && l.PID == os.Getpid() {
+		info.Status = "running"
+	}
+	return renderReport(r.dir, info)
 }

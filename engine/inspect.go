@@ -38,6 +38,11 @@ func Inspect(dir string) (*RunInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	return summarize(dir, facts)
+}
+
+// summarize builds a RunInfo from a run's facts.
+func summarize(dir string, facts []Fact) (*RunInfo, error) {
 	info := &RunInfo{ID: filepath.Base(dir), Dir: dir, Status: "interrupted", Facts: facts}
 	var last *Fact
 	for i := range facts {

@@ -5,46 +5,30 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"html/template"
+	"html"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 )
 
-//go:embed report.html.tmpl
-var reportTemplate string
-
-var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ms":  func(ms int64) string { return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String() },
-	"pct": func(f float64) string { return fmt.Sprintf("%.2f%%", f*100) },
-}).Parse(reportTemplate))
+//go:embed report.css
+var reportCSS string
 
 // reportVisit is one row of report.html.
 type reportVisit struct {
-	Path    string
-	Depth   int
-	Kind    string
-	Status  string // ok, failed, skipped, running
-	Model   string
-	Tokens  string
-	Cost    string
-	WallMS  int64
-	Output  string
-	Long    bool
-	Error   string
-	Offset  float64 // start, as a fraction of the run's wall time
-	Width   float64 // duration, likewise
-	Replays int
-}
-
-type reportData struct {
-	Info    *RunInfo
-	Tokens  string
-	Cost    string
-	Failure *Failure
-	Visits  []reportVisit
-	Written string
+	Path   string
+	Depth  int
+	Kind   string
+	Status string // ok, failed, skipped, running
+	Model  string
+	Tokens string
+	Cost   string
+	WallMS int64
+	Output string
+	Error  string
+	Offset float64 // start, as a fraction of the run's wall time
+	Width  float64 // duration, likewise
 }
 
 // WriteReport writes report.html into a run directory from its journal. The
@@ -54,20 +38,56 @@ func WriteReport(dir string) error {
 	if err != nil {
 		return err
 	}
-	d := &reportData{Info: info, Tokens: tokenText(info.Usage), Cost: costText(info.Usage), Written: time.Now().UTC().Format(time.RFC3339)}
+	return renderReport(dir, info)
+}
+
+// renderReport writes the page. It is built with a strings.Builder and
+// html.EscapeString rather than html/template: a run of thousands of
+// visits renders in milliseconds, and every value is escaped in one place.
+func renderReport(dir string, info *RunInfo) error {
+	visits := reportVisits(info)
+	var b strings.Builder
+	b.Grow(4096 + 512*len(visits))
+	e := html.EscapeString
+	fmt.Fprintf(&b, "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>flow run %s — %s — %s</title>\n<style>\n%s</style>\n</head>\n<body>\n",
+		e(info.ID), e(info.Flow), e(info.Status), reportCSS)
+	fmt.Fprintf(&b, "<h1>%s <span class=\"status %s\" id=\"run-status\">%s</span></h1>\n", e(info.Flow), e(info.Status), e(info.Status))
+	fmt.Fprintf(&b, "<div class=\"meta\">run <code>%s</code> · started %s UTC · wall %s · tokens <b id=\"total-tokens\">%s</b> · cost <b id=\"total-cost\">%s</b> · %d visits · written %s</div>\n",
+		e(info.ID), info.Started.UTC().Format("2006-01-02 15:04:05"), msText(info.WallMS), tokenText(info.Usage), costText(info.Usage),
+		len(visits), time.Now().UTC().Format(time.RFC3339))
 	if info.Failure != nil {
-		d.Failure = info.Failure.Root()
+		root := info.Failure.Root()
+		fmt.Fprintf(&b, "<div class=\"failure\" id=\"failure\"><b>Failed at <code>%s</code></b>: %s — %s</div>\n", e(root.Visit), e(string(root.Kind)), e(root.Message))
 	}
-	d.Visits = reportVisits(info)
-	var b bytes.Buffer
-	if err := reportPage.Execute(&b, d); err != nil {
-		return fmt.Errorf("rendering report: %w", err)
+	b.WriteString("<table id=\"visits\">\n<thead><tr><th>visit</th><th>kind</th><th>status</th><th>model</th><th class=\"num\">tokens</th><th class=\"num\">cost</th><th class=\"num\">wall</th><th>timeline</th><th>output</th></tr></thead>\n<tbody>\n")
+	for _, v := range visits {
+		fmt.Fprintf(&b, "<tr class=\"visit\" data-visit=\"%s\" data-status=\"%s\">\n<td class=\"path\" style=\"padding-left:%dem\">%s</td>\n<td>%s</td>\n<td><span class=\"status %s\">%s</span></td>\n<td>%s</td>\n<td class=\"num\">%s</td>\n<td class=\"num\">%s</td>\n<td class=\"num\">%s</td>\n",
+			e(v.Path), v.Status, v.Depth, e(v.Path), e(v.Kind), v.Status, v.Status, e(v.Model), v.Tokens, v.Cost, msText(v.WallMS))
+		fmt.Fprintf(&b, "<td><div class=\"bar\"><span class=\"%s\" style=\"left:%.2f%%;width:%.2f%%\"></span></div></td>\n<td>", v.Status, v.Offset*100, v.Width*100)
+		if v.Error != "" {
+			fmt.Fprintf(&b, "<div class=\"err\">%s</div>", e(v.Error))
+		}
+		switch {
+		case len(v.Output) > 240 || strings.Count(v.Output, "\n") > 4:
+			fmt.Fprintf(&b, "<details><summary>%d characters</summary><pre>%s</pre></details>", len(v.Output), e(v.Output))
+		case v.Output != "":
+			fmt.Fprintf(&b, "<pre>%s</pre>", e(v.Output))
+		}
+		b.WriteString("</td>\n</tr>\n")
 	}
+	b.WriteString("</tbody>\n</table>\n</body>\n</html>\n")
 	tmp := filepath.Join(dir, ".report.html.tmp")
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("writing report: %w", err)
 	}
-	return os.Rename(tmp, filepath.Join(dir, "report.html"))
+	if err := os.Rename(tmp, filepath.Join(dir, "report.html")); err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	return nil
+}
+
+func msText(ms int64) string {
+	return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String()
 }
 
 func reportVisits(info *RunInfo) []reportVisit {
@@ -114,7 +134,6 @@ func reportVisits(info *RunInfo) []reportVisit {
 				v.Tokens, v.Cost = tokenText(*e.Usage), costText(*e.Usage)
 			}
 			v.Output = outputString(e.Output)
-			v.Long = len(v.Output) > 240 || strings.Count(v.Output, "\n") > 4
 		} else {
 			v.WallMS = time.Since(s.Time).Milliseconds()
 		}

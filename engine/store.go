@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -21,8 +22,12 @@ type store struct {
 	dir       string
 	mu        sync.Mutex // serialises journal and events writes
 	journal   *os.File
-	events    *os.File
+	events    *bufio.Writer
+	eventsF   *os.File
 	noJournal bool
+	// facts keeps every fact written, for report.html: the page is rendered
+	// from memory, not by reading the journal back.
+	facts []Fact
 }
 
 // NewRunID returns a sortable, unique run id: time, then randomness.
@@ -63,20 +68,21 @@ func openStore(dir string, resume, noJournal bool) (*store, error) {
 			return nil, err
 		}
 	}
-	if s.events, err = os.OpenFile(filepath.Join(dir, "events.jsonl"), flags, 0o644); err != nil {
+	if s.eventsF, err = os.OpenFile(filepath.Join(dir, "events.jsonl"), flags, 0o644); err != nil {
 		_ = s.close()
 		return nil, fmt.Errorf("opening events: %w", err)
 	}
+	s.events = bufio.NewWriterSize(s.eventsF, 64<<10)
 	return s, nil
 }
 
 // fact appends one journal line. The line is on disk (in the kernel's page
 // cache, which survives the engine's death) before fact returns.
-func (s *store) fact(v any) error {
+func (s *store) fact(f *Fact) error {
 	if s.noJournal {
 		return nil
 	}
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("encoding journal fact: %w", err)
 	}
@@ -86,10 +92,22 @@ func (s *store) fact(v any) error {
 	if _, err := s.journal.Write(b); err != nil {
 		return fmt.Errorf("writing journal: %w", err)
 	}
+	s.facts = append(s.facts, *f)
 	return nil
 }
 
-// event appends one line to events.jsonl.
+// written returns the facts written so far (with those of earlier attempts
+// when resuming). Facts are never changed once appended, so the returned
+// slice may be read while the run goes on.
+func (s *store) written() []Fact {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.facts[:len(s.facts):len(s.facts)]
+}
+
+// event appends one line to events.jsonl. Events are buffered and flushed
+// every flushEvents and when the run ends: they are for watching a run, and
+// the journal, not the events, is what a resume relies on.
 func (s *store) event(e *Event) {
 	b, err := json.Marshal(e)
 	if err != nil {
@@ -99,6 +117,14 @@ func (s *store) event(e *Event) {
 	s.mu.Lock()
 	_, _ = s.events.Write(b)
 	s.mu.Unlock()
+}
+
+func (s *store) flushEvents() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.events != nil {
+		_ = s.events.Flush()
+	}
 }
 
 func (s *store) writeJSON(name string, v any) error {
@@ -121,7 +147,11 @@ func (s *store) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
-	for _, f := range []**os.File{&s.journal, &s.events} {
+	if s.events != nil {
+		errs = append(errs, s.events.Flush())
+		s.events = nil
+	}
+	for _, f := range []**os.File{&s.journal, &s.eventsF} {
 		if *f == nil {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -71,9 +72,33 @@ func usageError(err error) bool {
 
 // app is what every subcommand shares: configuration and output streams.
 type app struct {
-	cfg    *viper.Viper
-	stdout io.Writer
-	stderr io.Writer
+	cfg     *viper.Viper
+	stdout  io.Writer
+	stderr  io.Writer
+	profile *os.File
+}
+
+// startProfile starts a CPU profile for --cpuprofile (for measuring flow
+// itself; see docs/performance.md).
+func (a *app) startProfile(cmd *cobra.Command) error {
+	path, _ := cmd.Flags().GetString("cpuprofile")
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return invalid("--cpuprofile: %v", err)
+	}
+	a.profile = f
+	return pprof.StartCPUProfile(f)
+}
+
+func (a *app) stopProfile() {
+	if a.profile != nil {
+		pprof.StopCPUProfile()
+		_ = a.profile.Close()
+		a.profile = nil
+	}
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -84,11 +109,17 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.startProfile(cmd); err != nil {
+				return err
+			}
 			return a.loadConfig(cmd)
 		},
+		PersistentPostRun: func(*cobra.Command, []string) { a.stopProfile() },
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	root.PersistentFlags().Bool("project-agents", false, "load the repository's own agents (.flow/agents, .pi/agents, .claude/agents)")
 	root.AddCommand(a.runCmd(), a.validateCmd(), a.planCmd(), a.schemaCmd(), a.agentsCmd(),
 		a.resumeCmd(), a.runsCmd(), a.showCmd(), a.tailCmd())

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sourcegraph/conc"
@@ -25,13 +27,32 @@ const LogName = "output.log"
 // call New.
 type Commander struct {
 	grace time.Duration
+	paths *sync.Map // program name → resolved path, shared by copies
 }
 
 var _ engine.Commander = (*Commander)(nil)
 
 // New returns a Commander that gives a cancelled command proc.DefaultGrace
 // between SIGTERM and SIGKILL.
-func New() *Commander { return &Commander{grace: proc.DefaultGrace} }
+func New() *Commander { return &Commander{grace: proc.DefaultGrace, paths: &sync.Map{}} }
+
+// resolve finds a program on PATH once per name and remembers it: a map of
+// a thousand commands would otherwise search PATH a thousand times. Names
+// with a slash are used as they are.
+func (c *Commander) resolve(name string) string {
+	if strings.Contains(name, "/") || c.paths == nil {
+		return name
+	}
+	if p, ok := c.paths.Load(name); ok {
+		return p.(string)
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return name // let the start fail and say so
+	}
+	c.paths.Store(name, p)
+	return p
+}
 
 // WithGrace returns a copy of c with another grace period between SIGTERM
 // and SIGKILL on cancellation.
@@ -61,7 +82,8 @@ func (c *Commander) Run(ctx context.Context, cmd *engine.Command) (*engine.Comma
 	defer out.close()
 
 	cmd.Progress(engine.Progress{Activity: activity(cmd)})
-	p := proc.Command(ctx, cmd.RunID, argv[0], argv[1:]...)
+	p := proc.Command(ctx, cmd.RunID, c.resolve(argv[0]), argv[1:]...)
+	p.Cmd.Args[0] = argv[0] // the program sees the name it was given
 	p.Grace = c.grace
 	p.Cmd.Dir = cmd.Dir
 	p.Cmd.Env = environ(cmd)
