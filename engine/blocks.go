@@ -97,7 +97,14 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	wall := time.Since(start).Milliseconds()
 	ok := o.fail == nil
-	f := &Fact{Type: "end", Time: time.Now(), Visit: path, Node: n.ID, OK: &ok, Output: o.output, Error: o.fail,
+	// A leaf's output is journaled whole: it cannot be had again without
+	// running it. A block's output is built from its children's, so it is
+	// not written twice; a resume rebuilds it by replaying the block.
+	var recorded any
+	if isLeaf(n) || n.Kind == schema.KindAsk {
+		recorded = o.output
+	}
+	f := &Fact{Type: "end", Time: time.Now(), Visit: path, Node: n.ID, OK: &ok, Output: recorded, Error: o.fail,
 		Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session, Scope: o.scope, WallMS: wall}
 	if err := r.store.fact(f); err != nil && o.fail == nil {
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}

@@ -531,3 +531,60 @@ func (d *budgetDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 	}
 	return &TurnResult{Status: Completed, Output: "ok", Usage: Usage{Input: &in}}, nil
 }
+
+// A resumed run replays what ended: the loop's first iteration, the map's
+// ended items and the session of the memory scope are rebuilt from the
+// journal, and only what did not end runs.
+func TestResumeReplaysEndedVisits(t *testing.T) {
+	p := load(t, "res", `name: res
+`+agents+`nodes:
+  - id: fan
+    map: "[1, 2, 3]"
+    max: 3
+    do: [{id: each, agent: worker, prompt: "${{ item }}"}]
+  - id: review
+    loop: {until: check.output.approved, max: 3}
+    do:
+      - {id: code, agent: worker, memory: review, reads: [review.previous.check], prompt: fix}
+      - {id: check, agent: judge, output: {approved: boolean}, prompt: ok?}
+  - {id: after, agent: worker, prompt: "${{ review.output.iterations }} ${{ len(fan.output) }}"}
+`)
+	failing := &fakeDriver{answer: func(t *Turn) (string, error) {
+		switch {
+		case t.Visit == "review#2/check":
+			return "", errors.New("server said 500")
+		case t.Agent.Name == "judge":
+			return `{"approved": false}`, nil
+		}
+		return "done", nil
+	}}
+	dir := t.TempDir()
+	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": failing}, RunsDir: dir, RunID: "r1"})
+	if err != nil || res.OK || res.Failure.Root().Kind != schema.FailProvider {
+		t.Fatalf("first attempt: %v %+v", err, res.Failure)
+	}
+	facts, err := ReadJournal(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := &fakeDriver{answer: func(t *Turn) (string, error) {
+		if t.Agent.Name == "judge" {
+			return `{"approved": true}`, nil
+		}
+		return "done", nil
+	}}
+	res, err = Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": second}, RunsDir: dir, RunID: "r1", Resume: &Resume{Facts: facts}})
+	if err != nil || !res.OK {
+		t.Fatalf("resume: %v %+v", err, res.Failure)
+	}
+	var visits []string
+	for _, tn := range second.turns {
+		visits = append(visits, tn.Visit)
+	}
+	if want := []string{"review#2/check", "after"}; !slices.Equal(visits, want) {
+		t.Fatalf("the resume ran %v, want only %v", visits, want)
+	}
+	if got := second.turns[1].Prompt; !strings.HasPrefix(got, "2 3") {
+		t.Fatalf("replayed values: %q", got)
+	}
+}

@@ -33,12 +33,14 @@ func (f *Failure) Error() string {
 // value is how a failure appears to expressions: x.error.kind and friends.
 func (f *Failure) value() map[string]any {
 	if f == nil {
-		return noError()
+		return noError
 	}
 	return map[string]any{"kind": string(f.Kind), "message": f.Message, "visit": f.Visit}
 }
 
-func noError() map[string]any { return map[string]any{"kind": "", "message": "", "visit": ""} }
+// noError is the error value of every node that did not fail. It is shared:
+// values in an expression environment are never modified.
+var noError = map[string]any{"kind": "", "message": "", "visit": ""}
 
 // Causes of cancellation, read back with context.Cause to tell the kinds apart.
 var (

@@ -32,14 +32,17 @@ func (r *runner) loadReplay(facts []Fact) {
 	}
 }
 
-// replayed returns the recorded outcome of a visit that ended in an earlier
-// attempt and must not run again: one that succeeded, or one whose failure
-// the flow went on from (on_fail: continue). Visits that were interrupted,
-// cancelled, or failed the run are run again; so are blocks that failed, so
-// that their ended children are replayed one by one.
+// replayed returns the recorded outcome of a leaf visit (agent, run, ask)
+// that ended in an earlier attempt and must not run again: one that
+// succeeded, or one whose failure the flow went on from (on_fail:
+// continue). Leaves that were interrupted, cancelled, or failed the run run
+// again.
 func (r *runner) replayed(n *flows.Node, path string) (*outcome, bool) {
 	f := r.ended[path]
-	if f == nil {
+	if f == nil || !(isLeaf(n) || n.Kind == schema.KindAsk) {
+		// Blocks are always entered again: their children replay, and
+		// guards and lists are evaluated again over the same values, so the
+		// block comes to the same end without running anything twice.
 		return nil, false
 	}
 	ok := f.OK != nil && *f.OK

@@ -133,7 +133,7 @@ func reportVisits(info *RunInfo) []reportVisit {
 			if e.Usage != nil {
 				v.Tokens, v.Cost = tokenText(*e.Usage), costText(*e.Usage)
 			}
-			v.Output = outputString(e.Output)
+			v.Output = outputString(e.Output) // blocks record none: their children show it
 		} else {
 			v.WallMS = time.Since(s.Time).Milliseconds()
 		}

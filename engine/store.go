@@ -28,6 +28,8 @@ type store struct {
 	// facts keeps every fact written, for report.html: the page is rendered
 	// from memory, not by reading the journal back.
 	facts []Fact
+	ebuf  []byte // the event being encoded; guarded by mu
+	jbuf  []byte // the fact being encoded; guarded by mu
 }
 
 // NewRunID returns a sortable, unique run id: time, then randomness.
@@ -82,13 +84,13 @@ func (s *store) fact(f *Fact) error {
 	if s.noJournal {
 		return nil
 	}
-	b, err := json.Marshal(f)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := appendFact(s.jbuf[:0], f)
+	s.jbuf = b
 	if err != nil {
 		return fmt.Errorf("encoding journal fact: %w", err)
 	}
-	b = append(b, '\n')
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, err := s.journal.Write(b); err != nil {
 		return fmt.Errorf("writing journal: %w", err)
 	}
@@ -109,14 +111,13 @@ func (s *store) written() []Fact {
 // every flushEvents and when the run ends: they are for watching a run, and
 // the journal, not the events, is what a resume relies on.
 func (s *store) event(e *Event) {
-	b, err := json.Marshal(e)
-	if err != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.events == nil {
 		return
 	}
-	b = append(b, '\n')
-	s.mu.Lock()
-	_, _ = s.events.Write(b)
-	s.mu.Unlock()
+	s.ebuf = appendEvent(s.ebuf[:0], e)
+	_, _ = s.events.Write(s.ebuf)
 }
 
 func (s *store) flushEvents() {
@@ -127,8 +128,16 @@ func (s *store) flushEvents() {
 	}
 }
 
-func (s *store) writeJSON(name string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+// writeJSON writes a file whole (aside, then renamed). indent is for files
+// people read; large ones are written compact, which costs half as much.
+func (s *store) writeJSON(name string, v any, indent bool) error {
+	var b []byte
+	var err error
+	if indent {
+		b, err = json.MarshalIndent(v, "", "  ")
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", name, err)
 	}
@@ -151,12 +160,15 @@ func (s *store) close() error {
 		errs = append(errs, s.events.Flush())
 		s.events = nil
 	}
-	for _, f := range []**os.File{&s.journal, &s.eventsF} {
-		if *f == nil {
-			continue
-		}
-		errs = append(errs, (*f).Sync(), (*f).Close())
-		*f = nil
+	// The journal is synced: it is what a resume relies on. Events are for
+	// watching; closing them is enough.
+	if s.journal != nil {
+		errs = append(errs, s.journal.Sync(), s.journal.Close())
+		s.journal = nil
+	}
+	if s.eventsF != nil {
+		errs = append(errs, s.eventsF.Close())
+		s.eventsF = nil
 	}
 	if err := os.Remove(filepath.Join(s.dir, "lock.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)

@@ -131,7 +131,10 @@ func scan(match matcher) ([]int, error) {
 		}
 		buf = readEnviron(buf[:0], name)
 		switch {
-		case len(buf) == 0:
+		case len(buf) == 0 && hasProgram(name):
+			// Kernel threads and zombies have no program and never will:
+			// only a process between exec and its new environment is
+			// worth a second look.
 			empty = append(empty, name)
 		case tagged(buf, match):
 			pids = append(pids, pid)
@@ -147,6 +150,13 @@ func scan(match matcher) ([]int, error) {
 		}
 	}
 	return pids, nil
+}
+
+// hasProgram reports whether a process runs a program (kernel threads and
+// zombies do not).
+func hasProgram(pid string) bool {
+	_, err := os.Readlink("/proc/" + pid + "/exe")
+	return err == nil
 }
 
 // readEnviron appends /proc/<pid>/environ to buf; a process that is gone or

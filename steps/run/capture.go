@@ -35,8 +35,14 @@ type capture struct {
 	err  error
 }
 
+// readBuffers are the read buffers of running commands, reused so that a
+// map of a thousand commands does not allocate a thousand of them.
+var readBuffers = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
 func (c *capture) readFrom(r io.Reader) {
-	buf := make([]byte, 32<<10)
+	bp := readBuffers.Get().(*[]byte)
+	defer readBuffers.Put(bp)
+	buf := *bp
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {

@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/flowrun/flow/schema"
+)
+
+// The hand-written event encoder must produce what encoding/json would.
+func TestAppendEventMatchesEncodingJSON(t *testing.T) {
+	ok, in := true, int64(12)
+	events := []*Event{
+		{Time: time.Date(2026, 11, 29, 1, 2, 3, 456789, time.UTC), Type: "visit.start", Run: "r", Visit: "look[3]/scout", Node: "scout", Kind: "agent"},
+		{Time: time.Now(), Type: "progress", Visit: "a", Driver: "pi", Model: "m/x", Activity: "using \"grep\" <&> \n\t\x01 é \u2028 \xff", Tokens: 42},
+		{Time: time.Now(), Type: "visit.end", Visit: "a", OK: &ok, Usage: &Usage{Input: &in, WallMS: 5}, WallMS: 7,
+			Error: &Failure{Kind: schema.FailTimeout, Message: "slow", Visit: "a"}},
+		{Time: time.Now(), Type: "run.end", Status: "failed", Dir: "/tmp/x"},
+	}
+	for _, e := range events {
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendEvent(nil, e); string(got) != string(want)+"\n" {
+			t.Errorf("appendEvent:\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "\"quoted\"", "<b>&</b>", "\x00\x1f", "é\u2028\u2029", "\xff\xfe"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendString(nil, s); string(got) != string(want) {
+			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+func TestAppendFactMatchesEncodingJSON(t *testing.T) {
+	ok, no := true, false
+	in := int64(3)
+	facts := []*Fact{
+		{Type: "start", Time: time.Now(), Visit: "a/b", Node: "b", Kind: "run"},
+		{Type: "end", Time: time.Now(), Visit: "a", Node: "a", OK: &ok, Output: "text <b>", Usage: &Usage{Input: &in}, Model: "m", Attempts: 2, Session: "s", Scope: "x\x00y", WallMS: 9},
+		{Type: "end", Time: time.Now(), Visit: "m[2]/x", OK: &no, Output: map[string]any{"passed": false, "exit": 1, "report": "red"}, Skipped: true,
+			Error: &Failure{Kind: schema.FailChild, Message: "below", Visit: "m", Cause: &Failure{Kind: schema.FailProvider, Message: "x", Visit: "m[2]/x"}}},
+		{Type: "run", Time: time.Now(), RunID: "r1", Flow: "f", Status: "running", Input: map[string]any{"goal": "g"}, Resumed: true},
+		{Type: "end", Time: time.Now(), Visit: "e", OK: &ok, Output: ""},
+	}
+	for _, f := range facts {
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendFact(nil, f)
+		if err != nil || string(got) != string(want)+"\n" {
+			t.Errorf("appendFact: %v\n got %s\nwant %s", err, got, want)
+		}
+	}
+}
