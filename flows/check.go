@@ -15,6 +15,7 @@ type checker struct {
 	cat    *Catalogue
 	diags  *schema.Diagnostics
 	ids    map[string]schema.Pos
+	exprs  compiler
 }
 
 // reserved ids would shadow names every expression can see.
@@ -24,7 +25,7 @@ var reserved = []string{"input", "item", "index", "true", "false", "nil", "in", 
 
 // sequence compiles nodes in order; each sees the ones before it.
 // ancestors are the enclosing nodes, outermost first (for memory scopes).
-func (c *checker) sequence(docs []*schema.Node, sc scope, ancestors []*schema.Node) []*Node {
+func (c *checker) sequence(docs []*schema.Node, sc *scope, ancestors []*schema.Node) []*Node {
 	out := make([]*Node, 0, len(docs))
 	for _, d := range docs {
 		n := c.node(d, sc, ancestors)
@@ -36,7 +37,7 @@ func (c *checker) sequence(docs []*schema.Node, sc scope, ancestors []*schema.No
 	return out
 }
 
-func (c *checker) node(d *schema.Node, sc scope, ancestors []*schema.Node) *Node {
+func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Node {
 	n := &Node{ID: d.ID.Value, Kind: d.Kind, Pos: d.Pos, Doc: d, Budget: budget(d.Budget),
 		Continue: d.OnFail.Value == "continue", Timeout: d.Timeout.Value, Output: schema.AnyType}
 	if d.ID.Set() {
@@ -155,7 +156,7 @@ func (c *checker) node(d *schema.Node, sc scope, ancestors []*schema.Node) *Node
 	return n
 }
 
-func (c *checker) agentNode(n *Node, d *schema.Node, sc scope, ancestors []*schema.Node) {
+func (c *checker) agentNode(n *Node, d *schema.Node, sc *scope, ancestors []*schema.Node) {
 	n.Output = schema.StringType
 	if d.Output != nil {
 		n.Output, n.Typed = d.Output, true
@@ -230,11 +231,11 @@ var addressRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-
 
 // isNodeAddress reports whether addr names a node value: an id in scope, or
 // <loop>.previous.<id>.
-func isNodeAddress(addr string, sc scope) bool {
+func isNodeAddress(addr string, sc *scope) bool {
 	parts := strings.Split(addr, ".")
 	switch {
 	case len(parts) == 1:
-		t, ok := sc[parts[0]]
+		t, ok := sc.lookup(parts[0])
 		return ok && parts[0] != "input" && parts[0] != "item" && parts[0] != "index" && t.Field("ok") != nil
 	case len(parts) == 3 && parts[1] == "previous":
 		return true
@@ -244,13 +245,13 @@ func isNodeAddress(addr string, sc scope) bool {
 
 // addressType resolves the static type of a plain address (a.b.c) by walking
 // declared types; other expressions fall back to what expr inferred.
-func (c *checker) addressType(src string, sc scope, inferred *schema.Type) *schema.Type {
+func (c *checker) addressType(src string, sc *scope, inferred *schema.Type) *schema.Type {
 	src = strings.TrimSpace(src)
 	if !addressRE.MatchString(src) {
 		return inferred
 	}
 	parts := strings.Split(src, ".")
-	t, ok := sc[parts[0]]
+	t, ok := sc.lookup(parts[0])
 	if !ok {
 		return inferred
 	}

@@ -8,7 +8,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
+	exprchecker "github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/checker/nature"
+	exprcompiler "github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/optimizer"
 	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
 
@@ -41,16 +46,80 @@ func (t *Template) IsStatic() bool {
 	return t == nil || len(t.Parts) == 0 || (len(t.Parts) == 1 && t.Parts[0].Expr == nil)
 }
 
-// scope is the typed environment an expression is compiled against: what is
-// in lexical scope at that point of the flow (SPEC 3.2).
-type scope map[string]*schema.Type
+// compiler compiles expressions with one expr configuration made once per
+// load: expr.Compile builds a new configuration (with its table of builtins)
+// for every expression, which was a fifth of the time to load a large flow.
+// A compiler belongs to one load and is not shared between goroutines.
+type compiler struct {
+	base *conf.Config
+}
 
-func (s scope) with(name string, t *schema.Type) scope {
-	out := make(scope, len(s)+1)
-	for k, v := range s {
-		out[k] = v
+// noClock are the builtins that would read the clock: expressions are pure.
+var noClock = []string{"now", "date", "duration", "timezone"}
+
+func (x *compiler) compile(src string, env types.Map, asBool bool) (*vm.Program, error) {
+	if x.base == nil {
+		x.base = conf.CreateNew()
+		for _, name := range noClock {
+			expr.DisableBuiltin(name)(x.base)
+		}
+		for name := range x.base.Disabled {
+			delete(x.base.Builtins, name)
+		}
 	}
-	out[name] = t
+	cfg := *x.base
+	cfg.NtCache = nature.Cache{}
+	cfg.WithEnv(env)
+	if asBool {
+		expr.AsBool()(&cfg)
+	}
+	cfg.Check()
+	tree, err := exprchecker.ParseCheck(src, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Optimize {
+		if err := optimizer.Optimize(&tree.Node, &cfg); err != nil {
+			var fe *file.Error
+			if errors.As(err, &fe) {
+				return nil, fe.Bind(tree.Source)
+			}
+			return nil, err
+		}
+	}
+	return exprcompiler.Compile(tree, &cfg)
+}
+
+// scope is the typed environment an expression is compiled against: what is
+// in lexical scope at that point of the flow (SPEC 3.2). It is a persistent
+// list, newest name first: each node extends its sequence's scope without
+// copying it, so checking a long sequence stays linear.
+type scope struct {
+	parent *scope
+	name   string
+	t      *schema.Type
+}
+
+func (s *scope) with(name string, t *schema.Type) *scope {
+	return &scope{parent: s, name: name, t: t}
+}
+
+// lookup finds the innermost binding of name.
+func (s *scope) lookup(name string) (*schema.Type, bool) {
+	for p := s; p != nil; p = p.parent {
+		if p.name == name {
+			return p.t, true
+		}
+	}
+	return nil, false
+}
+
+// names lists every name in scope, for "did you mean".
+func (s *scope) names() []string {
+	var out []string
+	for p := s; p != nil; p = p.parent {
+		out = append(out, p.name)
+	}
 	return out
 }
 
@@ -59,10 +128,10 @@ func (s scope) with(name string, t *schema.Type) scope {
 // to the flow: expr converts its whole environment on every compile, which
 // made loading quadratic in the number of nodes. A name src uses that is
 // not in scope is still reported by expr as unknown.
-func (s scope) env(src string) types.Map {
+func (s *scope) env(src string) types.Map {
 	m := types.Map{}
 	for _, name := range identRE.FindAllString(src, -1) {
-		if t, ok := s[name]; ok {
+		if t, ok := s.lookup(name); ok {
 			if _, done := m[name]; !done {
 				m[name] = exprType(t)
 			}
@@ -98,17 +167,13 @@ func exprType(t *schema.Type) types.Type {
 
 // compile compiles src, found at offset off of the scalar s, against sc.
 // Errors become diagnostics at the failing column of the file.
-func (c *checker) compile(s schema.String, src string, off int, sc scope, want *schema.Type) *Expr {
-	opts := []expr.Option{expr.Env(sc.env(src)), expr.DisableBuiltin("now"), expr.DisableBuiltin("date"), expr.DisableBuiltin("duration"), expr.DisableBuiltin("timezone")}
-	if want != nil && want.Kind == schema.TBoolean {
-		opts = append(opts, expr.AsBool())
-	}
+func (c *checker) compile(s schema.String, src string, off int, sc *scope, want *schema.Type) *Expr {
 	pos := offsetPos(s, off)
 	if strings.TrimSpace(src) == "" {
 		c.diags.Add(pos, "expr", "write an expression, e.g. x.ok", "empty expression")
 		return nil
 	}
-	prog, err := expr.Compile(src, opts...)
+	prog, err := c.exprs.compile(src, sc.env(src), want != nil && want.Kind == schema.TBoolean)
 	if err != nil {
 		var fe *file.Error
 		msg := err.Error()
@@ -122,13 +187,9 @@ func (c *checker) compile(s schema.String, src string, off int, sc scope, want *
 	return &Expr{Source: src, Pos: pos, Program: prog, Type: typeOfProgram(prog)}
 }
 
-func exprHint(msg string, sc scope) string {
+func exprHint(msg string, sc *scope) string {
 	if name, ok := strings.CutPrefix(msg, "unknown name "); ok {
-		names := make([]string, 0, len(sc))
-		for k := range sc {
-			names = append(names, k)
-		}
-		if h := schema.DidYouMean(name, names); h != "" {
+		if h := schema.DidYouMean(name, sc.names()); h != "" {
 			return h
 		}
 		return "only input, nodes that ended earlier in this or an enclosing sequence, item/index in a map and <loop>.previous/<loop>.iteration in a loop are in scope"
@@ -155,7 +216,7 @@ func byteOffset(s string, runes int) int {
 func offsetPos(s schema.String, off int) schema.Pos { return s.PosAt(off) }
 
 // template compiles the `${{ }}` parts of s.
-func (c *checker) template(s schema.String, sc scope) *Template {
+func (c *checker) template(s schema.String, sc *scope) *Template {
 	t := &Template{Source: s.Value}
 	rest, off := s.Value, 0
 	for {
