@@ -93,20 +93,50 @@ func (x *compiler) compile(src string, env types.Map, asBool bool) (*vm.Program,
 // scope is the typed environment an expression is compiled against: what is
 // in lexical scope at that point of the flow (SPEC 3.2). It is a persistent
 // list, newest name first: each node extends its sequence's scope without
-// copying it, so checking a long sequence stays linear.
+// copying it. Every indexEvery-th entry also holds an index of every name
+// above it, so a lookup walks at most indexEvery entries and checking a long
+// sequence stays linear.
 type scope struct {
 	parent *scope
 	name   string
 	t      *schema.Type
+	depth  int
+	index  map[string]*schema.Type // on every indexEvery-th entry
 }
 
+const indexEvery = 32
+
 func (s *scope) with(name string, t *schema.Type) *scope {
-	return &scope{parent: s, name: name, t: t}
+	n := &scope{parent: s, name: name, t: t}
+	if s != nil {
+		n.depth = s.depth + 1
+	}
+	if n.depth%indexEvery == indexEvery-1 {
+		n.index = map[string]*schema.Type{}
+		var walked []*scope
+		p := n
+		for ; p != nil && (p == n || p.index == nil); p = p.parent {
+			walked = append(walked, p)
+		}
+		if p != nil {
+			for k, v := range p.index {
+				n.index[k] = v
+			}
+		}
+		for i := len(walked) - 1; i >= 0; i-- {
+			n.index[walked[i].name] = walked[i].t
+		}
+	}
+	return n
 }
 
 // lookup finds the innermost binding of name.
 func (s *scope) lookup(name string) (*schema.Type, bool) {
 	for p := s; p != nil; p = p.parent {
+		if p.index != nil {
+			t, ok := p.index[name]
+			return t, ok
+		}
 		if p.name == name {
 			return p.t, true
 		}
@@ -130,7 +160,11 @@ func (s *scope) names() []string {
 // not in scope is still reported by expr as unknown.
 func (s *scope) env(src string) types.Map {
 	m := types.Map{}
-	for _, name := range identRE.FindAllString(src, -1) {
+	for _, loc := range identRE.FindAllStringIndex(src, -1) {
+		if loc[0] > 0 && src[loc[0]-1] == '.' {
+			continue // a field (x.output), not a name
+		}
+		name := src[loc[0]:loc[1]]
 		if t, ok := s.lookup(name); ok {
 			if _, done := m[name]; !done {
 				m[name] = exprType(t)
