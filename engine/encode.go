@@ -34,7 +34,7 @@ func appendEvent(b []byte, e *Event) []byte {
 		b = appendJSON(b, "error", e.Error)
 	}
 	if e.Usage != nil {
-		b = appendJSON(b, "usage", e.Usage)
+		b = appendUsage(b, e.Usage)
 	}
 	if e.WallMS != 0 {
 		b = append(b, `,"wall_ms":`...)
@@ -160,7 +160,7 @@ func appendFact(b []byte, f *Fact) ([]byte, error) {
 		b = append(b, `,"skipped":true`...)
 	}
 	if f.Usage != nil {
-		b = appendJSON(b, "usage", f.Usage)
+		b = appendUsage(b, f.Usage)
 	}
 	b = appendOptField(b, "model", f.Model)
 	if f.Attempts != 0 {
@@ -201,4 +201,33 @@ func appendValue(b []byte, name string, v any) ([]byte, error) {
 		return b, err
 	}
 	return append(b, enc...), nil
+}
+
+// appendUsage encodes a usage field as encoding/json would: a field that
+// was not reported is null.
+func appendUsage(b []byte, u *Usage) []byte {
+	num := func(b []byte, name string, v *int64) []byte {
+		b = append(b, name...)
+		if v == nil {
+			return append(b, "null"...)
+		}
+		return strconv.AppendInt(b, *v, 10)
+	}
+	b = num(b, `,"usage":{"input":`, u.Input)
+	b = num(b, `,"output":`, u.Output)
+	b = num(b, `,"cache_read":`, u.CacheRead)
+	b = num(b, `,"cache_write":`, u.CacheWrite)
+	b = append(b, `,"cost":`...)
+	if u.Cost == nil {
+		b = append(b, "null"...)
+	} else {
+		c, _ := json.Marshal(*u.Cost) // encoding/json's float format
+		b = append(b, c...)
+	}
+	b = num(b, `,"turns":`, u.Turns)
+	b = append(b, `,"wall_ms":`...)
+	b = strconv.AppendInt(b, u.WallMS, 10)
+	b = append(b, `,"busy_ms":`...)
+	b = strconv.AppendInt(b, u.BusyMS, 10)
+	return append(b, '}')
 }

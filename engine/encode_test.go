@@ -17,6 +17,7 @@ func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 		{Time: time.Now(), Type: "visit.end", Visit: "a", OK: &ok, Usage: &Usage{Input: &in, WallMS: 5}, WallMS: 7,
 			Error: &Failure{Kind: schema.FailTimeout, Message: "slow", Visit: "a"}},
 		{Time: time.Now(), Type: "run.end", Status: "failed", Dir: "/tmp/x"},
+		{Time: time.Now(), Type: "visit.end", Usage: &Usage{Input: &in, Output: &in, CacheRead: &in, CacheWrite: &in, Turns: &in, Cost: func() *float64 { c := 0.0123; return &c }(), WallMS: 3, BusyMS: 2}},
 	}
 	for _, e := range events {
 		want, err := json.Marshal(e)

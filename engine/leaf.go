@@ -151,11 +151,13 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 	defer func() { <-r.live }()
 	tctx, cancel := context.WithTimeoutCause(ctx, t.Timeout, errTimeout)
 	defer cancel()
-	bctx, stop := context.WithCancelCause(tctx)
-	defer stop(nil)
-	tctx = bctx
 	watched := *t
-	watched.Progress = watchBudget(fr, stop, t.Progress)
+	if len(fr.meters) > 0 {
+		bctx, stop := context.WithCancelCause(tctx)
+		defer stop(nil)
+		tctx = bctx
+		watched.Progress = watchBudget(fr, stop, t.Progress)
+	}
 	start := time.Now()
 	res, err := d.Turn(tctx, &watched)
 	if res != nil {

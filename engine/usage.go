@@ -57,41 +57,106 @@ func (u Usage) Tokens() int64 {
 	return n
 }
 
+// tally sums usage without allocating: plain numbers, and a bit per field
+// that says whether any turn reported it. It becomes a Usage (nil = not
+// reported) only when it is written out.
+type tally struct {
+	input, output, cacheRead, cacheWrite, turns int64
+	cost                                        float64
+	wall, busy                                  int64
+	reported                                    uint8
+}
+
+const (
+	hasInput = 1 << iota
+	hasOutput
+	hasCacheRead
+	hasCacheWrite
+	hasTurns
+	hasCost
+)
+
+func (t *tally) add(u *Usage) {
+	addField := func(dst *int64, src *int64, bit uint8) {
+		if src != nil {
+			*dst += *src
+			t.reported |= bit
+		}
+	}
+	addField(&t.input, u.Input, hasInput)
+	addField(&t.output, u.Output, hasOutput)
+	addField(&t.cacheRead, u.CacheRead, hasCacheRead)
+	addField(&t.cacheWrite, u.CacheWrite, hasCacheWrite)
+	addField(&t.turns, u.Turns, hasTurns)
+	if u.Cost != nil {
+		t.cost += *u.Cost
+		t.reported |= hasCost
+	}
+	t.wall += u.WallMS
+	t.busy += u.BusyMS
+}
+
+func (t *tally) usage() Usage {
+	field := func(v int64, bit uint8) *int64 {
+		if t.reported&bit == 0 {
+			return nil
+		}
+		return &v
+	}
+	u := Usage{Input: field(t.input, hasInput), Output: field(t.output, hasOutput), CacheRead: field(t.cacheRead, hasCacheRead),
+		CacheWrite: field(t.cacheWrite, hasCacheWrite), Turns: field(t.turns, hasTurns), WallMS: t.wall, BusyMS: t.busy}
+	if t.reported&hasCost != 0 {
+		c := t.cost
+		u.Cost = &c
+	}
+	return u
+}
+
 // usageBook totals usage per visit, node and agent, for usage.json.
 type usageBook struct {
 	mu      sync.Mutex
-	visits  map[string]Usage
-	nodes   map[string]Usage
-	agents  map[string]Usage
-	overall Usage
+	visits  map[string]*tally
+	nodes   map[string]*tally
+	agents  map[string]*tally
+	overall tally
 }
 
 func newUsageBook() *usageBook {
-	return &usageBook{visits: map[string]Usage{}, nodes: map[string]Usage{}, agents: map[string]Usage{}}
+	return &usageBook{visits: map[string]*tally{}, nodes: map[string]*tally{}, agents: map[string]*tally{}}
 }
 
 func (b *usageBook) add(visit, node, agent string, u Usage) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, m := range []struct {
-		m   map[string]Usage
+	for _, m := range [...]struct {
+		m   map[string]*tally
 		key string
 	}{{b.visits, visit}, {b.nodes, node}, {b.agents, agent}} {
-		cur := m.m[m.key]
-		cur.add(u)
-		m.m[m.key] = cur
+		t := m.m[m.key]
+		if t == nil {
+			t = &tally{}
+			m.m[m.key] = t
+		}
+		t.add(&u)
 	}
-	b.overall.add(u)
+	b.overall.add(&u)
 }
 
 func (b *usageBook) total() Usage {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.overall
+	return b.overall.usage()
 }
 
 func (b *usageBook) report() map[string]any {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return map[string]any{"total": b.overall, "visits": b.visits, "nodes": b.nodes, "agents": b.agents}
+	out := func(m map[string]*tally) map[string]Usage {
+		u := make(map[string]Usage, len(m))
+		for k, t := range m {
+			u[k] = t.usage()
+		}
+		return u
+	}
+	return map[string]any{"total": b.overall.usage(), "visits": out(b.visits), "nodes": out(b.nodes), "agents": out(b.agents)}
 }
