@@ -82,7 +82,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	fr = fr.withBudget(n.Budget, path)
 	start := time.Now()
-	if err := r.store.fact(&Fact{Type: "start", Time: start, Visit: path, Node: n.ID, Kind: string(n.Kind)}); err != nil {
+	if err := r.store.begin(&Fact{Type: "start", Time: start, Visit: path, Node: n.ID, Kind: string(n.Kind)}); err != nil {
 		return nodeValue(&outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}})
 	}
 	r.emit(&Event{Type: "visit.start", Visit: path, Node: n.ID, Kind: string(n.Kind)})

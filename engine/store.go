@@ -30,6 +30,8 @@ type store struct {
 	facts []Fact
 	ebuf  []byte // the event being encoded; guarded by mu
 	jbuf  []byte // the fact being encoded; guarded by mu
+	// pending holds the encoded start facts of visits not yet written.
+	pending map[string][]byte
 }
 
 // NewRunID returns a sortable, unique run id: time, then randomness.
@@ -86,7 +88,15 @@ func (s *store) fact(f *Fact) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, err := appendFact(s.jbuf[:0], f)
+	b := s.jbuf[:0]
+	if f.Type == "end" {
+		// A start still pending goes out in the same write as its end.
+		if start, ok := s.pending[f.Visit]; ok {
+			b = append(b, start...)
+			delete(s.pending, f.Visit)
+		}
+	}
+	b, err := appendFact(b, f)
 	s.jbuf = b
 	if err != nil {
 		return fmt.Errorf("encoding journal fact: %w", err)
@@ -95,6 +105,48 @@ func (s *store) fact(f *Fact) error {
 		return fmt.Errorf("writing journal: %w", err)
 	}
 	s.facts = append(s.facts, *f)
+	return nil
+}
+
+// begin records that a visit started. The start fact is written with the
+// visit's end (one write for both) or, if the visit is still running, by
+// the next flushPending, at most flushEvery later: a resume needs only end
+// facts, which are written at once, and a quick visit costs one write
+// instead of two.
+func (s *store) begin(f *Fact) error {
+	if s.noJournal {
+		return nil
+	}
+	b, err := appendFact(nil, f)
+	if err != nil {
+		return fmt.Errorf("encoding journal fact: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		s.pending = map[string][]byte{}
+	}
+	s.pending[f.Visit] = b
+	s.facts = append(s.facts, *f)
+	return nil
+}
+
+// flushPending writes the start facts of visits still running.
+func (s *store) flushPending() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) == 0 || s.journal == nil {
+		return nil
+	}
+	b := s.jbuf[:0]
+	for visit, start := range s.pending {
+		b = append(b, start...)
+		delete(s.pending, visit)
+	}
+	s.jbuf = b
+	if _, err := s.journal.Write(b); err != nil {
+		return fmt.Errorf("writing journal: %w", err)
+	}
 	return nil
 }
 
@@ -159,6 +211,13 @@ func (s *store) close() error {
 	if s.events != nil {
 		errs = append(errs, s.events.Flush())
 		s.events = nil
+	}
+	if s.journal != nil && len(s.pending) > 0 {
+		for visit, start := range s.pending {
+			_, err := s.journal.Write(start)
+			errs = append(errs, err)
+			delete(s.pending, visit)
+		}
 	}
 	// The journal is synced: it is what a resume relies on. Events are for
 	// watching; closing them is enough.
