@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/flowrun/flow/flows"
 )
@@ -129,4 +132,57 @@ func BenchmarkLoopNoop(b *testing.B) {
       - {id: work, agent: worker, prompt: "iteration ${{ again.iteration }}"}
 `)
 	benchRun(b, p, nil, n)
+}
+
+// BenchmarkMapMemory runs a map of 10,000 items of an in-process no-op step
+// and reports the peak heap the run added, per item (target: 4 KiB).
+func BenchmarkMapMemory(b *testing.B) {
+	const n = 10000
+	p := benchPlan(b, "wide", `name: wide
+concurrency: 8
+`+benchAgents+`nodes:
+  - id: each
+    map: "1..10000"
+    max: 10000
+    concurrency: 8
+    do:
+      - {id: work, agent: worker, prompt: "item ${{ item }}"}
+`)
+	runs := benchRunsDir(b)
+	var seq atomic.Int64
+	for b.Loop() {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var peak atomic.Uint64
+		done := make(chan struct{})
+		var sampler sync.WaitGroup
+		sampler.Go(func() {
+			t := time.NewTicker(time.Millisecond)
+			defer t.Stop()
+			var m runtime.MemStats
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					runtime.ReadMemStats(&m)
+					if m.HeapInuse > peak.Load() {
+						peak.Store(m.HeapInuse)
+					}
+				}
+			}
+		})
+		opts := Options{Drivers: map[string]Driver{"exec": noopDriver{}}, RunsDir: runs, WorkDir: runs, RunID: fmt.Sprintf("mem-%d", seq.Add(1))}
+		res, err := Execute(context.Background(), p, opts)
+		close(done)
+		sampler.Wait()
+		if err != nil || !res.OK {
+			b.Fatalf("run: %v %v", err, res)
+		}
+		b.ReportMetric(float64(peak.Load()-min(peak.Load(), before.HeapInuse))/n, "peak-heap-B/item")
+		b.StopTimer()
+		_ = os.RemoveAll(res.Dir)
+		b.StartTimer()
+	}
 }
