@@ -168,7 +168,8 @@ func (v *liveView) Event(e *engine.Event) {
 	case "visit.end":
 		delete(v.running, e.Visit)
 	}
-	if line := eventLine(e); line != "" {
+	// Running visits are the live lines; only what ended scrolls above them.
+	if line := eventLine(e); line != "" && e.Type != "visit.start" {
 		v.clear()
 		fmt.Fprintln(v.w, line)
 	}
