@@ -64,3 +64,36 @@ func TestAppendFactMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendAnyMatchesEncodingJSON(t *testing.T) {
+	values := []any{
+		nil, "s", true, 0, -12, int64(1 << 40), 1.5, 0.1, 1e21, 1e-7, 123456789.0, -0.0, 3.0,
+		[]any{}, []any{1, "a", nil, []any{false}},
+		map[string]any{}, map[string]any{"b": 1, "a": map[string]any{"z": []any{"<&>"}, "y": 2.25}},
+		map[string]any{"passed": true, "exit": 0, "report": "ok\n"},
+		[]string{"typed", "slice"}, map[string]int{"other": 1},
+	}
+	for _, v := range values {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendAny(nil, v)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("appendAny(%#v) = %s, %v; want %s", v, got, err, want)
+		}
+	}
+}
+
+func FuzzAppendFloat(f *testing.F) {
+	for _, x := range []float64{0, 1, -1, 0.1, 1e20, 1e21, 1e-6, 1e-7, 123.456, 5e-324} {
+		f.Add(x)
+	}
+	f.Fuzz(func(t *testing.T, x float64) {
+		want, err := json.Marshal(x)
+		got, gerr := appendFloat(nil, x)
+		if (err != nil) != (gerr != nil) || (err == nil && string(got) != string(want)) {
+			t.Fatalf("appendFloat(%v) = %s, %v; want %s, %v", x, got, gerr, want, err)
+		}
+	})
+}
