@@ -1,4 +1,3 @@
-// Command flow runs declarative YAML flows over coding-agent subagents.
 package main
 
 import "os"
