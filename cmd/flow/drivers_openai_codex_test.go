@@ -73,7 +73,7 @@ func runServerFlow(t *testing.T, sc serverCase, s *modelserver.Server, flow stri
 	cmd := exec.Command(flowBinary(t), "run", "f.yaml")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Env = append(cmd.Env, "FLOW_TEST_MODEL_KEY="+cliKey)
+	cmd.Env = append(cmd.Env, "FLOW_TEST_MODEL_KEY="+cliKey, cleanHome(t))
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	start := time.Now()
@@ -87,6 +87,7 @@ func runServerFlow(t *testing.T, sc serverCase, s *modelserver.Server, flow stri
 }
 
 func TestServerDriversTwoNodes(t *testing.T) {
+	t.Parallel()
 	for _, sc := range serverCases {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
@@ -159,6 +160,7 @@ nodes:
 }
 
 func TestServerDriversProviderFailure(t *testing.T) {
+	t.Parallel()
 	for _, sc := range serverCases {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
@@ -192,6 +194,71 @@ nodes:
 			}
 			if kind != "provider" {
 				t.Errorf("greet failed with kind %q, want provider\n%s", kind, out)
+			}
+			keyNowhere(t, run)
+		})
+	}
+}
+
+// TestServerDriversMemoryAcrossLoop: `memory:` continues one session across
+// two loop iterations — for openai the message history, for codex the
+// thread (`codex exec resume`) — so the second iteration's request carries
+// the first exchange.
+func TestServerDriversMemoryAcrossLoop(t *testing.T) {
+	t.Parallel()
+	for _, sc := range serverCases {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			s := modelserver.Start(t, modelserver.Reply{Text: "Round one noted."}, modelserver.Reply{Text: "Round two, after one."})
+			run, out, err := runServerFlow(t, sc, s, `name: f
+agents: [./agents]
+nodes:
+  - id: rounds
+    loop:
+      until: rounds.iteration >= 2
+      max: 3
+    do:
+      - id: talk
+        agent: helper
+        memory: rounds
+        prompt: Round ${{ rounds.iteration }}.
+`)
+			if err != nil {
+				t.Fatalf("flow run: %v\n%s", err, out)
+			}
+			got := answers(t, run)
+			if got["rounds#1/talk"] != "Round one noted." || got["rounds#2/talk"] != "Round two, after one." {
+				t.Errorf("journal answers = %v", got)
+			}
+			var bodies []string
+			for _, r := range s.Requests() {
+				if r.Path == sc.path {
+					bodies = append(bodies, string(r.Body))
+				}
+			}
+			if len(bodies) != 2 {
+				t.Fatalf("%d requests to %s, want 2", len(bodies), sc.path)
+			}
+			if strings.Contains(bodies[0], "Round one noted.") {
+				t.Error("the first request already holds the first answer")
+			}
+			for _, want := range []string{"Round 1.", "Round one noted.", "Round 2."} {
+				if !strings.Contains(bodies[1], want) {
+					t.Errorf("the second turn's request lacks %q: the session was not continued", want)
+				}
+			}
+			var facts []engine.Fact
+			if facts, err = engine.ReadJournal(run); err != nil {
+				t.Fatal(err)
+			}
+			sessions := map[string]string{}
+			for _, f := range facts {
+				if f.Type == "end" && strings.HasSuffix(f.Visit, "/talk") {
+					sessions[f.Visit] = f.Session
+				}
+			}
+			if s1 := sessions["rounds#1/talk"]; s1 == "" || sessions["rounds#2/talk"] != s1 {
+				t.Errorf("sessions = %v, want one session for both iterations", sessions)
 			}
 			keyNowhere(t, run)
 		})

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +32,16 @@ func agentCLI(t *testing.T, name string) string {
 	}
 	t.Skipf("%s is not installed: not on PATH nor in .tools/node/node_modules/.bin (run `go tool task deps`)", name)
 	return ""
+}
+
+// cleanHome is a HOME of the test's own for a `flow run` of the real CLIs:
+// neither flow nor the CLIs then read the user's configuration or agents,
+// and the shells Claude Code starts (its shell snapshot, its Bash tool) do
+// not run the user's ~/.bashrc, whose side effects can stall a turn (a
+// `pyenv rehash` waits 60 s on a lock another process left behind).
+func cleanHome(t *testing.T) string {
+	t.Helper()
+	return "HOME=" + t.TempDir()
 }
 
 // driverCase is how one driver is pointed at the model server.
@@ -58,8 +70,20 @@ var driverCases = []driverCase{
 }
 
 // runFlow writes the flow and a helper agent on driver into a fresh
-// directory, runs `flow run` there, and returns the run directory.
+// directory, runs `flow run` there, and returns the run directory. The run
+// must succeed.
 func runFlow(t *testing.T, dc driverCase, s *modelserver.Server, flow string) string {
+	t.Helper()
+	run, out, err := runFlowResult(t, dc, s, flow)
+	if err != nil {
+		t.Fatalf("flow run: %v\n%s", err, out)
+	}
+	return run
+}
+
+// runFlowResult is runFlow for a run that may fail: it returns the run
+// directory, the command's output and its exit error.
+func runFlowResult(t *testing.T, dc driverCase, s *modelserver.Server, flow string) (run, out string, err error) {
 	t.Helper()
 	bin := agentCLI(t, dc.name)
 	dir := t.TempDir()
@@ -76,20 +100,17 @@ func runFlow(t *testing.T, dc driverCase, s *modelserver.Server, flow string) st
 	cmd := exec.Command(flowBinary(t), "run", "f.yaml")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), dc.env(bin, s.URL())...)
-	cmd.Env = append(cmd.Env, "FLOW_TEST_MODEL_KEY="+cliKey)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	cmd.Env = append(cmd.Env, "FLOW_TEST_MODEL_KEY="+cliKey, cleanHome(t))
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	t.Logf("flow run took %v", time.Since(start))
-	if err != nil {
-		t.Fatalf("flow run: %v\n%s", err, stderr.String())
-	}
 	runs, _ := filepath.Glob(filepath.Join(dir, ".flow", "runs", "*"))
 	if len(runs) != 1 {
-		t.Fatalf("run directories: %v", runs)
+		t.Fatalf("run directories: %v (flow run: %v)\n%s", runs, err, buf.String())
 	}
-	return runs[0]
+	return runs[0], buf.String(), err
 }
 
 // answers returns the outputs of the ended visits, by visit path.
@@ -123,6 +144,7 @@ func keyNowhere(t *testing.T, run string) {
 }
 
 func TestDriversTwoNodes(t *testing.T) {
+	t.Parallel()
 	for _, dc := range driverCases {
 		t.Run(dc.name, func(t *testing.T) {
 			t.Parallel()
@@ -177,6 +199,7 @@ nodes:
 }
 
 func TestDriversMemoryAcrossLoop(t *testing.T) {
+	t.Parallel()
 	for _, dc := range driverCases {
 		t.Run(dc.name, func(t *testing.T) {
 			t.Parallel()
@@ -208,6 +231,65 @@ nodes:
 				if !strings.Contains(last, want) {
 					t.Errorf("the second turn's request lacks %q: the session was not continued", want)
 				}
+			}
+			keyNowhere(t, run)
+		})
+	}
+}
+
+// TestDriversProviderFailure: a server that answers 500 fails the visit
+// with kind provider in under 30 s. pi and Claude Code retry on their own
+// (Claude Code 10 times, minutes against a 500); this runs with flow's
+// default bound on those retries, not the tests' usual zero.
+func TestDriversProviderFailure(t *testing.T) {
+	t.Parallel()
+	for _, dc := range driverCases {
+		t.Run(dc.name, func(t *testing.T) {
+			t.Parallel()
+			env := dc.env
+			dc.env = func(bin, url string) []string {
+				return slices.DeleteFunc(env(bin, url), func(e string) bool { return strings.Contains(e, "_MAX_RETRIES=") })
+			}
+			s := modelserver.Start(t, modelserver.Reply{Status: 500})
+			start := time.Now()
+			run, out, err := runFlowResult(t, dc, s, `name: f
+agents: [./agents]
+nodes:
+  - id: greet
+    agent: helper
+    prompt: Say hello.
+`)
+			took := time.Since(start)
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("flow run = %v, want exit 1\n%s", err, out)
+			}
+			t.Logf("%s: 500 -> provider in %v", dc.name, took)
+			if took > 30*time.Second {
+				t.Errorf("a 500 took %v to fail the run, want under 30 s", took)
+			}
+			facts, err := engine.ReadJournal(run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kind string
+			for _, f := range facts {
+				if f.Type == "end" && f.Visit == "greet" && f.Error != nil {
+					kind = string(f.Error.Kind)
+				}
+			}
+			if kind != "provider" {
+				t.Errorf("greet failed with kind %q, want provider\n%s", kind, out)
+			}
+			var generations int
+			for _, r := range s.Requests() {
+				if r.Path == dc.path {
+					generations++
+				}
+			}
+			t.Logf("%s: %d requests to %s", dc.name, generations, dc.path)
+			if generations == 0 || generations > 2 {
+				t.Errorf("%d requests to %s, want the first and at most one retry", generations, dc.path)
 			}
 			keyNowhere(t, run)
 		})
