@@ -9,6 +9,12 @@ import (
 
 // TestMain lets the test binary act as the flow command inside scripts.
 func TestMain(m *testing.M) {
+	// The tests start this binary as the flow command many times. Built with
+	// -race, each of those processes would wait a second before exiting, for
+	// late race reports; they still report, without the wait.
+	if os.Getenv("GORACE") == "" {
+		_ = os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	testscript.Main(m, map[string]func(){
 		"flow": func() { os.Exit(Main(os.Args[1:])) },
 	})
