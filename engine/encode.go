@@ -1,10 +1,10 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
-	"encoding/json"
 	"strconv"
 	"time"
 	"unicode/utf8"

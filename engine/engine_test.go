@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
@@ -586,5 +587,37 @@ func TestResumeReplaysEndedVisits(t *testing.T) {
 	}
 	if got := second.turns[1].Prompt; !strings.HasPrefix(got, "2 3") {
 		t.Fatalf("replayed values: %q", got)
+	}
+}
+
+// An answer over 50 KiB is written to a file in the visit's home; the next
+// reader gets a UTF-8-safe prefix and the file's path.
+func TestOversizedAnswerIsHandedOnAsAFile(t *testing.T) {
+	p := load(t, "big", `name: big
+`+agents+`nodes:
+  - {id: long, agent: worker, prompt: write a lot}
+  - {id: next, agent: judge, reads: [long], prompt: read it}
+`)
+	big := strings.Repeat("é", 30<<10) // 60 KiB of two-byte runes
+	d := &fakeDriver{answer: func(t *Turn) (string, error) {
+		if t.Agent.Name == "worker" {
+			return big, nil
+		}
+		return "read", nil
+	}}
+	res, _ := execute(t, p, d, Options{})
+	if !res.OK {
+		t.Fatalf("run failed: %v", res.Failure)
+	}
+	file := filepath.Join(res.Dir, "home", "long", "worker-answer.md")
+	if b, err := os.ReadFile(file); err != nil || string(b) != big {
+		t.Fatalf("the whole answer is not in %s: %v", file, err)
+	}
+	prompt := d.turns[1].Prompt
+	if !strings.Contains(prompt, file) {
+		t.Fatalf("the reader is not told where the answer is:\n%.300s", prompt)
+	}
+	if !utf8.ValidString(prompt) || len(prompt) > 51<<10 {
+		t.Fatalf("the reader got %d bytes, valid UTF-8 %v", len(prompt), utf8.ValidString(prompt))
 	}
 }
