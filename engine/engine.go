@@ -27,6 +27,9 @@ type Options struct {
 	Input   any    // the run's input, before defaults
 	Model   string // --model: overrides every agent (SPEC 3.6)
 	Timeout time.Duration
+	// DefaultTimeout bounds a turn that nothing else bounds (SPEC 3.6's
+	// last resort); default 30 minutes. The configuration's `timeout`.
+	DefaultTimeout time.Duration
 	// Concurrency caps the agent turns alive at once in the run; default
 	// the flow's concurrency, else 8.
 	Concurrency int

@@ -74,6 +74,9 @@ func (r *runner) turnTimeout(fr *frame, n *flows.Node) time.Duration {
 			return f.flow.Timeout
 		}
 	}
+	if r.opts.DefaultTimeout > 0 {
+		return r.opts.DefaultTimeout
+	}
 	return defaultTurnTimeout
 }
 

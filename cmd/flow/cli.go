@@ -134,6 +134,7 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 	v.SetDefault("driver", "pi")
 	v.SetDefault("runs_dir", filepath.Join(".flow", "runs"))
 	v.SetDefault("concurrency", 0)
+	v.SetDefault("timeout", "30m") // a turn that nothing else bounds
 	v.SetDefault("project_agents", false)
 	v.SetEnvPrefix("FLOW")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))

@@ -135,6 +135,7 @@ func (a *app) execute(ctx context.Context, plan *flows.Plan, spec runSpec) error
 		Drivers: drivers(a.cfg), Commands: run.New(), Input: spec.input, Model: spec.model, Timeout: spec.timeout,
 		RunsDir: spec.runsDir, RunID: spec.runID, WorkDir: spec.workDir, Resume: spec.resume,
 		Concurrency: a.cfg.GetInt("concurrency"), OnEvent: view.Event, Settings: a.settings(),
+		DefaultTimeout: a.cfg.GetDuration("timeout"),
 	}
 	if tty && term.IsTerminal(int(os.Stdin.Fd())) && !spec.json {
 		opts.Asker = &terminalAsker{in: os.Stdin, out: a.stderr, view: view}
