@@ -56,10 +56,15 @@
 //
 // # Transcript
 //
-// Each turn appends a {"type":"flow_turn"} header (visit, model, session,
-// prompt) and then the raw stream to <Home>/<agent>.jsonl, and rewrites
+// Package transcript keeps it, as for every driver: a header line for the
+// turn, then Claude Code's raw stream line by line as it arrives (so `flow tail`
+// follows a running turn), then a summary, in <Home>/<agent>.jsonl; and
 // <Home>/<agent>.html, a self-contained page of every turn so far (all text
-// escaped). Neither holds the environment.
+// escaped), rebuilt after each. The steps on the page — text, thinking,
+// tool calls and results, retries — are read from the stream by the same
+// parser that decides the outcome. Neither file holds the environment, and
+// the value of APIKeyEnv is redacted from both. A turn without a home
+// keeps no transcript.
 //
 // A Driver holds only settings: it is immutable and safe for concurrent
 // use.

@@ -1,12 +1,9 @@
 package claude
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,7 +11,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/steps/agentcli"
 )
 
 // Options configure the claude driver. The zero value runs `claude` from
@@ -73,84 +70,19 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if err != nil {
 		return nil, fmt.Errorf("preparing claude: %w", err)
 	}
-	// The prompt goes in on stdin from a regular file: it ends, unlike an
-	// open pipe, and one argument may not exceed 128 KiB.
-	stdin, err := os.Open(filepath.Join(scratch, "prompt.md"))
-	if err != nil {
-		return nil, fmt.Errorf("preparing claude: %w", err)
+	var key string // redacted from the transcript
+	if d.opts.APIKeyEnv != "" {
+		key, _ = agentcli.Lookup(d.opts.Env, d.opts.APIKeyEnv)
 	}
-	defer stdin.Close()
-
-	t.Progress(engine.Progress{Activity: "starting claude"})
-	var stderr bytes.Buffer
-	p := proc.Command(ctx, t.RunID, d.opts.Binary, args...)
-	p.Grace = d.opts.Grace
-	p.Cmd.Dir = t.WorkDir
-	p.Cmd.Env = env
-	p.Cmd.Stdin = stdin
-	p.Cmd.Stderr = &stderr
-	stdout, err := p.Cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("starting claude: %w", err)
-	}
-	start := time.Now()
-	if err := p.Start(); err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, fmt.Errorf("starting %s: %w: %w", d.opts.Binary, engine.ErrUnavailable, err)
-	}
-	tr := openTranscript(t)
-	ps := newParser(t.Progress)
-	readLines(stdout, func(line []byte) {
-		tr.write(line)
-		ps.feed(line)
-	})
-	werr := p.Wait()
-	wall := time.Since(start).Milliseconds()
-
-	o := ps.outcome()
-	res := &engine.TurnResult{Status: o.status, Output: o.output, Usage: o.usage, Diagnostics: o.diags,
-		Stderr: stderr.String(), Session: ps.session}
-	res.Usage.WallMS = wall
-	if t.Session != "" && ps.session != "" && ps.session != t.Session {
-		res.Status = engine.Failed
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("claude started session %s instead of resuming %s", ps.session, t.Session))
-	}
-	status, exited := proc.ExitStatus(werr)
-	var rerr error
-	switch {
-	case ctx.Err() != nil:
-		res.Status = engine.Aborted
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("claude was stopped: %v", context.Cause(ctx)))
-		rerr = context.Cause(ctx)
-	case !exited:
-		res.Status = engine.Failed
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("waiting for claude: %v", werr))
-	case status != 0 && res.Status == engine.Completed:
-		res.Status = engine.Failed
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("claude exited with status %d%s", status, lastLine(res.Stderr)))
-	case status != 0:
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("claude exited with status %d%s", status, lastLine(res.Stderr)))
-	}
-	if err := tr.Close(); err != nil {
-		res.Diagnostics = append(res.Diagnostics, err.Error())
-	}
-	if tr.path != "" {
-		res.Transcript = tr.path
-		if err := writeHTML(tr.path, t.Agent.Name); err != nil {
-			res.Diagnostics = append(res.Diagnostics, err.Error())
-		}
-	}
-	return res, rerr
+	return agentcli.Turn(ctx, t, agentcli.Command{
+		Name: "claude", Binary: d.opts.Binary, Args: args, Env: env, Dir: t.WorkDir, Prompt: t.Prompt,
+		RunID: t.RunID, Grace: d.opts.Grace,
+	}, newParser(t.Progress), key)
 }
 
 // setup writes the turn's files into scratch and returns Claude Code's
 // arguments and environment.
 func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err error) {
-	if err := os.WriteFile(filepath.Join(scratch, "prompt.md"), []byte(t.Prompt), 0o600); err != nil {
-		return nil, nil, err
-	}
 	tools := toolList(t.Agent.Tools)
 	args = []string{"-p", "--output-format", "stream-json", "--verbose",
 		// Only the agent's tools exist, and they run without asking;
@@ -179,10 +111,10 @@ func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err 
 		args = append(args, "--resume", t.Session)
 	}
 
-	drop := []string{"CLAUDE_CODE_MAX_RETRIES="}
+	drop := []string{"CLAUDE_CODE_MAX_RETRIES"}
 	var extra []string
 	if d.opts.BaseURL != "" {
-		drop = append(drop, "ANTHROPIC_BASE_URL=", "CLAUDE_CONFIG_DIR=", "ANTHROPIC_AUTH_TOKEN=")
+		drop = append(drop, "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "ANTHROPIC_AUTH_TOKEN")
 		extra = append(extra, "ANTHROPIC_BASE_URL="+d.opts.BaseURL)
 		if t.Home != "" {
 			dir := filepath.Join(t.Home, "claude-config")
@@ -193,42 +125,17 @@ func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err 
 		}
 	}
 	if d.opts.APIKeyEnv != "" {
-		drop = append(drop, "ANTHROPIC_API_KEY=")
-		if key, ok := lookup(d.opts.Env, d.opts.APIKeyEnv); ok {
+		drop = append(drop, "ANTHROPIC_API_KEY")
+		if key, ok := agentcli.Lookup(d.opts.Env, d.opts.APIKeyEnv); ok {
 			extra = append(extra, "ANTHROPIC_API_KEY="+key)
 		}
 	}
-	for _, kv := range os.Environ() {
-		if !hasAnyPrefix(kv, drop) {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, d.opts.Env...)
-	env = append(env, extra...)
-	env = append(env, "CLAUDE_CODE_MAX_RETRIES="+strconv.Itoa(max(d.opts.MaxRetries, 0)),
+	set := append(append(append([]string(nil), d.opts.Env...), extra...),
+		"CLAUDE_CODE_MAX_RETRIES="+strconv.Itoa(max(d.opts.MaxRetries, 0)),
 		// No telemetry, update checks or other traffic from inside a flow.
 		"DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
-	return args, env, nil
-}
-
-// lookup finds name in env, then in the flow process's environment.
-func lookup(env []string, name string) (string, bool) {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
-			return v, true
-		}
-	}
-	return os.LookupEnv(name)
-}
-
-func hasAnyPrefix(s string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
+	return args, agentcli.Environ(drop, set...), nil
 }
 
 // readOnly is the read-only tool set, used when an agent names no tools.
@@ -276,36 +183,4 @@ func effort(thinking string) string {
 	default:
 		return strings.ToLower(thinking) // xhigh, max: as Claude Code knows them
 	}
-}
-
-// readLines calls fn with every line of r, however long, until EOF or an
-// error.
-func readLines(r io.Reader, fn func([]byte)) {
-	br := bufio.NewReaderSize(r, 256<<10)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			fn(line)
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// lastLine returns ": <last non-blank line of stderr>" for a diagnostic.
-func lastLine(stderr string) string {
-	s := strings.TrimRight(stderr, " \t\r\n")
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return ""
-	}
-	const most = 200
-	if len(s) > most {
-		s = strings.ToValidUTF8(s[:most], "") + "…"
-	}
-	return ": " + s
 }

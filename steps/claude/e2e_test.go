@@ -4,45 +4,27 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/modelserver"
-	"github.com/flowrun/flow/steps/proc"
 )
 
 // fakeKey is the key the tests hand claude; it must never reach a file.
 const fakeKey = "sk-ant-flow-test-0123456789"
 
-// binary returns the claude program, from PATH or the repository's .tools, or
-// skips the test.
-func binary(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("claude"); err == nil {
-		return p
-	}
-	p, _ := filepath.Abs("../../.tools/node/node_modules/.bin/claude")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	t.Skip("claude is not installed: not on PATH nor in .tools/node/node_modules/.bin (run `go tool task deps`)")
-	return ""
-}
-
 // e2e returns a driver pointed at a fresh model server, and the server.
 func e2e(t *testing.T, replies ...modelserver.Reply) (*Driver, *modelserver.Server) {
 	t.Helper()
-	bin := binary(t)
+	bin := clitest.Binary(t, "claude")
 	s := modelserver.Start(t, replies...)
 	return New(Options{Binary: bin, BaseURL: s.URL(), APIKeyEnv: "FLOW_TEST_CLAUDE_KEY",
 		Env: []string{"FLOW_TEST_CLAUDE_KEY=" + fakeKey}, Grace: time.Second}), s
@@ -51,72 +33,22 @@ func e2e(t *testing.T, replies ...modelserver.Reply) (*Driver, *modelserver.Serv
 // newTurn returns a turn of a read-only agent on the test model.
 func newTurn(t *testing.T, prompt string) *engine.Turn {
 	t.Helper()
-	return &engine.Turn{
-		RunID:    fmt.Sprintf("claudetest-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")),
-		Visit:    "review#1/scout",
-		Agent:    &flows.Agent{Name: "scout", Driver: "claude", Instructions: "You are terse & <careful>."},
-		Model:    "test-model",
-		Prompt:   prompt,
-		Home:     t.TempDir(),
-		WorkDir:  t.TempDir(),
-		Timeout:  time.Minute,
-		Progress: func(engine.Progress) {},
-	}
-}
-
-// record keeps a turn's raw stream as a unit-test fixture when
-// FLOW_RECORD=1.
-func record(t *testing.T, res *engine.TurnResult, name string) {
-	t.Helper()
-	if os.Getenv("FLOW_RECORD") == "" || res == nil || res.Transcript == "" {
-		return
-	}
-	b, err := os.ReadFile(res.Transcript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Keep the last turn's stream, without the driver's header.
-	var keep []string
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		if strings.HasPrefix(line, `{"type":"flow_turn"`) {
-			keep = nil
-		} else if line != "" {
-			keep = append(keep, line)
-		}
-	}
-	if err := os.WriteFile(filepath.Join("testdata", name), []byte(strings.Join(keep, "")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// noKey fails the test if the fake key is in any file under dir.
-func noKey(t *testing.T, dir string) {
-	t.Helper()
-	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		if b, _ := os.ReadFile(path); strings.Contains(string(b), fakeKey) {
-			t.Errorf("the API key is written in %s", path)
-		}
-		return nil
-	})
+	return clitest.Turn(t, &flows.Agent{Name: "scout", Driver: "claude", Instructions: "You are terse & <careful>."}, prompt)
 }
 
 func TestE2EPlain(t *testing.T) {
 	t.Parallel()
 	d, s := e2e(t, modelserver.Reply{Text: "Hello from the server.", Input: 120, Output: 7})
 	tn := newTurn(t, "Say hello.")
-	var mu sync.Mutex
-	var progress []engine.Progress
-	tn.Progress = func(p engine.Progress) { mu.Lock(); progress = append(progress, p); mu.Unlock() }
+	var progress clitest.Progress
+	tn.Progress = progress.Record
 	start := time.Now()
 	res, err := d.Turn(context.Background(), tn)
 	t.Logf("plain turn took %v", time.Since(start))
 	if err != nil || res.Status != engine.Completed || res.Output != "Hello from the server." {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}
-	record(t, res, "plain.jsonl")
+	clitest.Record(t, res, "plain.jsonl")
 	if res.Usage.Input == nil || *res.Usage.Input != 120 || *res.Usage.Output != 7 || *res.Usage.Turns != 1 {
 		t.Errorf("usage = %+v", res.Usage)
 	}
@@ -146,21 +78,10 @@ func TestE2EPlain(t *testing.T) {
 	if err != nil || !strings.Contains(string(page), "Hello from the server.") {
 		t.Errorf("no readable transcript: %v", err)
 	}
-	noKey(t, tn.Home)
-	mu.Lock()
-	defer mu.Unlock()
-	if !hasActivity(progress, "writing") {
-		t.Errorf("progress = %+v, want writing", progress)
+	clitest.NoKey(t, tn.Home, fakeKey)
+	if !progress.Has("writing") {
+		t.Errorf("progress = %s, want writing", &progress)
 	}
-}
-
-func hasActivity(ps []engine.Progress, activity string) bool {
-	for _, p := range ps {
-		if p.Activity == activity {
-			return true
-		}
-	}
-	return false
 }
 
 func TestE2EToolCall(t *testing.T) {
@@ -173,14 +94,13 @@ func TestE2EToolCall(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(tn.WorkDir, "marker.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var progress []engine.Progress
-	tn.Progress = func(p engine.Progress) { mu.Lock(); progress = append(progress, p); mu.Unlock() }
+	var progress clitest.Progress
+	tn.Progress = progress.Record
 	res, err := d.Turn(context.Background(), tn)
 	if err != nil || res.Status != engine.Completed || res.Output != "I saw marker.txt." {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}
-	record(t, res, "tool.jsonl")
+	clitest.Record(t, res, "tool.jsonl")
 	if *res.Usage.Turns != 2 {
 		t.Errorf("turns = %d, want 2", *res.Usage.Turns)
 	}
@@ -194,10 +114,8 @@ func TestE2EToolCall(t *testing.T) {
 	if !strings.Contains(last, "marker.txt") {
 		t.Errorf("the tool result did not reach the model: %.500s", last)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !hasActivity(progress, "using Bash") {
-		t.Errorf("progress = %+v, want using Bash", progress)
+	if !progress.Has("using Bash") {
+		t.Errorf("progress = %s, want using Bash", &progress)
 	}
 }
 
@@ -210,7 +128,7 @@ func TestE2ETyped(t *testing.T) {
 	tn := newTurn(t, "Judge it.")
 	tn.OutputSchema = []byte(`{"type":"object","properties":{"approved":{"type":"boolean"},"remarks":{"type":"array","items":{"type":"string"}}},"required":["approved","remarks"]}`)
 	res, err := d.Turn(context.Background(), tn)
-	record(t, res, "typed.jsonl")
+	clitest.Record(t, res, "typed.jsonl")
 	if err != nil || res.Status != engine.Completed {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}
@@ -244,7 +162,7 @@ func TestE2EMemory(t *testing.T) {
 	if err != nil || res2.Status != engine.Completed || res2.Output != "Second answer: 42." {
 		t.Fatalf("second Turn = %+v, %v", res2, err)
 	}
-	record(t, res2, "memory.jsonl")
+	clitest.Record(t, res2, "memory.jsonl")
 	if res2.Session != res.Session {
 		t.Errorf("session %q, want %q continued", res2.Session, res.Session)
 	}
@@ -276,7 +194,7 @@ func TestE2EServerError(t *testing.T) {
 	if err != nil || res.Status != engine.Failed {
 		t.Fatalf("Turn = %+v, %v; want failed", res, err)
 	}
-	record(t, res, "error500.jsonl")
+	clitest.Record(t, res, "error500.jsonl")
 	if took > 30*time.Second {
 		t.Errorf("took %v, want under 30s", took)
 	}
@@ -324,9 +242,7 @@ func TestE2ECancel(t *testing.T) {
 		}
 		t.Errorf("the tool's command outlived the cancellation: %v", left)
 	}
-	if n, _ := proc.KillTagged(tn.RunID, time.Second); n != 0 {
-		t.Errorf("%d processes outlived the cancellation", n)
-	}
+	clitest.NoneLeft(t, tn.RunID)
 }
 
 // sleepers lists the live processes whose command line holds marker.
@@ -356,7 +272,7 @@ func TestE2ELengthLimit(t *testing.T) {
 	t.Parallel()
 	d, _ := e2e(t, modelserver.Reply{Text: "A long answer that was cut", Finish: "length"})
 	res, err := d.Turn(context.Background(), newTurn(t, "Write a lot."))
-	record(t, res, "length.jsonl")
+	clitest.Record(t, res, "length.jsonl")
 	if err != nil || res.Status != engine.Failed || !strings.Contains(strings.Join(res.Diagnostics, "\n"), "length limit") {
 		t.Fatalf("Turn = %+v, %v; want failed at the length limit", res, err)
 	}

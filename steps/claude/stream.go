@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/agentcli"
+	"github.com/flowrun/flow/steps/transcript"
 )
 
 // event is one line of `claude -p --output-format stream-json --verbose`,
@@ -58,6 +60,7 @@ type block struct {
 	Text      string          `json:"text"`
 	Thinking  string          `json:"thinking"`
 	Name      string          `json:"name"`
+	ID        string          `json:"id"` // tool_use
 	Input     json.RawMessage `json:"input"`
 	Content   json.RawMessage `json:"content"` // tool_result: a string or blocks
 	IsError   bool            `json:"is_error"`
@@ -93,49 +96,29 @@ var knownEvents = map[string]bool{
 // the result event's: the exit status and the subtype can both say success
 // while is_error is true.
 type parser struct {
-	progress func(engine.Progress)
+	activity *agentcli.Activity // its Tokens are preliminary, for progress only
+	notes    *agentcli.Notes
 
-	lines     int
-	malformed int
-	diags     []string
-	unknown   map[string]bool
-	session   string
-	result    *event
-	activity  string
-	tokens    int64 // preliminary, for progress only
+	lines   int
+	session string
+	result  *event
+	steps   []transcript.Step
+	tools   map[string]string // tool_use id → tool name, to title the results
 }
 
 func newParser(progress func(engine.Progress)) *parser {
-	if progress == nil {
-		progress = func(engine.Progress) {}
-	}
-	return &parser{progress: progress, unknown: map[string]bool{}}
+	return &parser{activity: agentcli.NewActivity(progress), notes: agentcli.NewNotes("claude"), tools: map[string]string{}}
 }
 
-func (p *parser) diag(format string, args ...any) {
-	p.diags = append(p.diags, fmt.Sprintf(format, args...))
-}
-
-func (p *parser) report(activity string) {
-	if activity == p.activity {
-		return
-	}
-	p.activity = activity
-	p.progress(engine.Progress{Activity: activity, Tokens: p.tokens})
-}
-
-// feed reads one line of the stream.
-func (p *parser) feed(line []byte) {
-	p.lines++
+// Feed reads line n (counted from 1) of the stream.
+func (p *parser) Feed(n int, line []byte) {
+	p.lines = n
 	if strings.TrimSpace(string(line)) == "" {
 		return
 	}
 	var ev event
 	if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" {
-		p.malformed++
-		if p.malformed <= 3 {
-			p.diag("line %d of claude's output is not a JSON event: %s", p.lines, excerpt(string(line)))
-		}
+		p.notes.Malformed(n, line)
 		return
 	}
 	if ev.SessionID != "" && p.session == "" {
@@ -148,26 +131,28 @@ func (p *parser) feed(line []byte) {
 			if ev.ErrorStatus != nil {
 				status = fmt.Sprintf("HTTP %d", *ev.ErrorStatus)
 			}
-			p.diag("claude retries a failed request (attempt %d of %d, %s, %v)", ev.Attempt, ev.MaxRetries, status, ev.Error)
-			p.report(fmt.Sprintf("retrying (%d of %d)", ev.Attempt, ev.MaxRetries))
+			p.notes.Add("claude retries a failed request (attempt %d of %d, %s, %v)", ev.Attempt, ev.MaxRetries, status, ev.Error)
+			p.activity.Report(fmt.Sprintf("retrying (%d of %d)", ev.Attempt, ev.MaxRetries))
+			p.steps = append(p.steps, transcript.Step{Kind: "error", Title: fmt.Sprintf("retry %d of %d", ev.Attempt, ev.MaxRetries), Text: fmt.Sprint(ev.Error)})
 		}
-	case "assistant":
-		if ev.Message == nil || ev.ParentTool != "" {
+	case "assistant", "user":
+		p.step(ev.Type, ev.Message)
+		if ev.Type == "user" || ev.Message == nil || ev.ParentTool != "" {
 			return // a subagent's message: its parent's result tells
 		}
 		if u := ev.Message.Usage; u != nil {
 			// Preliminary: shown as progress, never recorded as usage.
-			p.tokens += deref(u.Input) + deref(u.Output)
+			p.activity.Tokens += deref(u.Input) + deref(u.Output)
 		}
 		for _, b := range ev.Message.Content {
 			switch b.Type {
 			case "text":
-				p.report("writing")
+				p.activity.Report("writing")
 			case "thinking":
-				p.report("thinking")
+				p.activity.Report("thinking")
 			case "tool_use":
-				p.activity = "" // the same tool twice is two uses
-				p.report("using " + b.Name)
+				p.activity.Forget() // the same tool twice is two uses
+				p.activity.Report("using " + b.Name)
 			}
 		}
 	case "result":
@@ -176,30 +161,68 @@ func (p *parser) feed(line []byte) {
 		if ev.SessionID != "" {
 			p.session = ev.SessionID
 		}
+		if ev.IsError {
+			p.steps = append(p.steps, transcript.Step{Kind: "error", Title: "result " + ev.Subtype, Text: ev.Result})
+		}
 	default:
-		if !knownEvents[ev.Type] && !p.unknown[ev.Type] {
-			p.unknown[ev.Type] = true
-			p.diag("line %d: unknown claude event %q (ignored)", p.lines, ev.Type)
+		if !knownEvents[ev.Type] {
+			p.notes.Unknown(n, ev.Type)
 		}
 	}
 }
 
-// outcome is what the stream says about the turn.
-type outcome struct {
-	status engine.Status
-	output string
-	diags  []string
-	usage  engine.Usage
+// step keeps what a message did for the readable transcript, a subagent's
+// too; the prompt (the user's text) is the turn's own.
+func (p *parser) step(role string, m *msg) {
+	if m == nil {
+		return
+	}
+	for _, c := range m.Content {
+		switch c.Type {
+		case "text":
+			if role == "assistant" {
+				p.steps = append(p.steps, transcript.Step{Kind: "text", Text: c.Text})
+			}
+		case "thinking":
+			p.steps = append(p.steps, transcript.Step{Kind: "thinking", Text: c.Thinking})
+		case "tool_use":
+			p.tools[c.ID] = c.Name
+			p.steps = append(p.steps, transcript.Step{Kind: "tool", Title: c.Name, Text: string(c.Input)})
+		case "tool_result":
+			kind := "result"
+			if c.IsError {
+				kind = "error"
+			}
+			p.steps = append(p.steps, transcript.Step{Kind: kind, Title: p.tools[c.ToolUseID], Text: resultText(c.Content)})
+		}
+	}
 }
 
-// outcome decides the turn's outcome once the stream has ended.
-func (p *parser) outcome() outcome {
-	o := outcome{status: engine.Failed, diags: append([]string(nil), p.diags...)}
-	if p.malformed > 3 {
-		o.diags = append(o.diags, fmt.Sprintf("%d more lines were not JSON events", p.malformed-3))
+// resultText renders a tool result's content: a string, or text blocks.
+func resultText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
 	}
-	fail := func(format string, args ...any) outcome {
-		o.diags = append(o.diags, fmt.Sprintf(format, args...))
+	var blocks []block
+	if json.Unmarshal(raw, &blocks) == nil {
+		var parts []string
+		for _, bl := range blocks {
+			if bl.Type == "text" {
+				parts = append(parts, bl.Text)
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	return string(raw)
+}
+
+// Outcome decides the turn's outcome once the stream has ended; agentcli.Turn
+// adds how claude exited.
+func (p *parser) Outcome() agentcli.Outcome {
+	o := agentcli.Outcome{Status: engine.Failed, Diagnostics: p.notes.List(), Session: p.session, Steps: p.steps}
+	fail := func(format string, args ...any) agentcli.Outcome {
+		o.Diagnostics = append(o.Diagnostics, fmt.Sprintf(format, args...))
 		return o
 	}
 	r := p.result
@@ -211,15 +234,15 @@ func (p *parser) outcome() outcome {
 	}
 	// Usage is the result's: the assistant events' usage is preliminary.
 	if u := r.Usage; u != nil {
-		o.usage.Input, o.usage.Output, o.usage.CacheRead, o.usage.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
+		o.Usage.Input, o.Usage.Output, o.Usage.CacheRead, o.Usage.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
 	}
-	o.usage.Cost, o.usage.Turns = r.TotalCostUSD, r.NumTurns
-	o.output = r.Result
+	o.Usage.Cost, o.Usage.Turns = r.TotalCostUSD, r.NumTurns
+	o.Output = r.Result
 	if len(r.StructuredOutput) > 0 && string(r.StructuredOutput) != "null" {
-		o.output = string(r.StructuredOutput)
+		o.Output = string(r.StructuredOutput)
 	}
 	for _, d := range r.PermissionDenied {
-		o.diags = append(o.diags, fmt.Sprintf("claude was denied the tool %s (not in the agent's tools)", d.ToolName))
+		o.Diagnostics = append(o.Diagnostics, fmt.Sprintf("claude was denied the tool %s (not in the agent's tools)", d.ToolName))
 	}
 	switch {
 	case r.IsError:
@@ -254,12 +277,12 @@ func (p *parser) outcome() outcome {
 		return fail("the turn ended with an unexpected stop reason %q", r.StopReason)
 	}
 	switch {
-	case p.malformed > 0:
+	case p.notes.MalformedLines() > 0:
 		return fail("claude's stream is not well-formed")
-	case strings.TrimSpace(o.output) == "":
+	case strings.TrimSpace(o.Output) == "":
 		return fail("no answer: the result has no text")
 	}
-	o.status = engine.Completed
+	o.Status = engine.Completed
 	return o
 }
 
@@ -268,15 +291,6 @@ func joinErrors(errs []string) string {
 		return ""
 	}
 	return ": " + strings.Join(errs, "; ")
-}
-
-func excerpt(s string) string {
-	const most = 120
-	s = strings.TrimSpace(s)
-	if len(s) > most {
-		s = strings.ToValidUTF8(s[:most], "") + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }
 
 func deref(p *int64) int64 {

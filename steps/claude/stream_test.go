@@ -1,29 +1,30 @@
 package claude
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/clitest"
+	"github.com/flowrun/flow/steps/agentcli"
+	"github.com/flowrun/flow/steps/transcript"
 )
 
-func parse(t *testing.T, stream []byte) outcome {
+// parse feeds a whole stream to a parser and returns the outcome.
+func parse(t *testing.T, stream []byte) agentcli.Outcome {
 	t.Helper()
-	p := newParser(nil)
-	readLines(bytes.NewReader(stream), p.feed)
-	return p.outcome()
+	return feed(stream).Outcome()
 }
 
-func fixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+// feed feeds a whole stream to a new parser.
+func feed(stream []byte) *parser {
+	p := newParser(nil)
+	w := agentcli.NewLineWriter(p.Feed)
+	_, _ = w.Write(stream)
+	w.Flush()
+	return p
 }
 
 // Streams recorded from Claude Code 2.1.197 against internal/modelserver
@@ -46,19 +47,19 @@ func TestRecordedStreams(t *testing.T) {
 		{file: "length.jsonl", status: engine.Failed, output: "API Error", diag: "hit its length limit", turns: 1},
 	}
 	for _, tt := range tests {
-		o := parse(t, fixture(t, tt.file))
-		diags := strings.Join(o.diags, "\n")
-		if o.status != tt.status || !strings.HasPrefix(o.output, tt.output) || (tt.output == "" && o.output != "" && tt.status == engine.Completed) ||
+		o := parse(t, clitest.Fixture(t, tt.file))
+		diags := strings.Join(o.Diagnostics, "\n")
+		if o.Status != tt.status || !strings.HasPrefix(o.Output, tt.output) || (tt.output == "" && o.Output != "" && tt.status == engine.Completed) ||
 			!strings.Contains(diags, tt.diag) || (tt.diag == "" && diags != "") {
-			t.Errorf("%s: %s %q %q, want %s %q and a diagnostic %q", tt.file, o.status, o.output, diags, tt.status, tt.output, tt.diag)
+			t.Errorf("%s: %s %q %q, want %s %q and a diagnostic %q", tt.file, o.Status, o.Output, diags, tt.status, tt.output, tt.diag)
 		}
-		if o.usage.Turns == nil || *o.usage.Turns != tt.turns {
-			t.Errorf("%s: turns = %v, want %d", tt.file, o.usage.Turns, tt.turns)
+		if o.Usage.Turns == nil || *o.Usage.Turns != tt.turns {
+			t.Errorf("%s: turns = %v, want %d", tt.file, o.Usage.Turns, tt.turns)
 		}
-		if tt.input != 0 && (o.usage.Input == nil || *o.usage.Input != tt.input) {
-			t.Errorf("%s: input = %v, want %d", tt.file, o.usage.Input, tt.input)
+		if tt.input != 0 && (o.Usage.Input == nil || *o.Usage.Input != tt.input) {
+			t.Errorf("%s: input = %v, want %d", tt.file, o.Usage.Input, tt.input)
 		}
-		if o.usage.Cost == nil {
+		if o.Usage.Cost == nil {
 			t.Errorf("%s: the cost is reported by claude", tt.file)
 		}
 	}
@@ -66,7 +67,7 @@ func TestRecordedStreams(t *testing.T) {
 
 func TestDamagedStreams(t *testing.T) {
 	t.Parallel()
-	lines := strings.SplitAfter(string(fixture(t, "plain.jsonl")), "\n")
+	lines := strings.SplitAfter(string(clitest.Fixture(t, "plain.jsonl")), "\n")
 	var noResult []string
 	for _, l := range lines {
 		if !strings.Contains(l, `"type":"result"`) {
@@ -101,8 +102,8 @@ func TestDamagedStreams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		o := parse(t, []byte(tt.stream))
-		if diags := strings.Join(o.diags, "\n"); o.status != tt.status || !strings.Contains(diags, tt.diag) {
-			t.Errorf("%s: %s %q, want %s and a diagnostic %q", tt.name, o.status, diags, tt.status, tt.diag)
+		if diags := strings.Join(o.Diagnostics, "\n"); o.Status != tt.status || !strings.Contains(diags, tt.diag) {
+			t.Errorf("%s: %s %q, want %s and a diagnostic %q", tt.name, o.Status, diags, tt.status, tt.diag)
 		}
 	}
 }
@@ -110,7 +111,7 @@ func TestDamagedStreams(t *testing.T) {
 func TestResultWithoutUsage(t *testing.T) {
 	t.Parallel()
 	o := parse(t, []byte(`{"type":"result","subtype":"success","is_error":false,"result":"hi","stop_reason":"end_turn"}`+"\n"))
-	if o.status != engine.Completed || o.usage.Input != nil || o.usage.Cost != nil || o.usage.Turns != nil {
+	if o.Status != engine.Completed || o.Usage.Input != nil || o.Usage.Cost != nil || o.Usage.Turns != nil {
 		t.Errorf("outcome = %+v, want completed with nothing reported", o)
 	}
 }
@@ -134,18 +135,18 @@ func TestToolList(t *testing.T) {
 func TestHTMLEscapes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	path := filepath.Join(dir, "a.jsonl")
-	stream := `{"type":"flow_turn","visit":"v<1>","prompt":"<script>alert(1)</script>"}` + "\n" +
-		`{"type":"assistant","message":{"content":[{"type":"text","text":"a & <u>"},{"type":"tool_use","name":"<x>","input":{"c":"<y>"}}]}}` + "\n" +
+	log, err := transcript.Open(dir, "a<gent>", transcript.Header{Visit: "v<1>", Driver: "claude", Prompt: "<script>alert(1)</script>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := feed([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"a & <u>"},{"type":"tool_use","name":"<x>","input":{"c":"<y>"}}]}}` + "\n" +
 		`{"type":"user","message":{"content":[{"type":"tool_result","content":"<z>"}]}}` + "\n" +
-		"not json <i>\n"
-	if err := os.WriteFile(path, []byte(stream), 0o644); err != nil {
+		"not json <i>\n"))
+	o := p.Outcome()
+	if err := log.End(&engine.TurnResult{Status: o.Status, Output: o.Output, Diagnostics: o.Diagnostics}, o.Steps); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeHTML(path, "a<gent>"); err != nil {
-		t.Fatal(err)
-	}
-	page, err := os.ReadFile(filepath.Join(dir, "a.html"))
+	page, err := os.ReadFile(filepath.Join(dir, "a<gent>.html"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,10 +56,16 @@
 //
 // # Transcript
 //
-// Every stdout line is appended as it arrives to <Home>/<agent>.jsonl,
-// after a record of the command line; a summary closes the turn and
-// <Home>/<agent>.html is rebuilt (package transcript). The key's value is
-// redacted from everything written there.
+// Package transcript keeps it, as for every driver: after the turn's header
+// and a record of the command line, every stdout line is appended as it
+// arrives to <Home>/<agent>.jsonl; a summary closes the turn and
+// <Home>/<agent>.html is rebuilt. The key's value is redacted from
+// everything written there.
+//
+// # Processes
+//
+// Package agentcli runs Codex (stdin from a file, stdout read line by line,
+// the process tree in a group of its own through package proc).
 //
 // A Driver holds only settings: it is immutable and safe for concurrent use.
 package codex

@@ -1,10 +1,8 @@
 package codex
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/proc"
 	"github.com/flowrun/flow/steps/transcript"
 )
@@ -149,7 +148,8 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	}
 	args := arguments(t, model, base, providerKey, schemaFile, d.retries)
 
-	log, err := transcript.Open(home, a.Name)
+	log, err := transcript.Open(home, a.Name, transcript.Header{Visit: t.Visit, Driver: "codex", Model: model,
+		Session: t.Session, Started: start, System: a.Instructions, Prompt: t.Prompt})
 	if err != nil {
 		return nil, err
 	}
@@ -157,48 +157,21 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	log.Redact(os.Getenv(keyEnv))
 	log.Record(map[string]any{"command": map[string]any{"visit": t.Visit, "argv": append([]string{d.binary}, args...), "codex_home": codexHome}})
 
-	// The turn text goes in through a regular file: Codex reads stdin to EOF
-	// and would wait forever on an open pipe.
-	promptFile, err := os.CreateTemp("", "flow-codex-prompt-*")
-	if err != nil {
-		return nil, fmt.Errorf("writing the turn text: %w", err)
+	var env []string // nil: the flow process's
+	if codexHome != "" {
+		env = agentcli.Environ([]string{"CODEX_HOME"}, "CODEX_HOME="+codexHome)
 	}
-	defer os.Remove(promptFile.Name())
-	defer promptFile.Close()
-	if _, err := io.WriteString(promptFile, t.Prompt); err != nil {
-		return nil, fmt.Errorf("writing the turn text: %w", err)
-	}
-	if _, err := promptFile.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("writing the turn text: %w", err)
-	}
-
-	var stderr bytes.Buffer
-	p := proc.Command(ctx, t.RunID, d.binary, args...)
-	p.Grace = d.grace
-	p.Cmd.Dir = t.WorkDir
-	p.Cmd.Env = environ(codexHome)
-	p.Cmd.Stdin = promptFile
-	p.Cmd.Stderr = &stderr
 	s := newStream(t.Progress)
-	lines := &lineWriter{each: func(n int, line []byte) {
-		log.Raw(line)
-		s.line(n, line)
-	}}
-	// A writer rather than a pipe: os/exec copies stdout in its own
-	// goroutine, and WaitDelay stops a stray descendant that keeps it open
-	// from holding the turn.
-	p.Cmd.Stdout = lines
 	t.Progress(engine.Progress{Activity: "starting codex"})
-	if err := p.Start(); err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, fmt.Errorf("starting %s: %w: %w", d.binary, engine.ErrUnavailable, err)
+	exit, err := agentcli.Run(ctx, agentcli.Command{
+		Name: "codex", Binary: d.binary, Args: args, Env: env, Dir: t.WorkDir, Prompt: t.Prompt,
+		RunID: t.RunID, Grace: d.grace, Transcript: log,
+	}, s.line)
+	if err != nil {
+		return nil, err
 	}
-	werr := p.Wait()
-	lines.flush()
 
-	res := &engine.TurnResult{Output: s.answer, Stderr: stderr.String(), Session: s.thread, Transcript: log.Path()}
+	res := &engine.TurnResult{Output: s.answer, Stderr: exit.Stderr, Session: s.thread, Transcript: log.Path()}
 	if res.Session == "" {
 		res.Session = t.Session
 	}
@@ -207,18 +180,15 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	res.Usage.WallMS = time.Since(start).Milliseconds()
 	var rerr error
 	if ctx.Err() != nil {
+		// Only what the stream said before the cancel: the rest of the
+		// outcome (no turn.completed, no answer) is the cancel's doing.
 		res.Status = engine.Aborted
 		res.Diagnostics = append(s.diag, fmt.Sprintf("codex was stopped: %v", context.Cause(ctx)))
 		rerr = context.Cause(ctx)
 	} else {
-		res.Status, res.Diagnostics = s.outcome(exitDiagnostic(werr, res.Stderr))
+		res.Status, res.Diagnostics = s.outcome(exit.Problem())
 	}
-	sum := transcript.Turn{
-		Visit: t.Visit, Driver: "codex", Model: model, Session: res.Session, Started: start, WallMS: res.Usage.WallMS,
-		Status: string(res.Status), System: a.Instructions, Prompt: t.Prompt, Steps: s.steps, Answer: res.Output,
-		Usage: res.Usage, Diagnostics: res.Diagnostics, Stderr: res.Stderr,
-	}
-	if err := log.End(sum); err != nil {
+	if err := log.End(res, s.steps); err != nil {
 		res.Diagnostics = append(res.Diagnostics, err.Error())
 	}
 	return res, rerr
@@ -317,72 +287,4 @@ func tomlString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
-}
-
-func environ(codexHome string) []string {
-	env := os.Environ()
-	if codexHome == "" {
-		return env
-	}
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "CODEX_HOME=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, "CODEX_HOME="+codexHome)
-}
-
-// exitDiagnostic describes an unclean exit, or returns "".
-func exitDiagnostic(werr error, stderr string) string {
-	status, ok := proc.ExitStatus(werr)
-	switch {
-	case !ok:
-		return fmt.Sprintf("waiting for codex: %v", werr)
-	case status == 0:
-		return ""
-	}
-	last := strings.TrimSpace(stderr)
-	if i := strings.LastIndexByte(last, '\n'); i >= 0 {
-		last = strings.TrimSpace(last[i+1:])
-	}
-	if last != "" {
-		return fmt.Sprintf("codex exited with status %d: %s", status, clip(last))
-	}
-	return fmt.Sprintf("codex exited with status %d", status)
-}
-
-// lineWriter calls each for every complete non-blank line written to it,
-// counting lines from 1. It is written by one goroutine at a time.
-type lineWriter struct {
-	each func(n int, line []byte)
-	buf  []byte
-	n    int
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		w.emit(w.buf[:i+1])
-		w.buf = w.buf[i+1:]
-	}
-}
-
-// flush hands on a last line without a newline.
-func (w *lineWriter) flush() {
-	if len(w.buf) > 0 {
-		w.emit(w.buf)
-		w.buf = nil
-	}
-}
-
-func (w *lineWriter) emit(line []byte) {
-	w.n++
-	if len(bytes.TrimSpace(line)) > 0 {
-		w.each(w.n, line)
-	}
 }

@@ -3,9 +3,7 @@ package codex
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,65 +11,28 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/modelserver"
-	"github.com/flowrun/flow/steps/proc"
 	"github.com/flowrun/flow/steps/transcript"
 )
 
 const fakeKey = "sk-codex-test-DO-NOT-LEAK-77c1"
-
-// codexBinary finds the real codex CLI: on PATH (go tool task test puts the
-// pinned one there), else in the repository's .tools folder.
-func codexBinary(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("codex"); err == nil {
-		return p
-	}
-	p, _ := filepath.Abs("../../.tools/node/node_modules/.bin/codex")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	t.Skip("codex is not installed: run `go tool task deps` (it installs @openai/codex into .tools/node)")
-	return ""
-}
 
 // turn returns a turn against s, with the key in the environment (so its
 // tests may not run in parallel).
 func turn(t *testing.T, s *modelserver.Server) *engine.Turn {
 	t.Helper()
 	t.Setenv("FLOW_TEST_CODEX_KEY", fakeKey)
-	work := t.TempDir()
-	if err := os.WriteFile(filepath.Join(work, "hello.txt"), []byte("hi\n"), 0o644); err != nil {
+	tn := clitest.Turn(t, &flows.Agent{Name: "coder", Driver: "codex", BaseURL: s.URL(), APIKeyEnv: "FLOW_TEST_CODEX_KEY",
+		Instructions: "You are FLOWCODER."}, "List the files.")
+	if err := os.WriteFile(filepath.Join(tn.WorkDir, "hello.txt"), []byte("hi\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return &engine.Turn{
-		RunID:    fmt.Sprintf("codextest-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")),
-		Visit:    "code",
-		Agent:    &flows.Agent{Name: "coder", Driver: "codex", BaseURL: s.URL(), APIKeyEnv: "FLOW_TEST_CODEX_KEY", Instructions: "You are FLOWCODER."},
-		Model:    "test-model",
-		Prompt:   "List the files.",
-		Home:     t.TempDir(),
-		WorkDir:  work,
-		Timeout:  time.Minute,
-		Progress: func(engine.Progress) {},
-	}
-}
-
-func noKey(t *testing.T, dir string) {
-	t.Helper()
-	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), fakeKey) {
-			t.Errorf("%s holds the API key", path)
-		}
-		return nil
-	})
+	return tn
 }
 
 func TestCodexPlainTurn(t *testing.T) {
-	bin := codexBinary(t)
+	bin := clitest.Binary(t, "codex")
 	s := modelserver.Start(t, modelserver.Reply{Text: "Hello from the model.", Input: 1234, Output: 7})
 	tn := turn(t, s)
 	// No WithCodexHome: the driver's own home inside the scope's home.
@@ -110,11 +71,11 @@ func TestCodexPlainTurn(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tn.Home, "coder.html")); err != nil {
 		t.Error(err)
 	}
-	noKey(t, tn.Home)
+	clitest.NoKey(t, tn.Home, fakeKey)
 }
 
 func TestCodexToolCall(t *testing.T) {
-	bin := codexBinary(t)
+	bin := clitest.Binary(t, "codex")
 	s := modelserver.Start(t,
 		modelserver.Reply{Text: "Listing.", ToolCall: &modelserver.ToolCall{Name: "exec_command", Arguments: `{"cmd":"ls"}`}},
 		modelserver.Reply{Text: "There is one file: hello.txt."},
@@ -141,7 +102,7 @@ func TestCodexToolCall(t *testing.T) {
 }
 
 func TestCodexTypedOutput(t *testing.T) {
-	bin := codexBinary(t)
+	bin := clitest.Binary(t, "codex")
 	s := modelserver.Start(t, modelserver.Reply{Text: `{"approved":true}`})
 	tn := turn(t, s)
 	tn.OutputSchema = []byte(`{"type":"object","properties":{"approved":{"type":"boolean"}},"required":["approved"],"additionalProperties":false}`)
@@ -156,7 +117,7 @@ func TestCodexTypedOutput(t *testing.T) {
 }
 
 func TestCodexMemory(t *testing.T) {
-	bin := codexBinary(t)
+	bin := clitest.Binary(t, "codex")
 	s := modelserver.Start(t, modelserver.Reply{Text: "FIRST-ANSWER"}, modelserver.Reply{Text: "second answer"})
 	d := New().WithBinary(bin).WithCodexHome(t.TempDir())
 	tn := turn(t, s)
@@ -177,7 +138,7 @@ func TestCodexMemory(t *testing.T) {
 }
 
 func TestCodexServerError(t *testing.T) {
-	bin := codexBinary(t)
+	bin := clitest.Binary(t, "codex")
 	s := modelserver.Start(t, modelserver.Reply{Status: 500})
 	tn := turn(t, s)
 	start := time.Now()
@@ -196,7 +157,7 @@ func TestCodexServerError(t *testing.T) {
 }
 
 func TestCodexCancel(t *testing.T) {
-	bin := codexBinary(t)
+	bin := clitest.Binary(t, "codex")
 	s := modelserver.Start(t, modelserver.Reply{Text: "never", Delay: time.Hour})
 	tn := turn(t, s)
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -211,13 +172,11 @@ func TestCodexCancel(t *testing.T) {
 	if err == nil || err.Error() != "stopped by the test" || res == nil || res.Status != engine.Aborted {
 		t.Fatalf("Turn = %+v, %v; want aborted with the cause", res, err)
 	}
-	if n, err := proc.KillTagged(tn.RunID, time.Second); err != nil || n != 0 {
-		t.Errorf("%d processes of the turn were left (%v)", n, err)
-	}
+	clitest.NoneLeft(t, tn.RunID)
 }
 
 func TestCodexNoKey(t *testing.T) {
-	bin := codexBinary(t)
+	bin := clitest.Binary(t, "codex")
 	s := modelserver.Start(t, modelserver.Reply{Text: "fine"})
 	tn := turn(t, s)
 	t.Setenv("FLOW_TEST_CODEX_KEY", "")

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/agentcli"
 )
 
 // Streams recorded from codex-cli 0.171.0 against the scripted model server.
@@ -62,12 +63,12 @@ func TestRecordedStreams(t *testing.T) {
 	for _, tt := range tests {
 		var acts []string
 		s := newStream(func(p engine.Progress) { acts = append(acts, p.Activity) })
-		w := &lineWriter{each: s.line}
+		w := agentcli.NewLineWriter(s.line)
 		// Split writes mid-line, as a pipe does.
 		for i := 0; i < len(tt.stream); i += 7 {
 			_, _ = w.Write([]byte(tt.stream[i:min(i+7, len(tt.stream))]))
 		}
-		w.flush()
+		w.Flush()
 		status, diags := s.outcome(tt.exit)
 		got := strings.Join(diags, "; ")
 		if status != tt.status || s.answer != tt.answer || (tt.diag == "") != (got == "") || !strings.Contains(got, tt.diag) {

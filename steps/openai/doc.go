@@ -47,8 +47,9 @@
 //
 // # Transcript
 //
-// Each turn appends to <Home>/<agent>.jsonl a request record (URL and body,
-// never headers), every raw SSE data line, and a summary; <Home>/<agent>.html
+// Each turn appends to <Home>/<agent>.jsonl, in package transcript's format
+// for every driver, a header, a request record (URL and body, never
+// headers), every raw SSE data line, and a summary; <Home>/<agent>.html
 // is rebuilt from the summaries (package transcript). The key is never
 // written: headers are not recorded, and the key's value is redacted from
 // everything the transcript writes.

@@ -89,21 +89,18 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	key := os.Getenv(keyEnv)
 	endpoint := chatURL(d.baseURL, a.BaseURL)
 
-	log, err := transcript.Open(t.Home, a.Name)
+	log, err := transcript.Open(t.Home, a.Name, transcript.Header{Visit: t.Visit, Driver: "openai", Model: model,
+		Session: t.Session, Started: start, System: a.Instructions, Prompt: t.Prompt})
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close()
 	log.Redact(key)
 	res.Transcript = log.Path()
-	sum := transcript.Turn{
-		Visit: t.Visit, Driver: "openai", Model: model, Started: start, System: a.Instructions, Prompt: t.Prompt,
-	}
+	var steps []transcript.Step
 	finish := func(err error) (*engine.TurnResult, error) {
 		res.Usage.WallMS = time.Since(start).Milliseconds()
-		sum.Status, sum.Answer, sum.Usage, sum.WallMS = string(res.Status), res.Output, res.Usage, res.Usage.WallMS
-		sum.Diagnostics, sum.Session = res.Diagnostics, res.Session
-		if terr := log.End(sum); terr != nil {
+		if terr := log.End(res, steps); terr != nil {
 			res.Diagnostics = append(res.Diagnostics, terr.Error())
 		}
 		return res, err
@@ -168,7 +165,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	}
 	res.Output = p.text.String()
 	res.Usage.Input, res.Usage.Output, res.Usage.CacheRead = p.usage.input, p.usage.output, p.usage.cacheRead
-	sum.Steps = p.steps()
+	steps = p.steps()
 	res.Status, res.Diagnostics = p.outcome()
 	if res.Status != engine.Completed {
 		return finish(nil)

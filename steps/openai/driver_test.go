@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/steps/transcript"
 )
@@ -23,37 +24,8 @@ const fakeKey = "sk-test-DO-NOT-LEAK-4f3a9c"
 // in the environment variable FLOW_TEST_OPENAI_KEY.
 func turn(t *testing.T, s *modelserver.Server) *engine.Turn {
 	t.Helper()
-	return &engine.Turn{
-		RunID:    "test",
-		Visit:    "review#1/verdict",
-		Agent:    &flows.Agent{Name: "reviewer", Driver: "openai", BaseURL: s.URL(), APIKeyEnv: "FLOW_TEST_OPENAI_KEY", Instructions: "You review code."},
-		Model:    "test-model",
-		Prompt:   "Review this.",
-		Home:     t.TempDir(),
-		WorkDir:  t.TempDir(),
-		Progress: func(engine.Progress) {},
-	}
-}
-
-// noKey fails the test if the key's value is in any file under dir.
-func noKey(t *testing.T, dir string) {
-	t.Helper()
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if strings.Contains(string(b), fakeKey) {
-			t.Errorf("%s holds the API key", path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return clitest.Turn(t, &flows.Agent{Name: "reviewer", Driver: "openai", BaseURL: s.URL(), APIKeyEnv: "FLOW_TEST_OPENAI_KEY",
+		Instructions: "You review code."}, "Review this.")
 }
 
 func TestPlainTurn(t *testing.T) {
@@ -106,7 +78,7 @@ func TestPlainTurn(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tn.Home, "reviewer.html")); err != nil {
 		t.Error(err)
 	}
-	noKey(t, tn.Home)
+	clitest.NoKey(t, tn.Home, fakeKey)
 }
 
 func TestNoKey(t *testing.T) {

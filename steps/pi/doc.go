@@ -11,7 +11,7 @@
 // model is --model (provider/id), its thinking level --thinking, and its
 // tools --tools (absent tools mean the read-only set read,grep,find,ls; an
 // empty list means --no-tools). pi runs in the turn's working directory,
-// in its own process group through package proc.
+// in its own process group (package agentcli runs it through package proc).
 //
 // With Options.BaseURL the driver writes a private agent directory
 // (PI_CODING_AGENT_DIR) for the turn: a models.json with one custom
@@ -47,10 +47,15 @@
 //
 // # Transcript
 //
-// Each turn appends a {"type":"flow_turn"} header (visit, model, session,
-// prompt) and then pi's raw stream to <Home>/<agent>.jsonl, and rewrites
+// Package transcript keeps it, as for every driver: a header line for the
+// turn, then pi's raw stream line by line as it arrives (so `flow tail`
+// follows a running turn), then a summary, in <Home>/<agent>.jsonl; and
 // <Home>/<agent>.html, a self-contained page of every turn so far (all text
-// escaped). Neither holds the environment.
+// escaped), rebuilt after each. The steps on the page — text, thinking,
+// tool calls and results, retries — are read from the stream by the same
+// parser that decides the outcome. Neither file holds the environment, and
+// the value of APIKeyEnv is redacted from both. A turn without a home
+// keeps no transcript.
 //
 // A Driver holds only settings: it is immutable and safe for concurrent
 // use.

@@ -1,20 +1,17 @@
 package pi
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/steps/agentcli"
 )
 
 // Options configure the pi driver. The zero value runs `pi` from PATH with
@@ -88,83 +85,19 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if err != nil {
 		return nil, fmt.Errorf("preparing pi: %w", err)
 	}
-	// The prompt goes in on stdin from a regular file: pi reads a non-TTY
-	// stdin to its end, an argument could be taken for an option or an
-	// @file, and one argument may not exceed 128 KiB.
-	stdin, err := os.Open(filepath.Join(scratch, "prompt.md"))
-	if err != nil {
-		return nil, fmt.Errorf("preparing pi: %w", err)
+	var key string // redacted from the transcript
+	if d.opts.APIKeyEnv != "" {
+		key, _ = agentcli.Lookup(d.opts.Env, d.opts.APIKeyEnv)
 	}
-	defer stdin.Close()
-
-	t.Progress(engine.Progress{Activity: "starting pi"})
-	var stderr bytes.Buffer
-	p := proc.Command(ctx, t.RunID, d.opts.Binary, args...)
-	p.Grace = d.opts.Grace
-	p.Cmd.Dir = t.WorkDir
-	p.Cmd.Env = env
-	p.Cmd.Stdin = stdin
-	p.Cmd.Stderr = &stderr
-	stdout, err := p.Cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("starting pi: %w", err)
-	}
-	start := time.Now()
-	if err := p.Start(); err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, fmt.Errorf("starting %s: %w: %w", d.opts.Binary, engine.ErrUnavailable, err)
-	}
-	tr := openTranscript(t)
-	ps := newParser(t.Progress)
-	readLines(stdout, func(line []byte) {
-		tr.write(line)
-		ps.feed(line)
-	})
-	werr := p.Wait()
-	wall := time.Since(start).Milliseconds()
-
-	o := ps.result()
-	res := &engine.TurnResult{Status: o.status, Output: o.output, Usage: o.usage, Diagnostics: o.diags,
-		Stderr: stderr.String(), Session: ps.session}
-	res.Usage.WallMS = wall
-	if t.Session != "" && ps.session != "" && ps.session != t.Session {
-		res.Status = engine.Failed
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("pi started session %s instead of continuing %s", ps.session, t.Session))
-	}
-	status, exited := proc.ExitStatus(werr)
-	var rerr error
-	switch {
-	case ctx.Err() != nil:
-		res.Status = engine.Aborted
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("pi was stopped: %v", context.Cause(ctx)))
-		rerr = context.Cause(ctx)
-	case !exited:
-		res.Status = engine.Failed
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("waiting for pi: %v", werr))
-	case status != 0:
-		res.Status = engine.Failed
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("pi exited with status %d%s", status, lastLine(res.Stderr)))
-	}
-	if err := tr.Close(); err != nil {
-		res.Diagnostics = append(res.Diagnostics, err.Error())
-	}
-	if tr.path != "" {
-		res.Transcript = tr.path
-		if err := writeHTML(tr.path, t.Agent.Name); err != nil {
-			res.Diagnostics = append(res.Diagnostics, err.Error())
-		}
-	}
-	return res, rerr
+	return agentcli.Turn(ctx, t, agentcli.Command{
+		Name: "pi", Binary: d.opts.Binary, Args: args, Env: env, Dir: t.WorkDir, Prompt: t.Prompt,
+		RunID: t.RunID, Grace: d.opts.Grace,
+	}, newParser(t.Progress), key)
 }
 
 // setup writes the turn's files into scratch and returns pi's arguments and
 // environment.
 func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err error) {
-	if err := os.WriteFile(filepath.Join(scratch, "prompt.md"), []byte(t.Prompt), 0o600); err != nil {
-		return nil, nil, err
-	}
 	args = []string{"--mode", "json", "-p"}
 	agentDir := d.opts.AgentDir
 	model := t.Model
@@ -207,19 +140,14 @@ func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err 
 		args = append(args, "--session", t.Session)
 	}
 
-	env = make([]string, 0, len(os.Environ())+4)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PI_CODING_AGENT_DIR=") || agentDir == "" {
-			env = append(env, kv)
-		}
-	}
+	var drop, set []string
 	if agentDir != "" {
-		env = append(env, "PI_CODING_AGENT_DIR="+agentDir)
+		drop, set = []string{"PI_CODING_AGENT_DIR"}, []string{"PI_CODING_AGENT_DIR=" + agentDir}
 	}
-	env = append(env, d.opts.Env...)
+	set = append(set, d.opts.Env...)
 	// No update checks or install telemetry from inside a flow.
-	env = append(env, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0")
-	return args, env, nil
+	set = append(set, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0")
+	return args, agentcli.Environ(drop, set...), nil
 }
 
 // writeAgentDir writes a private pi configuration: one provider for the
@@ -277,36 +205,4 @@ func toolList(tools []string) string {
 		}
 	}
 	return strings.Join(out, ",")
-}
-
-// readLines calls fn with every line of r, however long, until EOF or an
-// error.
-func readLines(r io.Reader, fn func([]byte)) {
-	br := bufio.NewReaderSize(r, 256<<10)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			fn(line)
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// lastLine returns ": <last non-blank line of stderr>" for a diagnostic.
-func lastLine(stderr string) string {
-	s := strings.TrimRight(stderr, " \t\r\n")
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return ""
-	}
-	const most = 200
-	if len(s) > most {
-		s = strings.ToValidUTF8(s[:most], "") + "…"
-	}
-	return ": " + s
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/agentcli"
+	"github.com/flowrun/flow/steps/transcript"
 )
 
 // event is one line of `pi --mode json`, with the fields the driver reads.
@@ -105,54 +107,32 @@ var knownEvents = map[string]bool{
 // outcome from it: pi exits 0 even when every request failed, so the exit
 // status alone says nothing.
 type parser struct {
-	progress func(engine.Progress)
+	activity *agentcli.Activity
+	notes    *agentcli.Notes
 
 	lines       int
-	malformed   int
-	diags       []string
-	unknown     map[string]bool
 	session     string
 	last        *message // the last assistant message
 	turns       int64
 	usage       engine.Usage
-	reported    bool // some assistant message carried usage
 	agentEnd    bool
 	retryFailed string // auto_retry_end without success: the final error
-	activity    string
-	tokens      int64
+	steps       []transcript.Step
 }
 
 func newParser(progress func(engine.Progress)) *parser {
-	if progress == nil {
-		progress = func(engine.Progress) {}
-	}
-	return &parser{progress: progress, unknown: map[string]bool{}}
+	return &parser{activity: agentcli.NewActivity(progress), notes: agentcli.NewNotes("pi")}
 }
 
-func (p *parser) diag(format string, args ...any) {
-	p.diags = append(p.diags, fmt.Sprintf(format, args...))
-}
-
-func (p *parser) report(activity string) {
-	if activity == p.activity {
-		return
-	}
-	p.activity = activity
-	p.progress(engine.Progress{Activity: activity, Tokens: p.tokens})
-}
-
-// feed reads one line of the stream.
-func (p *parser) feed(line []byte) {
-	p.lines++
+// Feed reads line n (counted from 1) of the stream.
+func (p *parser) Feed(n int, line []byte) {
+	p.lines = n
 	if strings.TrimSpace(string(line)) == "" {
 		return
 	}
 	var ev event
 	if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" {
-		p.malformed++
-		if p.malformed <= 3 {
-			p.diag("line %d of pi's output is not a JSON event: %s", p.lines, excerpt(string(line)))
-		}
+		p.notes.Malformed(n, line)
 		return
 	}
 	switch ev.Type {
@@ -166,39 +146,69 @@ func (p *parser) feed(line []byte) {
 		if ev.Update != nil {
 			switch ev.Update.Type {
 			case "text_delta", "text_start":
-				p.report("writing")
+				p.activity.Report("writing")
 			case "thinking_delta", "thinking_start":
-				p.report("thinking")
+				p.activity.Report("thinking")
 			case "toolcall_start", "toolcall_delta":
-				p.report("calling a tool")
+				p.activity.Report("calling a tool")
 			}
 		}
 	case "message_end":
 		if ev.Message != nil && ev.Message.Role == "assistant" {
 			p.assistant(ev.Message)
 		}
+		p.step(ev.Message)
 	case "tool_execution_start":
-		p.report("using " + ev.ToolName)
+		p.activity.Report("using " + ev.ToolName)
 	case "auto_retry_start":
-		p.diag("pi retries after an error (attempt %d of %d): %s", ev.Attempt, ev.MaxAttempts, ev.ErrorMessage)
-		p.report(fmt.Sprintf("retrying (%d of %d)", ev.Attempt, ev.MaxAttempts))
+		p.notes.Add("pi retries after an error (attempt %d of %d): %s", ev.Attempt, ev.MaxAttempts, ev.ErrorMessage)
+		p.activity.Report(fmt.Sprintf("retrying (%d of %d)", ev.Attempt, ev.MaxAttempts))
+		p.steps = append(p.steps, transcript.Step{Kind: "error", Title: fmt.Sprintf("retry %d of %d", ev.Attempt, ev.MaxAttempts), Text: ev.ErrorMessage})
 	case "auto_retry_end":
 		if ev.Success != nil && !*ev.Success {
 			p.retryFailed = ev.FinalError
 			if p.retryFailed == "" {
 				p.retryFailed = "unknown error"
 			}
+			p.steps = append(p.steps, transcript.Step{Kind: "error", Title: "gave up", Text: p.retryFailed})
 		} else {
 			p.retryFailed = ""
 		}
 	case "compaction_end":
 		if ev.Aborted || ev.ErrorMessage != "" {
-			p.diag("pi's context compaction failed: %s", ev.ErrorMessage)
+			p.notes.Add("pi's context compaction failed: %s", ev.ErrorMessage)
 		}
 	default:
-		if !knownEvents[ev.Type] && !p.unknown[ev.Type] {
-			p.unknown[ev.Type] = true
-			p.diag("line %d: unknown pi event %q (ignored)", p.lines, ev.Type)
+		if !knownEvents[ev.Type] {
+			p.notes.Unknown(n, ev.Type)
+		}
+	}
+}
+
+// step keeps what a finished message did for the readable transcript; the
+// prompt (the user's message) is the turn's own.
+func (p *parser) step(m *message) {
+	switch {
+	case m == nil:
+	case m.Role == "toolResult":
+		kind := "result"
+		if m.IsError {
+			kind = "error"
+		}
+		p.steps = append(p.steps, transcript.Step{Kind: kind, Title: m.ToolName, Text: m.Content.text()})
+	case m.Role == "assistant":
+		for _, c := range m.Content {
+			switch c.Type {
+			case "text":
+				p.steps = append(p.steps, transcript.Step{Kind: "text", Text: c.Text})
+			case "thinking":
+				p.steps = append(p.steps, transcript.Step{Kind: "thinking", Text: c.Thinking})
+			case "toolCall":
+				p.steps = append(p.steps, transcript.Step{Kind: "tool", Title: c.Name, Text: string(c.Arguments)})
+			}
+		}
+		if m.ErrorMessage != "" {
+			p.steps = append(p.steps, transcript.Step{Kind: "error", Title: "stop " + m.StopReason, Text: m.ErrorMessage})
 		}
 	}
 }
@@ -207,7 +217,6 @@ func (p *parser) assistant(m *message) {
 	p.last = m
 	p.turns++
 	if u := m.Usage; u != nil {
-		p.reported = true
 		add := func(dst **int64, v *int64) {
 			if v != nil {
 				*dst = ptr(deref(*dst) + *v)
@@ -224,36 +233,25 @@ func (p *parser) assistant(m *message) {
 			}
 			p.usage.Cost = &c
 		}
-		p.tokens = deref(p.usage.Input) + deref(p.usage.Output)
-		p.progress(engine.Progress{Activity: p.activity, Tokens: p.tokens})
+		p.activity.Tokens = deref(p.usage.Input) + deref(p.usage.Output)
+		p.activity.Update()
 	}
 }
 
-// outcome is what the stream says about the turn.
-type outcome struct {
-	status engine.Status
-	output string
-	diags  []string
-	usage  engine.Usage
-}
-
-// result decides the outcome once the stream has ended. exitOK says whether
-// pi exited 0; the stream alone decides otherwise.
-func (p *parser) result() outcome {
-	o := outcome{status: engine.Failed, diags: append([]string(nil), p.diags...)}
-	if p.malformed > 3 {
-		o.diags = append(o.diags, fmt.Sprintf("%d more lines were not JSON events", p.malformed-3))
-	}
-	o.usage = p.usage
+// Outcome decides the turn's outcome from the stream alone, once it has
+// ended; agentcli.Turn adds how pi exited.
+func (p *parser) Outcome() agentcli.Outcome {
+	o := agentcli.Outcome{Status: engine.Failed, Diagnostics: p.notes.List(), Session: p.session, Steps: p.steps}
+	o.Usage = p.usage
 	if p.turns > 0 {
-		o.usage.Turns = ptr(p.turns)
+		o.Usage.Turns = ptr(p.turns)
 	}
-	fail := func(format string, args ...any) outcome {
-		o.diags = append(o.diags, fmt.Sprintf(format, args...))
+	fail := func(format string, args ...any) agentcli.Outcome {
+		o.Diagnostics = append(o.Diagnostics, fmt.Sprintf(format, args...))
 		return o
 	}
 	if p.last != nil {
-		o.output = p.last.Content.text()
+		o.Output = p.last.Content.text()
 	}
 	switch {
 	case p.lines == 0:
@@ -276,7 +274,7 @@ func (p *parser) result() outcome {
 		}
 		return fail("the model request failed: %s", msg)
 	case "aborted":
-		o.status = engine.Aborted
+		o.Status = engine.Aborted
 		return fail("the turn was aborted: %s", p.last.ErrorMessage)
 	default:
 		return fail("the last assistant message has an unexpected stop reason %q", p.last.StopReason)
@@ -284,22 +282,13 @@ func (p *parser) result() outcome {
 	switch {
 	case !p.agentEnd:
 		return fail("pi's stream ended before agent_end (truncated)")
-	case p.malformed > 0:
+	case p.notes.MalformedLines() > 0:
 		return fail("pi's stream is not well-formed")
-	case strings.TrimSpace(o.output) == "":
+	case strings.TrimSpace(o.Output) == "":
 		return fail("no answer: the last assistant message has no text")
 	}
-	o.status = engine.Completed
+	o.Status = engine.Completed
 	return o
-}
-
-func excerpt(s string) string {
-	const most = 120
-	s = strings.TrimSpace(s)
-	if len(s) > most {
-		s = strings.ToValidUTF8(s[:most], "") + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }
 
 func ptr[T any](v T) *T { return &v }

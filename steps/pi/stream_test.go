@@ -1,30 +1,30 @@
 package pi
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/clitest"
+	"github.com/flowrun/flow/steps/agentcli"
+	"github.com/flowrun/flow/steps/transcript"
 )
 
 // parse feeds a whole stream to a parser and returns the outcome.
-func parse(t *testing.T, stream []byte) outcome {
+func parse(t *testing.T, stream []byte) agentcli.Outcome {
 	t.Helper()
-	p := newParser(nil)
-	readLines(bytes.NewReader(stream), p.feed)
-	return p.result()
+	return feed(stream).Outcome()
 }
 
-func fixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+// feed feeds a whole stream to a new parser.
+func feed(stream []byte) *parser {
+	p := newParser(nil)
+	w := agentcli.NewLineWriter(p.Feed)
+	_, _ = w.Write(stream)
+	w.Flush()
+	return p
 }
 
 // Streams recorded from pi 0.73.1 against internal/modelserver (FLOW_RECORD=1
@@ -48,26 +48,26 @@ func TestRecordedStreams(t *testing.T) {
 		{file: "length.jsonl", status: engine.Failed, output: "A long answer that was cut", diag: "hit its length limit", turns: 1},
 	}
 	for _, tt := range tests {
-		o := parse(t, fixture(t, tt.file))
-		diags := strings.Join(o.diags, "\n")
-		if o.status != tt.status || o.output != tt.output || !strings.Contains(diags, tt.diag) || (tt.diag == "" && diags != "") {
-			t.Errorf("%s: %s %q %q, want %s %q and a diagnostic %q", tt.file, o.status, o.output, diags, tt.status, tt.output, tt.diag)
+		o := parse(t, clitest.Fixture(t, tt.file))
+		diags := strings.Join(o.Diagnostics, "\n")
+		if o.Status != tt.status || o.Output != tt.output || !strings.Contains(diags, tt.diag) || (tt.diag == "" && diags != "") {
+			t.Errorf("%s: %s %q %q, want %s %q and a diagnostic %q", tt.file, o.Status, o.Output, diags, tt.status, tt.output, tt.diag)
 		}
-		if o.usage.Turns == nil || *o.usage.Turns != tt.turns {
-			t.Errorf("%s: turns = %v, want %d", tt.file, o.usage.Turns, tt.turns)
+		if o.Usage.Turns == nil || *o.Usage.Turns != tt.turns {
+			t.Errorf("%s: turns = %v, want %d", tt.file, o.Usage.Turns, tt.turns)
 		}
-		if tt.input != 0 && (o.usage.Input == nil || *o.usage.Input != tt.input) {
-			t.Errorf("%s: input = %v, want %d", tt.file, o.usage.Input, tt.input)
+		if tt.input != 0 && (o.Usage.Input == nil || *o.Usage.Input != tt.input) {
+			t.Errorf("%s: input = %v, want %d", tt.file, o.Usage.Input, tt.input)
 		}
-		if o.usage.Cost == nil || o.usage.CacheRead == nil {
-			t.Errorf("%s: cost and cache reads are reported by pi, got %+v", tt.file, o.usage)
+		if o.Usage.Cost == nil || o.Usage.CacheRead == nil {
+			t.Errorf("%s: cost and cache reads are reported by pi, got %+v", tt.file, o.Usage)
 		}
 	}
 }
 
 func TestDamagedStreams(t *testing.T) {
 	t.Parallel()
-	plain := fixture(t, "plain.jsonl")
+	plain := clitest.Fixture(t, "plain.jsonl")
 	lines := strings.SplitAfter(string(plain), "\n")
 	var withoutEnd []string
 	for _, l := range lines {
@@ -76,7 +76,7 @@ func TestDamagedStreams(t *testing.T) {
 		}
 	}
 	// A tool call as the last assistant message: the stream ends mid-work.
-	tool := fixture(t, "tool.jsonl")
+	tool := clitest.Fixture(t, "tool.jsonl")
 	var upToCall []string
 	for _, l := range strings.SplitAfter(string(tool), "\n") {
 		upToCall = append(upToCall, l)
@@ -112,8 +112,8 @@ func TestDamagedStreams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		o := parse(t, []byte(tt.stream))
-		if diags := strings.Join(o.diags, "\n"); o.status != tt.status || !strings.Contains(diags, tt.diag) {
-			t.Errorf("%s: %s %q, want %s and a diagnostic %q", tt.name, o.status, diags, tt.status, tt.diag)
+		if diags := strings.Join(o.Diagnostics, "\n"); o.Status != tt.status || !strings.Contains(diags, tt.diag) {
+			t.Errorf("%s: %s %q, want %s and a diagnostic %q", tt.name, o.Status, diags, tt.status, tt.diag)
 		}
 	}
 }
@@ -121,7 +121,7 @@ func TestDamagedStreams(t *testing.T) {
 func TestNoUsageIsNotZero(t *testing.T) {
 	t.Parallel()
 	o := parse(t, []byte(`{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"hi"}],"stopReason":"stop"}}`+"\n"+`{"type":"agent_end"}`+"\n"))
-	if o.status != engine.Completed || o.usage.Input != nil || o.usage.Cost != nil || *o.usage.Turns != 1 {
+	if o.Status != engine.Completed || o.Usage.Input != nil || o.Usage.Cost != nil || *o.Usage.Turns != 1 {
 		t.Errorf("outcome = %+v, want completed with tokens and cost not reported", o)
 	}
 }
@@ -145,17 +145,17 @@ func TestToolList(t *testing.T) {
 func TestHTMLEscapes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	path := filepath.Join(dir, "a.jsonl")
-	stream := `{"type":"flow_turn","visit":"v<1>","prompt":"<script>alert(1)</script>"}` + "\n" +
-		`{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"a & <u>"}],"stopReason":"stop"}}` + "\n" +
-		"not json <i>\n"
-	if err := os.WriteFile(path, []byte(stream), 0o644); err != nil {
+	log, err := transcript.Open(dir, "a<gent>", transcript.Header{Visit: "v<1>", Driver: "pi", Prompt: "<script>alert(1)</script>"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeHTML(path, "a<gent>"); err != nil {
+	p := feed([]byte(`{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"a & <u>"}],"stopReason":"stop"}}` + "\n" +
+		"not json <i>\n"))
+	o := p.Outcome()
+	if err := log.End(&engine.TurnResult{Status: o.Status, Output: o.Output, Diagnostics: o.Diagnostics}, o.Steps); err != nil {
 		t.Fatal(err)
 	}
-	page, err := os.ReadFile(filepath.Join(dir, "a.html"))
+	page, err := os.ReadFile(filepath.Join(dir, "a<gent>.html"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,24 +1,32 @@
 // Package transcript writes the transcripts of agent turns into a memory
-// scope's home (SPEC 3.4): the raw stream, line by line, to
+// scope's home (SPEC 3.4), in one format for every agent driver (pi,
+// claude, codex, openai): the raw stream, line by line, to
 // <home>/<agent>.jsonl, and a readable, self-contained <home>/<agent>.html
 // rebuilt after every turn.
 //
-// A driver opens a Log at the start of a turn, hands it each raw line of the
-// stream as it arrives (so that `flow tail` sees a running turn), and ends it
-// with a Turn summary. The summary is appended to the same JSONL file as one
-// line {"flow_turn": {...}}; the HTML page is rendered from those summary
-// lines, so the JSONL file stays the single source of both.
+// A driver opens a Log at the start of a turn with the turn's Header, hands
+// it each raw line of the stream as it arrives (so that `flow tail` sees a
+// running turn), and ends it with the turn's result and the Steps it read
+// from the stream. Every turn in the JSONL file is thus
+//
+//	{"flow_turn_start": {visit, driver, model, session, started, system, prompt}}
+//	… the raw stream (a line that is not JSON is wrapped as {"raw": line}) …
+//	{"flow_turn": {… the header's fields, status, steps, answer, usage, diagnostics, stderr}}
+//
+// The HTML page is rendered from the summary lines, so the JSONL file stays
+// the single source of both; html/template escapes every value in it.
 //
 // # Secrets
 //
 // A Log replaces every occurrence of the values given to Redact with
-// "[redacted]" in everything it writes. Drivers never hand it a key on
-// purpose; this is the second line of defence (SPEC 4: no secret in the run
-// directory).
+// "[redacted]" in everything it writes, the header included. Drivers never
+// hand it a key on purpose; this is the second line of defence (SPEC 4: no
+// secret in the run directory).
 //
 // # Sharing
 //
-// A Log belongs to one turn and is used by one goroutine. Turns of one
-// agent in one home never overlap: the engine runs one visit at a time per
-// memory scope, and a visit without memory has a home of its own.
+// A Log belongs to one turn and is used by one goroutine at a time. Turns
+// of one agent in one home never overlap: the engine runs one visit at a
+// time per memory scope, and a visit without memory has a home of its own.
+// A nil *Log is valid and writes nothing.
 package transcript

@@ -13,7 +13,24 @@ import (
 	"github.com/flowrun/flow/engine"
 )
 
-// Turn summarises one turn for the readable transcript.
+// Header opens a turn in the JSONL transcript, as the line
+// {"flow_turn_start": {...}}, so that a reader of the raw file (`flow tail`)
+// can tell the turns of a memory scope apart, and see the prompt, while a
+// turn still runs.
+type Header struct {
+	Visit  string `json:"visit"`
+	Driver string `json:"driver"`
+	Model  string `json:"model,omitempty"`
+	// Session is the session the turn continues, if any.
+	Session string    `json:"session,omitempty"`
+	Started time.Time `json:"started"`
+	// System is the agent's instructions.
+	System string `json:"system,omitempty"`
+	Prompt string `json:"prompt"`
+}
+
+// Turn summarises one turn for the readable transcript: its Header's
+// fields, then how it ended.
 type Turn struct {
 	Visit       string       `json:"visit"`
 	Driver      string       `json:"driver"`
@@ -41,9 +58,12 @@ type Step struct {
 }
 
 // Log is the transcript of one turn being written. Its zero value is not
-// usable; call Open.
+// usable; call Open. A nil *Log writes nothing and has no paths: a driver
+// whose turn has no home keeps no transcript.
 type Log struct {
 	dir, agent string
+	head       Header
+	headed     bool // the header is written
 	f          *os.File
 	w          *bufio.Writer
 	secrets    []string
@@ -51,9 +71,11 @@ type Log struct {
 }
 
 // Open opens <home>/<agent>.jsonl for appending, creating home if needed
-// (the engine leaves that to the first writer).
-func Open(home, agent string) (*Log, error) {
-	l := &Log{dir: home, agent: agent}
+// (the engine leaves that to the first writer), for the turn h begins; h
+// goes out before the turn's first line. An agent name that could leave
+// home ("..", a slash) is replaced in the file names.
+func Open(home, agent string, h Header) (*Log, error) {
+	l := &Log{dir: home, agent: agent, head: h}
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return nil, fmt.Errorf("opening transcript: %w", err)
 	}
@@ -65,15 +87,30 @@ func Open(home, agent string) (*Log, error) {
 	return l, nil
 }
 
-// Path returns the path of the JSONL transcript.
-func (l *Log) Path() string { return filepath.Join(l.dir, l.agent+".jsonl") }
+// Path returns the path of the JSONL transcript, or "" for a nil Log.
+func (l *Log) Path() string {
+	if l == nil {
+		return ""
+	}
+	return filepath.Join(l.dir, fileName(l.agent)+".jsonl")
+}
 
-// HTMLPath returns the path of the readable transcript.
-func (l *Log) HTMLPath() string { return filepath.Join(l.dir, l.agent+".html") }
+// HTMLPath returns the path of the readable transcript, or "" for a nil
+// Log.
+func (l *Log) HTMLPath() string {
+	if l == nil {
+		return ""
+	}
+	return filepath.Join(l.dir, fileName(l.agent)+".html")
+}
 
 // Redact makes the Log replace every occurrence of each non-empty secret
-// with "[redacted]".
+// with "[redacted]". The header waits for the first line written, so that
+// it is redacted too.
 func (l *Log) Redact(secrets ...string) {
+	if l == nil {
+		return
+	}
 	for _, s := range secrets {
 		if s != "" {
 			l.secrets = append(l.secrets, s)
@@ -92,6 +129,9 @@ func (l *Log) redact(b []byte) []byte {
 // is wrapped as {"raw": line}, so that every line of the file is JSON. The
 // line is flushed at once. Errors are kept and returned by End.
 func (l *Log) Raw(line []byte) {
+	if l == nil {
+		return
+	}
 	line = bytes.TrimRight(line, "\r\n")
 	if len(bytes.TrimSpace(line)) == 0 {
 		return
@@ -104,6 +144,9 @@ func (l *Log) Raw(line []byte) {
 
 // Record appends v, marshalled as JSON, as one line.
 func (l *Log) Record(v any) {
+	if l == nil {
+		return
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		l.err = fmt.Errorf("writing transcript: %w", err)
@@ -116,6 +159,15 @@ func (l *Log) write(line []byte) {
 	if l.err != nil || l.w == nil {
 		return
 	}
+	if !l.headed {
+		l.headed = true
+		h, err := json.Marshal(map[string]any{"flow_turn_start": l.head})
+		if err != nil {
+			l.err = fmt.Errorf("writing transcript: %w", err)
+			return
+		}
+		l.write(h)
+	}
 	if _, err := l.w.Write(append(l.redact(line), '\n')); err != nil {
 		l.err = fmt.Errorf("writing transcript: %w", err)
 		return
@@ -125,10 +177,19 @@ func (l *Log) write(line []byte) {
 	}
 }
 
-// End appends the turn's summary, closes the JSONL file and rewrites the
-// HTML page from every turn in the file. It returns the first error met
-// while writing this turn.
-func (l *Log) End(t Turn) error {
+// End appends the turn's summary — its header completed with res and
+// steps — closes the JSONL file and rewrites the HTML page from every turn
+// in the file. It returns the first error met while writing this turn.
+func (l *Log) End(res *engine.TurnResult, steps []Step) error {
+	if l == nil {
+		return nil
+	}
+	h := l.head
+	t := Turn{
+		Visit: h.Visit, Driver: h.Driver, Model: h.Model, Session: res.Session, Started: h.Started,
+		WallMS: res.Usage.WallMS, Status: string(res.Status), System: h.System, Prompt: h.Prompt, Steps: steps,
+		Answer: res.Output, Usage: res.Usage, Diagnostics: res.Diagnostics, Stderr: res.Stderr,
+	}
 	l.Record(map[string]any{"flow_turn": t})
 	if err := l.Close(); err != nil && l.err == nil {
 		l.err = err
@@ -141,7 +202,7 @@ func (l *Log) End(t Turn) error {
 
 // Close closes the JSONL file without a summary. It is idempotent.
 func (l *Log) Close() error {
-	if l.f == nil {
+	if l == nil || l.f == nil {
 		return nil
 	}
 	f := l.f
@@ -153,7 +214,8 @@ func (l *Log) Close() error {
 }
 
 // Turns reads the turn summaries of a JSONL transcript, oldest first. Lines
-// that are not summaries (the raw stream) and a torn last line are skipped.
+// that are not summaries (headers, the raw stream) and a torn last line are
+// skipped.
 func Turns(path string) ([]Turn, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -206,4 +268,18 @@ func oneLine(s string, n int) string {
 		s = strings.ToValidUTF8(s[:n], "") + "…"
 	}
 	return s
+}
+
+// fileName keeps an agent name inside the home directory.
+func fileName(agent string) string {
+	name := strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 {
+			return '_'
+		}
+		return r
+	}, agent)
+	if name == "" || name == "." || name == ".." {
+		return "agent"
+	}
+	return name
 }

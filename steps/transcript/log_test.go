@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +14,10 @@ import (
 
 func TestLog(t *testing.T) {
 	t.Parallel()
-	home := t.TempDir()
+	home := filepath.Join(t.TempDir(), "not", "yet")
 	for i, answer := range []string{"first <b>bold</b>", "second"} {
-		l, err := Open(home, "coder")
+		l, err := Open(home, "coder", Header{Visit: "loop#1/code", Driver: "openai", Model: "m", Started: time.Now(),
+			Prompt: "do <it> with sk-secret"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -24,11 +26,8 @@ func TestLog(t *testing.T) {
 		l.Raw([]byte("not json"))
 		l.Raw([]byte("  \n"))
 		in := int64(10 * (i + 1))
-		err = l.End(Turn{
-			Visit: "loop#1/code", Driver: "openai", Model: "m", Started: time.Now(), Status: "completed",
-			Prompt: "do <it>", Answer: answer, Usage: engine.Usage{Input: &in},
-			Steps: []Step{{Kind: "tool", Title: "bash", Text: "ls </script>"}},
-		})
+		err = l.End(&engine.TurnResult{Status: engine.Completed, Output: answer, Usage: engine.Usage{Input: &in}},
+			[]Step{{Kind: "tool", Title: "bash", Text: "ls </script>"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,14 +35,14 @@ func TestLog(t *testing.T) {
 			t.Errorf("second Close: %v", err)
 		}
 	}
-	// Every line is JSON; the secret is gone.
-	f, err := os.Open(home + "/coder.jsonl")
+	// Every line is JSON; the secret is gone; each turn has a header.
+	f, err := os.Open(filepath.Join(home, "coder.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	lines := 0
+	lines, headers := 0, 0
 	for sc.Scan() {
 		lines++
 		if !json.Valid(sc.Bytes()) {
@@ -52,15 +51,18 @@ func TestLog(t *testing.T) {
 		if strings.Contains(sc.Text(), "sk-secret") {
 			t.Errorf("line %d holds the secret", lines)
 		}
+		if strings.HasPrefix(sc.Text(), `{"flow_turn_start":{"visit":"loop#1/code"`) {
+			headers++
+		}
 	}
-	if lines != 6 {
-		t.Errorf("%d lines, want 6", lines)
+	if lines != 8 || headers != 2 {
+		t.Errorf("%d lines with %d headers, want 8 with 2", lines, headers)
 	}
-	turns, err := Turns(home + "/coder.jsonl")
-	if err != nil || len(turns) != 2 || turns[1].Answer != "second" || *turns[0].Usage.Input != 10 {
+	turns, err := Turns(filepath.Join(home, "coder.jsonl"))
+	if err != nil || len(turns) != 2 || turns[1].Answer != "second" || *turns[0].Usage.Input != 10 || turns[0].Visit != "loop#1/code" {
 		t.Fatalf("Turns = %+v, %v", turns, err)
 	}
-	html, err := os.ReadFile(home + "/coder.html")
+	html, err := os.ReadFile(filepath.Join(home, "coder.html"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,5 +74,31 @@ func TestLog(t *testing.T) {
 	}
 	if strings.Contains(page, "<b>bold") || strings.Contains(page, "<script") {
 		t.Error("page holds unescaped text")
+	}
+}
+
+func TestNilLog(t *testing.T) {
+	t.Parallel()
+	var l *Log
+	l.Redact("x")
+	l.Raw([]byte("{}"))
+	l.Record(map[string]int{"a": 1})
+	if err := l.End(&engine.TurnResult{}, nil); err != nil || l.Close() != nil || l.Path() != "" || l.HTMLPath() != "" {
+		t.Errorf("a nil Log did something: %v", err)
+	}
+}
+
+func TestFileName(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	for agent, want := range map[string]string{"scout": "scout.jsonl", "../up": ".._up.jsonl", "..": "agent.jsonl", "": "agent.jsonl"} {
+		l, err := Open(home, agent, Header{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Path(); got != filepath.Join(home, want) {
+			t.Errorf("Open(%q).Path() = %s, want %s", agent, got, want)
+		}
+		_ = l.Close()
 	}
 }

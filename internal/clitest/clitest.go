@@ -1,0 +1,170 @@
+package clitest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/steps/proc"
+)
+
+// Binary returns the agent CLI name: from PATH (`go tool task test` puts the
+// pinned ones there), else from the repository's .tools/node, where
+// `go tool task deps` installs them. Without it the test is skipped.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if root, err := moduleRoot(); err == nil {
+		p := filepath.Join(root, ".tools", "node", "node_modules", ".bin", name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Skipf("%s is not installed: not on PATH nor in .tools/node/node_modules/.bin (run `go tool task deps`)", name)
+	return ""
+}
+
+// moduleRoot finds the directory of go.mod above the test's package.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", os.ErrNotExist
+		}
+		dir = up
+	}
+}
+
+// Turn returns a turn of agent on the model "test-model" for prompt, with
+// a fresh home and working directory and a run id of its own, so that
+// NoneLeft looks at this test's processes only.
+func Turn(t testing.TB, agent *flows.Agent, prompt string) *engine.Turn {
+	t.Helper()
+	return &engine.Turn{
+		RunID:    fmt.Sprintf("%stest-%d-%s", agent.Driver, os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")),
+		Visit:    "review#1/" + agent.Name,
+		Agent:    agent,
+		Model:    "test-model",
+		Prompt:   prompt,
+		Home:     t.TempDir(),
+		WorkDir:  t.TempDir(),
+		Timeout:  time.Minute,
+		Progress: func(engine.Progress) {},
+	}
+}
+
+// NoKey fails the test if key is in any regular file under dir.
+func NoKey(t testing.TB, dir, key string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), key) {
+			t.Errorf("the API key is written in %s", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("looking for the API key: %v", err)
+	}
+}
+
+// NoneLeft fails the test if a process of the run runID is still alive,
+// and ends it.
+func NoneLeft(t testing.TB, runID string) {
+	t.Helper()
+	if n, err := proc.KillTagged(runID, time.Second); err != nil || n != 0 {
+		t.Errorf("%d processes outlived the turn (%v)", n, err)
+	}
+}
+
+// Progress records a turn's progress. Its zero value is ready to use; it
+// must not be copied after first use.
+type Progress struct {
+	mu   sync.Mutex
+	list []engine.Progress
+}
+
+// Record is a Turn.Progress.
+func (p *Progress) Record(pr engine.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.list = append(p.list, pr)
+}
+
+// Has reports whether activity was reported.
+func (p *Progress) Has(activity string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pr := range p.list {
+		if pr.Activity == activity {
+			return true
+		}
+	}
+	return false
+}
+
+// String lists what was reported, for a failure message.
+func (p *Progress) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return fmt.Sprintf("%+v", p.list)
+}
+
+// Fixture returns the file name under the package's testdata.
+func Fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Record keeps the raw stream of the last turn in res's transcript as
+// testdata/name, a fixture for the unit tests, when FLOW_RECORD=1. The
+// transcript's own lines (package transcript: the turn's header and
+// summary) are left out.
+func Record(t testing.TB, res *engine.TurnResult, name string) {
+	t.Helper()
+	if os.Getenv("FLOW_RECORD") == "" || res == nil || res.Transcript == "" {
+		return
+	}
+	b, err := os.ReadFile(res.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []string
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, `{"flow_turn_start":`):
+			keep = nil
+		case line != "" && !strings.HasPrefix(line, `{"flow_turn":`):
+			keep = append(keep, line)
+		}
+	}
+	if err := os.WriteFile(filepath.Join("testdata", name), []byte(strings.Join(keep, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
