@@ -186,3 +186,42 @@ concurrency: 8
 		b.StartTimer()
 	}
 }
+
+// BenchmarkGuard evaluates a typical guard against a node environment.
+func BenchmarkGuard(b *testing.B) {
+	p := benchPlan(b, "g", `name: g
+`+benchAgents+`nodes:
+  - {id: verdict, agent: worker, prompt: x, output: {approved: boolean, remarks: [string]}}
+  - id: pick
+    choice:
+      - when: verdict.ok && verdict.output.approved && len(verdict.output.remarks) < 3
+        do: [{id: done, agent: worker, prompt: x}]
+`)
+	guard := p.Root.Nodes[1].Branches[0].When
+	vars := map[string]any{"input": "", "verdict": map[string]any{"ok": true, "skipped": false, "error": noError,
+		"output": map[string]any{"approved": true, "remarks": []any{"a", "b"}}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, err := evalBool(guard, vars); err != nil || !ok {
+			b.Fatalf("guard: %v %v", ok, err)
+		}
+	}
+}
+
+// BenchmarkJournalAppend writes one end fact of a run node per iteration.
+func BenchmarkJournalAppend(b *testing.B) {
+	st, err := openStore(filepath.Join(benchRunsDir(b), "run"), false, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.close()
+	ok := true
+	f := &Fact{Type: "end", Time: time.Now(), Visit: "look[12]/check", Node: "check", OK: &ok,
+		Output: map[string]any{"passed": true, "exit": 0, "report": "ok\n"}, WallMS: 3}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := st.fact(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
