@@ -23,8 +23,11 @@ func command(t *testing.T, argv []string, script string) (*engine.Command, *[]en
 		mu  sync.Mutex
 		got []engine.Progress
 	)
+	runID := fmt.Sprintf("test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_"))
+	// A test that fails half-way must not leave its processes behind.
+	t.Cleanup(func() { _, _ = proc.KillTagged(runID, 100*time.Millisecond) })
 	return &engine.Command{
-		RunID:  fmt.Sprintf("test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")),
+		RunID:  runID,
 		Visit:  "checks/" + t.Name(),
 		Argv:   argv,
 		Script: script,
