@@ -290,12 +290,13 @@ func (r *runner) refreshReport(done <-chan struct{}) {
 }
 
 func (r *runner) writeReport() error {
-	info, err := summarize(r.dir, r.store.written())
+	facts := r.store.written()
+	info, err := summarize(r.dir, facts)
 	if err != nil {
 		return err
 	}
 	if l, err := readLock(r.dir); err == nil && info.Status == "interrupted" && l.PID == os.Getpid() {
 		info.Status = "running"
 	}
-	return renderReport(r.dir, info)
+	return renderReport(r.dir, info, facts)
 }

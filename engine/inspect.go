@@ -38,15 +38,27 @@ func Inspect(dir string) (*RunInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return summarize(dir, facts)
+	info, err := summarize(dir, pointers(facts))
+	if err != nil {
+		return nil, err
+	}
+	info.Facts = facts
+	return info, nil
 }
 
-// summarize builds a RunInfo from a run's facts.
-func summarize(dir string, facts []Fact) (*RunInfo, error) {
-	info := &RunInfo{ID: filepath.Base(dir), Dir: dir, Status: "interrupted", Facts: facts}
-	var last *Fact
+func pointers(facts []Fact) []*Fact {
+	out := make([]*Fact, len(facts))
 	for i := range facts {
-		f := &facts[i]
+		out[i] = &facts[i]
+	}
+	return out
+}
+
+// summarize builds a RunInfo (without Facts) from a run's facts.
+func summarize(dir string, facts []*Fact) (*RunInfo, error) {
+	info := &RunInfo{ID: filepath.Base(dir), Dir: dir, Status: "interrupted"}
+	var last *Fact
+	for _, f := range facts {
 		switch f.Type {
 		case "run":
 			if f.Status == "running" {

@@ -38,14 +38,14 @@ func WriteReport(dir string) error {
 	if err != nil {
 		return err
 	}
-	return renderReport(dir, info)
+	return renderReport(dir, info, pointers(info.Facts))
 }
 
 // renderReport writes the page. It is appended into one byte slice with
 // every value escaped by appendHTML — no templates, no per-row formatting —
 // so that a run of thousands of visits renders in a few milliseconds.
-func renderReport(dir string, info *RunInfo) error {
-	visits := reportVisits(info)
+func renderReport(dir string, info *RunInfo, facts []*Fact) error {
+	visits := reportVisits(info, facts)
 	b := make([]byte, 0, 4096+400*len(visits))
 	text := func(parts ...string) {
 		for _, p := range parts {
@@ -166,12 +166,11 @@ func msText(ms int64) string {
 	return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String()
 }
 
-func reportVisits(info *RunInfo) []reportVisit {
+func reportVisits(info *RunInfo, facts []*Fact) []reportVisit {
 	var order []string
 	starts := map[string]*Fact{}
 	ends := map[string]*Fact{}
-	for i := range info.Facts {
-		f := &info.Facts[i]
+	for _, f := range facts {
 		switch f.Type {
 		case "start":
 			if starts[f.Visit] == nil {

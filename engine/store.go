@@ -27,11 +27,11 @@ type store struct {
 	noJournal bool
 	// facts keeps every fact written, for report.html: the page is rendered
 	// from memory, not by reading the journal back.
-	facts []Fact
+	facts []*Fact
 	ebuf  []byte // the event being encoded; guarded by mu
 	jbuf  []byte // the fact being encoded; guarded by mu
-	// pending holds the encoded start facts of visits not yet written.
-	pending map[string][]byte
+	// pending holds the start facts of visits not yet written.
+	pending map[string]*Fact
 }
 
 // NewRunID returns a sortable, unique run id: time, then randomness.
@@ -89,14 +89,17 @@ func (s *store) fact(f *Fact) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.jbuf[:0]
+	var err error
 	if f.Type == "end" {
 		// A start still pending goes out in the same write as its end.
 		if start, ok := s.pending[f.Visit]; ok {
-			b = append(b, start...)
 			delete(s.pending, f.Visit)
+			if b, err = appendFact(b, start); err != nil {
+				return fmt.Errorf("encoding journal fact: %w", err)
+			}
 		}
 	}
-	b, err := appendFact(b, f)
+	b, err = appendFact(b, f)
 	s.jbuf = b
 	if err != nil {
 		return fmt.Errorf("encoding journal fact: %w", err)
@@ -104,7 +107,7 @@ func (s *store) fact(f *Fact) error {
 	if _, err := s.journal.Write(b); err != nil {
 		return fmt.Errorf("writing journal: %w", err)
 	}
-	s.facts = append(s.facts, *f)
+	s.facts = append(s.facts, f)
 	return nil
 }
 
@@ -112,22 +115,18 @@ func (s *store) fact(f *Fact) error {
 // visit's end (one write for both) or, if the visit is still running, by
 // the next flushPending, at most flushEvery later: a resume needs only end
 // facts, which are written at once, and a quick visit costs one write
-// instead of two.
+// instead of two. The fact must not be changed afterwards.
 func (s *store) begin(f *Fact) error {
 	if s.noJournal {
 		return nil
 	}
-	b, err := appendFact(nil, f)
-	if err != nil {
-		return fmt.Errorf("encoding journal fact: %w", err)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pending == nil {
-		s.pending = map[string][]byte{}
+		s.pending = map[string]*Fact{}
 	}
-	s.pending[f.Visit] = b
-	s.facts = append(s.facts, *f)
+	s.pending[f.Visit] = f
+	s.facts = append(s.facts, f)
 	return nil
 }
 
@@ -135,13 +134,21 @@ func (s *store) begin(f *Fact) error {
 func (s *store) flushPending() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.writePending()
+}
+
+// writePending writes the pending start facts; s.mu is held.
+func (s *store) writePending() error {
 	if len(s.pending) == 0 || s.journal == nil {
 		return nil
 	}
 	b := s.jbuf[:0]
+	var err error
 	for visit, start := range s.pending {
-		b = append(b, start...)
 		delete(s.pending, visit)
+		if b, err = appendFact(b, start); err != nil {
+			return fmt.Errorf("encoding journal fact: %w", err)
+		}
 	}
 	s.jbuf = b
 	if _, err := s.journal.Write(b); err != nil {
@@ -153,7 +160,7 @@ func (s *store) flushPending() error {
 // written returns the facts written so far (with those of earlier attempts
 // when resuming). Facts are never changed once appended, so the returned
 // slice may be read while the run goes on.
-func (s *store) written() []Fact {
+func (s *store) written() []*Fact {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.facts[:len(s.facts):len(s.facts)]
@@ -212,13 +219,7 @@ func (s *store) close() error {
 		errs = append(errs, s.events.Flush())
 		s.events = nil
 	}
-	if s.journal != nil && len(s.pending) > 0 {
-		for visit, start := range s.pending {
-			_, err := s.journal.Write(start)
-			errs = append(errs, err)
-			delete(s.pending, visit)
-		}
-	}
+	errs = append(errs, s.writePending())
 	// The journal is synced: it is what a resume relies on. Events are for
 	// watching; closing them is enough.
 	if s.journal != nil {
