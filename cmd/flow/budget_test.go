@@ -30,7 +30,7 @@ nodes:
   - {id: t3, agent: helper, prompt: three}
   - {id: t4, agent: helper, prompt: four}
 `
-	run, out, err := runServerFlow(t, serverCases[0], s, flow)
+	run, out, err := runFlowResult(t, driverByName(t, "openai"), s, flow)
 	if err == nil {
 		t.Fatalf("the run should fail on its budget:\n%s", out)
 	}

@@ -1,42 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/modelserver"
 )
-
-// driverSetup points a driver at the model server: the environment that
-// configures it (FLOW_DRIVERS_*) and extra frontmatter for its agents. It
-// skips the test when the driver's CLI is not installed.
-func driverSetup(t *testing.T, driver, url string) (env []string, frontmatter string) {
-	t.Helper()
-	for _, dc := range driverCases {
-		if dc.name == driver {
-			return dc.env(agentCLI(t, driver), url), ""
-		}
-	}
-	for _, sc := range serverCases {
-		if sc.name == driver {
-			env := sc.env(url)
-			if sc.bin != "" {
-				env = append(env, "FLOW_DRIVERS_"+strings.ToUpper(driver)+"_BINARY="+agentCLI(t, sc.bin))
-			}
-			return env, sc.agent(url)
-		}
-	}
-	t.Fatalf("no test setup for driver %q", driver)
-	return nil, ""
-}
 
 // The roles of the review example's agents, written into their bodies (the
 // system prompt) so that the scripted server can tell their requests apart.
@@ -100,51 +74,27 @@ func TestReviewExampleOnEachDriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, driver := range []string{"pi", "claude", "codex", "openai"} {
+	for _, dc := range driverCases {
+		driver := dc.name
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
 			s := modelserver.Start(t)
 			s.Handle(reviewScript(driver))
-			env, frontmatter := driverSetup(t, driver, s.URL())
+			env, frontmatter := dc.setup(t, s.URL())
 
-			dir := t.TempDir()
 			files := map[string]string{"review.yaml": string(flow), "go.mod": "module example.com/m\n"}
 			for name, role := range map[string]string{"coder": roleCoder, "reviewer": roleReviewer, "writer": roleWriter} {
 				files["agents/"+name+".md"] = "---\nname: " + name + "\ndescription: The review example's " + name +
 					" on " + driver + "\ndriver: " + driver + "\nmodel: test-model\n" + frontmatter +
 					"---\nYou are the " + name + " (" + role + "). Answer briefly.\n"
 			}
-			if err := os.MkdirAll(filepath.Join(dir, "agents"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			for name, body := range files {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cmd := exec.Command(flowBinary(t), "run", "review.yaml")
-			cmd.Dir = dir
-			cmd.Env = append(append(os.Environ(), env...), "FLOW_TEST_MODEL_KEY="+cliKey, cleanHome(t))
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			start := time.Now()
-			err := cmd.Run()
-			t.Logf("%s: flow run review.yaml took %v", driver, time.Since(start))
+			run, out, err := flowRun(t, files, env, "review.yaml")
 			if err != nil {
-				t.Fatalf("flow run: %v\n%s", err, out.String())
+				t.Fatalf("flow run: %v\n%s", err, out)
 			}
-			runs, _ := filepath.Glob(filepath.Join(dir, ".flow", "runs", "*"))
-			if len(runs) != 1 {
-				t.Fatalf("run directories: %v\n%s", runs, out.String())
-			}
-			run := runs[0]
 
-			facts, err := engine.ReadJournal(run)
-			if err != nil {
-				t.Fatal(err)
-			}
 			ended := map[string]engine.Fact{}
-			for _, f := range facts {
+			for _, f := range journal(t, run) {
 				if f.Type == "end" && f.Visit != "" {
 					ended[f.Visit] = f
 				}
@@ -152,7 +102,7 @@ func TestReviewExampleOnEachDriver(t *testing.T) {
 			for _, visit := range []string{"reviews/correctness/correctness", "reviews/coverage/coverage", "reviews/style/style",
 				"review#1/code", "review#1/tests", "review#1/verdict", "review#2/code", "review#2/verdict", "review", "report/done"} {
 				if f, ok := ended[visit]; !ok || f.OK == nil || !*f.OK {
-					t.Errorf("visit %s did not end ok: %+v\n%s", visit, f, out.String())
+					t.Errorf("visit %s did not end ok: %+v\n%s", visit, f, out)
 				}
 			}
 			if _, ok := ended["review#3/code"]; ok {
