@@ -280,6 +280,10 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 // appendUsage encodes a usage field as encoding/json would: a field that
 // was not reported is null.
 func appendUsage(b []byte, u *Usage) []byte {
+	return appendUsageValue(append(b, `,"usage":`...), u)
+}
+
+func appendUsageValue(b []byte, u *Usage) []byte {
 	num := func(b []byte, name string, v *int64) []byte {
 		b = append(b, name...)
 		if v == nil {
@@ -287,7 +291,7 @@ func appendUsage(b []byte, u *Usage) []byte {
 		}
 		return strconv.AppendInt(b, *v, 10)
 	}
-	b = num(b, `,"usage":{"input":`, u.Input)
+	b = num(b, `{"input":`, u.Input)
 	b = num(b, `,"output":`, u.Output)
 	b = num(b, `,"cache_read":`, u.CacheRead)
 	b = num(b, `,"cache_write":`, u.CacheWrite)
@@ -295,8 +299,7 @@ func appendUsage(b []byte, u *Usage) []byte {
 	if u.Cost == nil {
 		b = append(b, "null"...)
 	} else {
-		c, _ := json.Marshal(*u.Cost) // encoding/json's float format
-		b = append(b, c...)
+		b, _ = appendFloat(b, *u.Cost)
 	}
 	b = num(b, `,"turns":`, u.Turns)
 	b = append(b, `,"wall_ms":`...)

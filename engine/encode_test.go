@@ -97,3 +97,28 @@ func FuzzAppendFloat(f *testing.F) {
 		}
 	})
 }
+
+// usage.json is the object encoding/json would write for the same totals.
+func TestUsageJSONMatchesEncodingJSON(t *testing.T) {
+	book := newUsageBook()
+	in, out := int64(100), int64(7)
+	cost := 0.25
+	book.add("a#1/x", "x", "coder", Usage{Input: &in, Output: &out, Cost: &cost, WallMS: 5})
+	book.add("a#2/x", "x", "coder", Usage{Input: &in, WallMS: 3})
+	book.add("b", "b", "tool <&>", Usage{WallMS: 1})
+	want, err := json.Marshal(map[string]any{"total": book.overall.usage(), "visits": usages(book.visits), "nodes": usages(book.nodes), "agents": usages(book.agents)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := book.encode(); string(got) != string(want)+"\n" {
+		t.Fatalf("usage.json:\n got %s\nwant %s", got, want)
+	}
+}
+
+func usages(m map[string]*tally) map[string]Usage {
+	out := map[string]Usage{}
+	for k, t := range m {
+		out[k] = t.usage()
+	}
+	return out
+}

@@ -153,7 +153,7 @@ type runner struct {
 func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, error) {
 	resumed := r.opts.Resume != nil
 	if !resumed {
-		if err := r.store.writeJSON("snapshot.json", r.snapshot(input), true); err != nil {
+		if err := r.store.writeJSON("snapshot.json", r.snapshot(input)); err != nil {
 			return nil, err
 		}
 	}
@@ -176,7 +176,7 @@ func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, 
 	r.emit(&Event{Type: "run.end", Run: r.opts.RunID, Status: res.Status(), OK: &ok, Error: res.Failure, Usage: &res.Usage, WallMS: time.Since(start).Milliseconds(), Dir: r.dir})
 	close(refresh)
 	refresher.Wait()
-	if err := r.store.writeJSON("usage.json", r.usage.report(), len(r.usage.visits) <= 200); err != nil {
+	if err := r.store.writeFile("usage.json", r.usage.encode()); err != nil {
 		endErr = errors.Join(endErr, err)
 	}
 	if !r.opts.NoJournal {

@@ -187,21 +187,20 @@ func (s *store) flushEvents() {
 	}
 }
 
-// writeJSON writes a file whole (aside, then renamed). indent is for files
-// people read; large ones are written compact, which costs half as much.
-func (s *store) writeJSON(name string, v any, indent bool) error {
-	var b []byte
-	var err error
-	if indent {
-		b, err = json.MarshalIndent(v, "", "  ")
-	} else {
-		b, err = json.Marshal(v)
-	}
+// writeJSON writes a file whole, indented for people to read.
+func (s *store) writeJSON(name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", name, err)
 	}
+	return s.writeFile(name, append(b, '\n'))
+}
+
+// writeFile writes a file whole: aside, then renamed into place, so that a
+// reader never sees half of it.
+func (s *store) writeFile(name string, b []byte) error {
 	tmp := filepath.Join(s.dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	if err := os.Rename(tmp, filepath.Join(s.dir, name)); err != nil {

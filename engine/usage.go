@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -148,15 +149,40 @@ func (b *usageBook) total() Usage {
 	return b.overall.usage()
 }
 
-func (b *usageBook) report() map[string]any {
+// encode writes usage.json: the total, then usage per visit, node and
+// agent, keys sorted — the same object encoding/json would write, without
+// reflection (a run of thousands of visits writes it at its end).
+func (b *usageBook) encode() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := func(m map[string]*tally) map[string]Usage {
-		u := make(map[string]Usage, len(m))
-		for k, t := range m {
-			u[k] = t.usage()
-		}
-		return u
+	out := make([]byte, 0, 256+160*(len(b.visits)+len(b.nodes)+len(b.agents)))
+	total := b.overall.usage()
+	out = append(out, `{"agents":`...)
+	out = appendTallies(out, b.agents)
+	out = append(out, `,"nodes":`...)
+	out = appendTallies(out, b.nodes)
+	out = append(out, `,"total":`...)
+	out = appendUsageValue(out, &total)
+	out = append(out, `,"visits":`...)
+	out = appendTallies(out, b.visits)
+	return append(out, "}\n"...)
+}
+
+func appendTallies(b []byte, m map[string]*tally) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	return map[string]any{"total": b.overall.usage(), "visits": out(b.visits), "nodes": out(b.nodes), "agents": out(b.agents)}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		u := m[k].usage()
+		b = appendUsageValue(b, &u)
+	}
+	return append(b, '}')
 }
