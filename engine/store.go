@@ -29,7 +29,14 @@ type store struct {
 	// from memory, not by reading the journal back.
 	facts []*Fact
 	ebuf  []byte // the event being encoded; guarded by mu
-	jbuf  []byte // the fact being encoded; guarded by mu
+	// Group commit (see commit); all guarded by mu. batch holds encoded
+	// facts not yet written; batchSeq numbers the batch being filled and
+	// durable the last one written.
+	batch, spare      []byte
+	batchSeq, durable uint64
+	writing           bool
+	werr              error
+	cond              *sync.Cond
 	// pending holds the start facts of visits not yet written.
 	pending map[string]*Fact
 }
@@ -59,7 +66,8 @@ func openStore(dir string, resume, noJournal bool) (*store, error) {
 	if err := acquireLock(dir); err != nil {
 		return nil, err
 	}
-	s := &store{dir: dir, noJournal: noJournal}
+	s := &store{dir: dir, noJournal: noJournal, batchSeq: 1}
+	s.cond = sync.NewCond(&s.mu)
 	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	var err error
 	if s.journal, err = os.OpenFile(filepath.Join(dir, "journal.jsonl"), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
@@ -88,27 +96,57 @@ func (s *store) fact(f *Fact) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.jbuf[:0]
 	var err error
 	if f.Type == "end" {
 		// A start still pending goes out in the same write as its end.
 		if start, ok := s.pending[f.Visit]; ok {
 			delete(s.pending, f.Visit)
-			if b, err = appendFact(b, start); err != nil {
+			if s.batch, err = appendFact(s.batch, start); err != nil {
 				return fmt.Errorf("encoding journal fact: %w", err)
 			}
 		}
 	}
-	b, err = appendFact(b, f)
-	s.jbuf = b
-	if err != nil {
+	mark := len(s.batch)
+	if s.batch, err = appendFact(s.batch, f); err != nil {
+		s.batch = s.batch[:mark]
 		return fmt.Errorf("encoding journal fact: %w", err)
 	}
-	if _, err := s.journal.Write(b); err != nil {
-		return fmt.Errorf("writing journal: %w", err)
-	}
 	s.facts = append(s.facts, f)
-	return nil
+	return s.commit()
+}
+
+// commit returns once everything batched so far is written; s.mu is held.
+// Visits that end at the same moment share one write (group commit): the
+// first becomes the writer and writes, outside the lock, whatever the others
+// batched meanwhile; they wait for the write that holds their fact. No fact
+// waits for a later one: a lone visit's end is written at once.
+func (s *store) commit() error {
+	mine := s.batchSeq
+	for s.writing {
+		if s.durable >= mine {
+			return s.werr
+		}
+		s.cond.Wait()
+	}
+	if s.durable >= mine {
+		return s.werr
+	}
+	s.writing = true
+	for len(s.batch) > 0 {
+		buf, seq := s.batch, s.batchSeq
+		s.batch, s.batchSeq = s.spare[:0], s.batchSeq+1
+		s.mu.Unlock()
+		_, err := s.journal.Write(buf)
+		s.mu.Lock()
+		s.spare = buf
+		s.durable = seq
+		if err != nil && s.werr == nil {
+			s.werr = fmt.Errorf("writing journal: %w", err)
+		}
+		s.cond.Broadcast()
+	}
+	s.writing = false
+	return s.werr
 }
 
 // begin records that a visit started. The start fact is written with the
@@ -142,19 +180,14 @@ func (s *store) writePending() error {
 	if len(s.pending) == 0 || s.journal == nil {
 		return nil
 	}
-	b := s.jbuf[:0]
 	var err error
 	for visit, start := range s.pending {
 		delete(s.pending, visit)
-		if b, err = appendFact(b, start); err != nil {
+		if s.batch, err = appendFact(s.batch, start); err != nil {
 			return fmt.Errorf("encoding journal fact: %w", err)
 		}
 	}
-	s.jbuf = b
-	if _, err := s.journal.Write(b); err != nil {
-		return fmt.Errorf("writing journal: %w", err)
-	}
-	return nil
+	return s.commit()
 }
 
 // written returns the facts written so far (with those of earlier attempts
