@@ -20,6 +20,7 @@ import (
 // than a torn last line.
 type store struct {
 	dir       string
+	abs       string     // dir made absolute: homes are handed to programs that run elsewhere
 	mu        sync.Mutex // serialises journal and events writes
 	journal   *os.File
 	events    *bufio.Writer
@@ -63,13 +64,16 @@ func openStore(dir string, resume, noJournal bool) (*store, error) {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("finding the run directory: %w", err)
+	}
 	if err := acquireLock(dir); err != nil {
 		return nil, err
 	}
-	s := &store{dir: dir, noJournal: noJournal, batchSeq: 1}
+	s := &store{dir: dir, abs: abs, noJournal: noJournal, batchSeq: 1}
 	s.cond = sync.NewCond(&s.mu)
 	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	var err error
 	if s.journal, err = os.OpenFile(filepath.Join(dir, "journal.jsonl"), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
 		_ = s.close()
 		return nil, fmt.Errorf("opening journal: %w", err)
@@ -271,7 +275,7 @@ func (s *store) close() error {
 // home returns the path of the home directory of a visit or memory scope.
 // It is not created here: whoever writes there first creates it.
 func (s *store) home(path string) string {
-	return filepath.Join(s.dir, "home", filepath.FromSlash(path))
+	return filepath.Join(s.abs, "home", filepath.FromSlash(path))
 }
 
 // ErrLocked is returned when another live process holds the run.
