@@ -215,7 +215,13 @@ func (c *checker) compile(s schema.String, src string, off int, sc *scope, want 
 			pos = offsetPos(s, off+byteOffset(src, fe.From))
 			msg = fe.Message
 		}
-		c.diags.Add(pos, "expr", exprHint(msg, sc), "%s", msg)
+		hint := exprHint(msg, sc)
+		if field, ok := strings.CutPrefix(msg, "unknown field "); ok && fe != nil {
+			if h := c.fieldHint(src[:byteOffset(src, fe.From)], field, sc); h != "" {
+				hint = h
+			}
+		}
+		c.diags.Add(pos, "expr", hint, "%s", msg)
 		return nil
 	}
 	return &Expr{Source: src, Pos: pos, Program: prog, Type: typeOfProgram(prog)}
@@ -305,3 +311,26 @@ func fromReflectKind(s string) *schema.Type {
 }
 
 func (e *Expr) String() string { return fmt.Sprintf("%s (%s)", e.Source, e.Pos) }
+
+var trailingAddress = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\.?$`)
+
+// fieldHint suggests the declared field closest to an unknown one, from the
+// address written before it (verdict.output in verdict.output.aproved).
+func (c *checker) fieldHint(before, field string, sc *scope) string {
+	addr := strings.TrimSuffix(trailingAddress.FindString(before), ".")
+	if addr == "" {
+		return ""
+	}
+	t := c.addressType(addr, sc, schema.AnyType)
+	if t.Kind != schema.TObject {
+		return ""
+	}
+	names := make([]string, len(t.Fields))
+	for i, f := range t.Fields {
+		names[i] = f.Name
+	}
+	if h := schema.DidYouMean(field, names); h != "" {
+		return h + " (" + addr + " has " + strings.Join(names, ", ") + ")"
+	}
+	return addr + " has " + strings.Join(names, ", ")
+}
