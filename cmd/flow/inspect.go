@@ -78,6 +78,13 @@ func (a *app) showCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// An engine that died left report.html as of its last refresh:
+			// bring it up to date with the journal.
+			if info.Status == "interrupted" {
+				if err := engine.WriteReport(dir); err != nil {
+					fmt.Fprintf(a.stderr, "warning: refreshing report.html: %v\n", err)
+				}
+			}
 			fmt.Fprintf(a.stdout, "run %s  flow %s  %s  %s  tokens %s  cost %s\n", info.ID, info.Flow, info.Status,
 				fmtMS(info.WallMS), tokensText(info.Usage), costText(info.Usage))
 			if info.Failure != nil {

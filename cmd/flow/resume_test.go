@@ -98,6 +98,16 @@ func TestResumeAfterKillRunsNothingTwice(t *testing.T) {
 	_, _ = f.WriteString(`{"type":"end","vis`)
 	_ = f.Close()
 
+	// flow show brings the dead engine's report up to date with the journal.
+	show := exec.Command(bin, "show", filepath.Base(run))
+	show.Dir = dir
+	if out, err := show.CombinedOutput(); err != nil || !strings.Contains(string(out), "interrupted") {
+		t.Fatalf("flow show: %v\n%s", err, out)
+	}
+	if page, err := os.ReadFile(filepath.Join(run, "report.html")); err != nil || !strings.Contains(string(page), `data-visit="s2" data-status="ok"`) {
+		t.Fatalf("report.html after show: %v", err)
+	}
+
 	out := resume(t, bin, dir)
 	if !strings.Contains(out, "succeeded") {
 		t.Fatalf("resume did not succeed:\n%s", out)
