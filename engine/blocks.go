@@ -40,6 +40,7 @@ type outcome struct {
 	fail     *Failure
 	usage    *Usage
 	model    string
+	timeout  time.Duration // an agent turn's resolved timeout
 	attempts int
 	session  string
 	scope    string // the memory scope's session key
@@ -106,6 +107,9 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	f := &Fact{Type: "end", Time: time.Now(), Visit: path, Node: n.ID, OK: &ok, Output: recorded, Error: o.fail,
 		Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session, Scope: o.scope, WallMS: wall}
+	if o.timeout > 0 {
+		f.Timeout = o.timeout.String()
+	}
 	if err := r.store.fact(f); err != nil && o.fail == nil {
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 	}

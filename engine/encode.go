@@ -166,6 +166,7 @@ func appendFact(b []byte, f *Fact) ([]byte, error) {
 		b = appendUsage(b, f.Usage)
 	}
 	b = appendOptField(b, "model", f.Model)
+	b = appendOptField(b, "timeout", f.Timeout)
 	if f.Attempts != 0 {
 		b = append(b, `,"attempts":`...)
 		b = strconv.AppendInt(b, int64(f.Attempts), 10)

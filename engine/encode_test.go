@@ -47,7 +47,7 @@ func TestAppendFactMatchesEncodingJSON(t *testing.T) {
 	in := int64(3)
 	facts := []*Fact{
 		{Type: "start", Time: time.Now(), Visit: "a/b", Node: "b", Kind: "run"},
-		{Type: "end", Time: time.Now(), Visit: "a", Node: "a", OK: &ok, Output: "text <b>", Usage: &Usage{Input: &in}, Model: "m", Attempts: 2, Session: "s", Scope: "x\x00y", WallMS: 9},
+		{Type: "end", Time: time.Now(), Visit: "a", Node: "a", OK: &ok, Output: "text <b>", Usage: &Usage{Input: &in}, Model: "m", Timeout: "30m0s", Attempts: 2, Session: "s", Scope: "x\x00y", WallMS: 9},
 		{Type: "end", Time: time.Now(), Visit: "m[2]/x", OK: &no, Output: map[string]any{"passed": false, "exit": 1, "report": "red"}, Skipped: true,
 			Error: &Failure{Kind: schema.FailChild, Message: "below", Visit: "m", Cause: &Failure{Kind: schema.FailProvider, Message: "x", Visit: "m[2]/x"}}},
 		{Type: "run", Time: time.Now(), RunID: "r1", Flow: "f", Status: "running", Input: map[string]any{"goal": "g"}, Resumed: true},

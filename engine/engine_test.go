@@ -621,3 +621,28 @@ func TestOversizedAnswerIsHandedOnAsAFile(t *testing.T) {
 		t.Fatalf("the reader got %d bytes, valid UTF-8 %v", len(prompt), utf8.ValidString(prompt))
 	}
 }
+
+// The resolved model and timeout of each agent visit are recorded with it
+// (SPEC 3.6).
+func TestResolvedModelAndTimeoutAreJournaled(t *testing.T) {
+	p := load(t, "res", `name: res
+model: flow-model
+timeout: 7m
+`+agents+`nodes:
+  - {id: a, agent: worker, prompt: x}
+  - {id: b, agent: worker, prompt: x, timeout: 90s}
+`)
+	res, facts := execute(t, p, &fakeDriver{}, Options{})
+	if !res.OK {
+		t.Fatal(res.Failure)
+	}
+	got := map[string]string{}
+	for _, f := range facts {
+		if f.Type == "end" {
+			got[f.Visit] = f.Model + " " + f.Timeout
+		}
+	}
+	if got["a"] != "flow-model 7m0s" || got["b"] != "flow-model 1m30s" {
+		t.Fatalf("resolved settings per visit: %v", got)
+	}
+}

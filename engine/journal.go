@@ -29,6 +29,7 @@ type Fact struct {
 	Skipped  bool      `json:"skipped,omitempty"`
 	Usage    *Usage    `json:"usage,omitempty"`
 	Model    string    `json:"model,omitempty"`
+	Timeout  string    `json:"timeout,omitempty"` // the resolved bound on each turn
 	Attempts int       `json:"attempts,omitempty"`
 	Session  string    `json:"session,omitempty"`
 	Scope    string    `json:"scope,omitempty"` // the memory scope the session belongs to

@@ -99,6 +99,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	home := r.store.home(homePath)
 	timeout := r.turnTimeout(fr, n)
+	o.timeout = timeout
 	driver := r.opts.Drivers[a.Driver]
 	var usage Usage
 	delay := r.opts.Backoff

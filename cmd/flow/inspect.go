@@ -130,8 +130,8 @@ func visitRows(facts []engine.Fact) []string {
 			default:
 				mark, detail = "✗", fmt.Sprintf("%s: %s", e.Error.Kind, firstLine(e.Error.Message))
 			}
-			if e.Model != "" {
-				detail = "[" + e.Model + "] " + detail
+			if e.Model != "" || e.Timeout != "" {
+				detail = "[" + strings.TrimSpace(e.Model+" "+timeoutText(e.Timeout)) + "] " + detail
 			}
 			if e.Usage != nil && e.Usage.Tokens() > 0 {
 				detail += fmt.Sprintf("  (%d tokens)", e.Usage.Tokens())
@@ -314,4 +314,11 @@ func tailFile(path string, n int) (string, error) {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, ""), nil
+}
+
+func timeoutText(t string) string {
+	if t == "" {
+		return ""
+	}
+	return "timeout " + t
 }
