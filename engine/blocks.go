@@ -89,12 +89,15 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	r.emit(&Event{Type: "visit.start", Visit: path, Node: n.ID, Kind: string(n.Kind)})
 	var o *outcome
 	if err := ctx.Err(); err != nil {
-		o = &outcome{fail: r.cancelled(ctx, path, n)}
+		o = &outcome{fail: cancelled(ctx, path)}
 	} else {
 		o = r.dispatch(ctx, fr, n, vars, path)
 	}
 	if o.fail != nil && o.fail.Visit == "" {
-		o.fail.Visit, o.fail.Pos = path, n.Pos
+		o.fail.Visit = path
+	}
+	if o.fail != nil && o.fail.Visit == path && !o.fail.Pos.IsValid() {
+		o.fail.Pos = n.Pos
 	}
 	wall := time.Since(start).Milliseconds()
 	ok := o.fail == nil
@@ -384,7 +387,7 @@ func (r *runner) ask(ctx context.Context, n *flows.Node, path string) *outcome {
 	ans, err := r.opts.Asker.Ask(ctx, path, n.Question, n.Options, n.Default)
 	if err != nil {
 		if ctx.Err() != nil {
-			return &outcome{fail: r.cancelled(ctx, path, n)}
+			return &outcome{fail: cancelled(ctx, path)}
 		}
 		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: err.Error()}}
 	}

@@ -31,8 +31,9 @@ func (r *runner) session(key string) *session {
 	return s
 }
 
-// cancelled names why ctx ended, as a failure of the visit at path.
-func (r *runner) cancelled(ctx context.Context, path string, n *flows.Node) *Failure {
+// cancelled names why ctx ended, as a failure of the visit at path. The
+// visit fills in its node's position when the failure reaches it.
+func cancelled(ctx context.Context, path string) *Failure {
 	cause := context.Cause(ctx)
 	kind := schema.FailStopped
 	switch {
@@ -43,7 +44,7 @@ func (r *runner) cancelled(ctx context.Context, path string, n *flows.Node) *Fai
 	case errors.Is(cause, errBudget):
 		kind = schema.FailBudget
 	}
-	return &Failure{Kind: kind, Message: cause.Error(), Visit: path, Pos: n.Pos}
+	return &Failure{Kind: kind, Message: cause.Error(), Visit: path}
 }
 
 // model resolves the model of an agent turn (SPEC 3.6): --model, then the
@@ -132,7 +133,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		}
 		select {
 		case <-ctx.Done():
-			o.fail, o.usage = r.cancelled(ctx, path, n), &usage
+			o.fail, o.usage = cancelled(ctx, path), &usage
 			r.usage.add(path, n.ID, a.Name, usage)
 			return o
 		case <-time.After(delay):
@@ -150,7 +151,7 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 	select {
 	case r.live <- struct{}{}:
 	case <-ctx.Done():
-		return "", r.cancelledTurn(ctx, t)
+		return "", cancelled(ctx, t.Visit)
 	}
 	defer func() { <-r.live }()
 	tctx, cancel := context.WithTimeoutCause(ctx, t.Timeout, errTimeout)
@@ -173,7 +174,7 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 		}
 	}
 	if tctx.Err() != nil {
-		return "", r.cancelledTurn(tctx, t)
+		return "", cancelled(tctx, t.Visit)
 	}
 	switch {
 	case errors.Is(err, ErrUnavailable):
@@ -190,11 +191,6 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 		return "", &Failure{Kind: schema.FailProvider, Message: msg}
 	}
 	return res.Output, nil
-}
-
-func (r *runner) cancelledTurn(ctx context.Context, t *Turn) *Failure {
-	f := &flows.Node{}
-	return r.cancelled(ctx, t.Visit, f)
 }
 
 // typed parses and validates a typed answer; an answer that does not fit is
@@ -277,7 +273,7 @@ func (r *runner) command(ctx context.Context, n *flows.Node, vars map[string]any
 	res, err := r.opts.Commands.Run(tctx, c)
 	switch {
 	case tctx.Err() != nil:
-		return &outcome{fail: r.cancelled(tctx, path, n)}
+		return &outcome{fail: cancelled(tctx, path)}
 	case errors.Is(err, ErrUnavailable):
 		return &outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error()}}
 	case err != nil:
