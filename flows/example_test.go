@@ -1,0 +1,30 @@
+package flows_test
+
+import (
+	"fmt"
+
+	"github.com/flowrun/flow/flows"
+)
+
+// A flow is checked whole before anything runs: every fault is reported at
+// once, each at its line and column.
+func ExampleLoadSource() {
+	src := []byte(`name: review
+nodes:
+  - id: tests
+    run: [go, test, ./...]
+  - id: ship
+    choice:
+      - when: tests.output.passed == "yes"
+        do: [{id: deploy, run: [make, deploy], timout: 5m}]
+`)
+	_, diags := flows.LoadSource("review.yaml", src, flows.Options{UserAgentDirs: []string{}})
+	for _, d := range diags {
+		fmt.Println(d)
+	}
+	// Output:
+	// review.yaml:7:35: expr: invalid operation: == (mismatched types bool and string)
+	// 	hint: compare values of the same type; see the node's declared output:
+	// review.yaml:8:48: unknown-key: unknown key "timout" in a node
+	// 	hint: did you mean "timeout"?
+}
