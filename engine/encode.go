@@ -230,24 +230,7 @@ func appendAny(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, ']'), nil
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			var err error
-			if b, err = appendAny(b, x[k]); err != nil {
-				return b, err
-			}
-		}
-		return append(b, '}'), nil
+		return appendObject(b, x, appendAny)
 	}
 	enc, err := json.Marshal(v)
 	if err != nil {
@@ -308,4 +291,27 @@ func appendUsageValue(b []byte, u *Usage) []byte {
 	b = append(b, `,"busy_ms":`...)
 	b = strconv.AppendInt(b, u.BusyMS, 10)
 	return append(b, '}')
+}
+
+// appendObject encodes m as a JSON object with its keys sorted, as
+// encoding/json does, each value by enc.
+func appendObject[V any](b []byte, m map[string]V, enc func([]byte, V) ([]byte, error)) ([]byte, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		var err error
+		if b, err = enc(b, m[k]); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
 }

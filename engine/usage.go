@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"slices"
 	"sync"
 	"time"
 )
@@ -169,20 +168,9 @@ func (b *usageBook) encode() []byte {
 }
 
 func appendTallies(b []byte, m map[string]*tally) []byte {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, k)
-		b = append(b, ':')
-		u := m[k].usage()
-		b = appendUsageValue(b, &u)
-	}
-	return append(b, '}')
+	b, _ = appendObject(b, m, func(b []byte, t *tally) ([]byte, error) {
+		u := t.usage()
+		return appendUsageValue(b, &u), nil
+	})
+	return b
 }
