@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,8 +48,7 @@ func marked(marker string) []int {
 		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
 			continue
 		}
-		var pid int
-		if _, err := fmtSscan(e.Name(), &pid); err == nil {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
 			pids = append(pids, pid)
 		}
 	}
@@ -86,19 +86,7 @@ nodes:
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	start := time.Now()
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
-	took := time.Since(start)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("exit: %v, want 130\n%s", err, stderr.String())
-	}
-	if took > 8*time.Second {
-		t.Fatalf("took %s to exit after SIGINT, want at most 8s", took)
-	}
+	interrupt(t, cmd, &stderr)
 	if left := marked("4242."); len(left) > 0 {
 		for _, pid := range left {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -128,14 +116,22 @@ nodes:
 	}
 }
 
-func fmtSscan(s string, pid *int) (int, error) {
-	n := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, errors.New("not a pid")
-		}
-		n = n*10 + int(c-'0')
+// interrupt sends SIGINT to a running flow and holds it to exit code 130
+// within 8 s; it returns how long the exit took.
+func interrupt(t *testing.T, cmd *exec.Cmd, out *bytes.Buffer) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
 	}
-	*pid = n
-	return 1, nil
+	err := cmd.Wait()
+	took := time.Since(start)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("flow run = %v, want exit 130\n%s", err, out.String())
+	}
+	if took > 8*time.Second {
+		t.Fatalf("took %v to exit after Ctrl-C, want at most 8 s", took)
+	}
+	return took
 }
