@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/steps/transcript"
 )
 
 // Driver runs exec agents. Its zero value is not usable; call New.
@@ -56,7 +57,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	// The live log lets `flow tail` show what the program writes while the
 	// turn runs; the transcript line is only written when it ends.
 	if t.Home != "" && os.MkdirAll(t.Home, 0o755) == nil {
-		if live, err := os.OpenFile(filepath.Join(t.Home, t.Agent.Name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+		if live, err := os.OpenFile(filepath.Join(t.Home, transcript.FileName(t.Agent.Name)+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
 			defer live.Close()
 			p.Cmd.Stdout = io.MultiWriter(&stdout, live)
 			p.Cmd.Stderr = io.MultiWriter(&stderr, live)

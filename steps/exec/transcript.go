@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/transcript"
 )
 
 // record is one transcript line: one turn.
@@ -33,7 +33,7 @@ func appendTranscript(t *engine.Turn, answer string, exit int, wallMS int64) (st
 	if err := os.MkdirAll(t.Home, 0o755); err != nil {
 		return "", fmt.Errorf("writing transcript: %w", err)
 	}
-	path := filepath.Join(t.Home, fileName(t.Agent.Name)+".jsonl")
+	path := filepath.Join(t.Home, transcript.FileName(t.Agent.Name)+".jsonl")
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return "", fmt.Errorf("writing transcript: %w", err)
@@ -53,18 +53,4 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
-}
-
-// fileName keeps an agent name inside the home directory.
-func fileName(agent string) string {
-	name := strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == 0 {
-			return '_'
-		}
-		return r
-	}, agent)
-	if name == "" || name == "." || name == ".." {
-		return "agent"
-	}
-	return name
 }

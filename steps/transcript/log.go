@@ -92,7 +92,7 @@ func (l *Log) Path() string {
 	if l == nil {
 		return ""
 	}
-	return filepath.Join(l.dir, fileName(l.agent)+".jsonl")
+	return filepath.Join(l.dir, FileName(l.agent)+".jsonl")
 }
 
 // HTMLPath returns the path of the readable transcript, or "" for a nil
@@ -101,7 +101,7 @@ func (l *Log) HTMLPath() string {
 	if l == nil {
 		return ""
 	}
-	return filepath.Join(l.dir, fileName(l.agent)+".html")
+	return filepath.Join(l.dir, FileName(l.agent)+".html")
 }
 
 // Redact makes the Log replace every occurrence of each non-empty secret
@@ -270,8 +270,9 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-// fileName keeps an agent name inside the home directory.
-func fileName(agent string) string {
+// FileName is the base of an agent's files in a home: its name, kept inside
+// the home directory whatever it holds.
+func FileName(agent string) string {
 	name := strings.Map(func(r rune) rune {
 		if r == '/' || r == '\\' || r == 0 {
 			return '_'
