@@ -122,8 +122,11 @@ func (r *reader) agentFields(a *AgentDoc, n ast.Node, strict bool) {
 			a.Instructions = r.str(e.value, "instructions").Value
 		}
 	}
-	if !a.Name.Set() {
+	switch name := a.Name.Value; {
+	case name == "":
 		r.errorf(n, "missing", "add name: (unique in the catalogue)", "the agent has no name")
+	case name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00"):
+		r.diags.Add(a.Name.Pos, "name", "an agent's name names its files in a run directory; use letters, digits, - and _", "agent name %q is not a valid file name", name)
 	}
 	if !a.Description.Set() {
 		r.errorf(n, "missing", "add description: (one line saying what it does)", "agent %q has no description", a.Name.Value)
