@@ -41,6 +41,23 @@ func startKilled(t *testing.T, bin, dir, file string, ready func(run string) boo
 	}
 }
 
+// waitStarted waits for the one run in dir to journal the start of visit,
+// and returns the run directory.
+func waitStarted(t *testing.T, dir, visit string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runs, _ := filepath.Glob(filepath.Join(dir, ".flow", "runs", "*"))
+		if len(runs) == 1 && journalHas(runs[0], "start", visit) {
+			return runs[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("visit %s did not start", visit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func journalHas(run, fact, visit string) bool {
 	facts, _ := engine.ReadJournal(run)
 	for _, f := range facts {
@@ -191,18 +208,7 @@ func TestResumeRefusesALiveRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
-	var run string
-	for run == "" || !journalHas(run, "start", "s") {
-		if time.Now().After(deadline) {
-			t.Fatal("the run did not start")
-		}
-		runs, _ := filepath.Glob(filepath.Join(dir, ".flow", "runs", "*"))
-		if len(runs) == 1 {
-			run = runs[0]
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	run := waitStarted(t, dir, "s")
 	r := exec.Command(bin, "resume", filepath.Base(run))
 	r.Dir = dir
 	out, err := r.CombinedOutput()

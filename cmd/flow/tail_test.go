@@ -29,18 +29,7 @@ nodes:
 	}
 	defer func() { _ = run.Process.Signal(os.Interrupt); _ = run.Wait() }()
 
-	var runDir string
-	deadline := time.Now().Add(10 * time.Second)
-	for runDir == "" || !journalHas(runDir, "start", "say") {
-		if time.Now().After(deadline) {
-			t.Fatal("the visit did not start")
-		}
-		runs, _ := filepath.Glob(filepath.Join(dir, ".flow", "runs", "*"))
-		if len(runs) == 1 {
-			runDir = runs[0]
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	runDir := waitStarted(t, dir, "say")
 	started := time.Now()
 	for {
 		tail := exec.Command(bin, "tail", filepath.Base(runDir), "say")
