@@ -95,7 +95,7 @@ func (ds Diagnostics) Error() string {
 
 // DidYouMean returns a hint naming the closest of candidates to got, or "".
 func DidYouMean(got string, candidates []string) string {
-	best, bestD := "", len(got)/2+2
+	best, bestD := "", len(got)/4+2 // at most 1 + len/4 edits away
 	for _, c := range candidates {
 		if d := editDistance(strings.ToLower(got), strings.ToLower(c)); d < bestD {
 			best, bestD = c, d
