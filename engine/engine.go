@@ -263,8 +263,8 @@ func checkDrivers(p *flows.Plan, o Options) error {
 	return nil
 }
 
-// While a run goes on, events and the start facts of running visits are
-// flushed every flushEvery, and report.html is refreshed every reportEvery.
+// While a run goes on, events are flushed every flushEvery, and
+// report.html is refreshed every reportEvery.
 const (
 	flushEvery  = 250 * time.Millisecond
 	reportEvery = 2 * time.Second
@@ -280,7 +280,6 @@ func (r *runner) refreshReport(done <-chan struct{}) {
 			return
 		case <-t.C:
 			r.store.flushEvents()
-			_ = r.store.flushPending() // an error shows again at the next end fact
 			if !r.opts.NoJournal && time.Since(last) >= reportEvery {
 				_ = r.writeReport() // best effort: the final write reports errors
 				last = time.Now()

@@ -44,11 +44,16 @@ type Fact struct {
 }
 
 // ReadJournal reads a run's journal. A torn last line (the engine died
-// mid-write) is ignored; a bad line elsewhere is an error naming it.
+// mid-write) is ignored; a bad line elsewhere is an error naming it. The
+// journal of a live run, or of one whose engine died, ends in space
+// reserved for facts to come: zero bytes, where reading stops.
 func ReadJournal(runDir string) ([]Fact, error) {
 	b, err := os.ReadFile(filepath.Join(runDir, "journal.jsonl"))
 	if err != nil {
 		return nil, fmt.Errorf("reading journal: %w", err)
+	}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
 	}
 	var facts []Fact
 	sc := bufio.NewScanner(bytes.NewReader(b))

@@ -16,30 +16,21 @@ import (
 )
 
 // store is one run directory (SPEC 5). Its files are append-only where the
-// spec says so and each fact is one write(2), so a crash never leaves more
-// than a torn last line.
+// spec says so, and each fact reaches the page cache whole before the visit
+// goes on, so a crash never leaves more than a torn last line.
 type store struct {
 	dir       string
 	abs       string     // dir made absolute: homes are handed to programs that run elsewhere
 	mu        sync.Mutex // serialises journal and events writes
-	journal   *os.File
+	journal   *journalFile
 	events    *bufio.Writer
 	eventsF   *os.File
 	noJournal bool
 	// facts keeps every fact written, for report.html: the page is rendered
 	// from memory, not by reading the journal back.
 	facts []*Fact
+	fbuf  []byte // the fact being encoded; guarded by mu
 	ebuf  []byte // the event being encoded; guarded by mu
-	// Group commit (see commit); all guarded by mu. batch holds encoded
-	// facts not yet written; batchSeq numbers the batch being filled and
-	// durable the last one written.
-	batch, spare      []byte
-	batchSeq, durable uint64
-	writing           bool
-	werr              error
-	cond              *sync.Cond
-	// pending holds the start facts of visits not yet written.
-	pending map[string]*Fact
 }
 
 // NewRunID returns a sortable, unique run id: time, then randomness.
@@ -71,20 +62,12 @@ func openStore(dir string, resume, noJournal bool) (*store, error) {
 	if err := acquireLock(dir); err != nil {
 		return nil, err
 	}
-	s := &store{dir: dir, abs: abs, noJournal: noJournal, batchSeq: 1}
-	s.cond = sync.NewCond(&s.mu)
-	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	if s.journal, err = os.OpenFile(filepath.Join(dir, "journal.jsonl"), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+	s := &store{dir: dir, abs: abs, noJournal: noJournal}
+	if s.journal, err = openJournalFile(filepath.Join(dir, "journal.jsonl")); err != nil {
 		_ = s.close()
 		return nil, fmt.Errorf("opening journal: %w", err)
 	}
-	if resume {
-		if err := dropTornLine(s.journal); err != nil {
-			_ = s.close()
-			return nil, err
-		}
-	}
-	if s.eventsF, err = os.OpenFile(filepath.Join(dir, "events.jsonl"), flags, 0o644); err != nil {
+	if s.eventsF, err = os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
 		_ = s.close()
 		return nil, fmt.Errorf("opening events: %w", err)
 	}
@@ -92,106 +75,37 @@ func openStore(dir string, resume, noJournal bool) (*store, error) {
 	return s, nil
 }
 
-// fact appends one journal line. The line is on disk (in the kernel's page
-// cache, which survives the engine's death) before fact returns.
+// fact appends one journal line. The line is in the kernel's page cache,
+// which survives the engine's death, before fact returns.
 func (s *store) fact(f *Fact) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.write(f)
+}
+
+// begin records that a visit started. The fact must not be changed
+// afterwards: report.html reads it while the run goes on.
+func (s *store) begin(f *Fact) error {
+	return s.fact(f)
+}
+
+// write encodes and appends f; s.mu is held.
+func (s *store) write(f *Fact) error {
 	if s.noJournal {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var err error
-	if f.Type == "end" {
-		// A start still pending goes out in the same write as its end.
-		if start, ok := s.pending[f.Visit]; ok {
-			delete(s.pending, f.Visit)
-			if s.batch, err = appendFact(s.batch, start); err != nil {
-				return fmt.Errorf("encoding journal fact: %w", err)
-			}
-		}
+	if s.journal == nil {
+		return errors.New("writing journal: the run directory is closed")
 	}
-	mark := len(s.batch)
-	if s.batch, err = appendFact(s.batch, f); err != nil {
-		s.batch = s.batch[:mark]
+	var err error
+	if s.fbuf, err = appendFact(s.fbuf[:0], f); err != nil {
 		return fmt.Errorf("encoding journal fact: %w", err)
 	}
-	s.facts = append(s.facts, f)
-	return s.commit()
-}
-
-// commit returns once everything batched so far is written; s.mu is held.
-// Visits that end at the same moment share one write (group commit): the
-// first becomes the writer and writes, outside the lock, whatever the others
-// batched meanwhile; they wait for the write that holds their fact. No fact
-// waits for a later one: a lone visit's end is written at once.
-func (s *store) commit() error {
-	mine := s.batchSeq
-	for s.writing {
-		if s.durable >= mine {
-			return s.werr
-		}
-		s.cond.Wait()
+	if err := s.journal.append(s.fbuf); err != nil {
+		return err
 	}
-	if s.durable >= mine {
-		return s.werr
-	}
-	s.writing = true
-	for len(s.batch) > 0 {
-		buf, seq := s.batch, s.batchSeq
-		s.batch, s.batchSeq = s.spare[:0], s.batchSeq+1
-		s.mu.Unlock()
-		_, err := s.journal.Write(buf)
-		s.mu.Lock()
-		s.spare = buf
-		s.durable = seq
-		if err != nil && s.werr == nil {
-			s.werr = fmt.Errorf("writing journal: %w", err)
-		}
-		s.cond.Broadcast()
-	}
-	s.writing = false
-	return s.werr
-}
-
-// begin records that a visit started. The start fact is written with the
-// visit's end (one write for both) or, if the visit is still running, by
-// the next flushPending, at most flushEvery later: a resume needs only end
-// facts, which are written at once, and a quick visit costs one write
-// instead of two. The fact must not be changed afterwards.
-func (s *store) begin(f *Fact) error {
-	if s.noJournal {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pending == nil {
-		s.pending = map[string]*Fact{}
-	}
-	s.pending[f.Visit] = f
 	s.facts = append(s.facts, f)
 	return nil
-}
-
-// flushPending writes the start facts of visits still running.
-func (s *store) flushPending() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.writePending()
-}
-
-// writePending writes the pending start facts; s.mu is held.
-func (s *store) writePending() error {
-	if len(s.pending) == 0 || s.journal == nil {
-		return nil
-	}
-	var err error
-	for visit, start := range s.pending {
-		delete(s.pending, visit)
-		if s.batch, err = appendFact(s.batch, start); err != nil {
-			return fmt.Errorf("encoding journal fact: %w", err)
-		}
-	}
-	return s.commit()
 }
 
 // written returns the facts written so far (with those of earlier attempts
@@ -255,11 +169,10 @@ func (s *store) close() error {
 		errs = append(errs, s.events.Flush())
 		s.events = nil
 	}
-	errs = append(errs, s.writePending())
 	// The journal is synced: it is what a resume relies on. Events are for
 	// watching; closing them is enough.
 	if s.journal != nil {
-		errs = append(errs, s.journal.Sync(), s.journal.Close())
+		errs = append(errs, s.journal.close())
 		s.journal = nil
 	}
 	if s.eventsF != nil {

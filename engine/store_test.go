@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,9 +56,9 @@ func TestLockOfAnotherHostIsNotTakenOver(t *testing.T) {
 	}
 }
 
-// Facts written from many goroutines at once share writes, and every one
-// of them is on disk, whole and once, when fact returns.
-func TestGroupCommitLosesNothing(t *testing.T) {
+// Facts written from many goroutines at once are each in the journal,
+// whole and once, when fact returns.
+func TestConcurrentFactsLoseNothing(t *testing.T) {
 	st, err := openStore(t.TempDir(), false, false)
 	if err != nil {
 		t.Fatal(err)
@@ -106,5 +108,63 @@ func TestGroupCommitLosesNothing(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("%s written %d times", k, n)
 		}
+	}
+}
+
+// The journal grows past the space it reserved, and what a dead engine left
+// (facts, then reserved zeros, then perhaps a torn line) is read to its last
+// whole fact and continued by a resume.
+func TestJournalOfADeadEngineIsContinued(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openStore(dir, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 4000)
+	n := 2 * journalReserve / 4000
+	for i := range n {
+		if err := st.fact(&Fact{Type: "end", Time: time.Now(), Visit: fmt.Sprint("v", i), Output: big}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The file as the engine's death would leave it: read while mapped.
+	left, err := os.ReadFile(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) <= 2*journalReserve || left[len(left)-1] != 0 {
+		t.Fatalf("a live journal of %d bytes should end in reserved zeros", len(left))
+	}
+	dead := t.TempDir()
+	torn := append(left, `{"type":"end","vis`...)
+	if err := os.WriteFile(filepath.Join(dead, "journal.jsonl"), torn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	facts, err := ReadJournal(dead)
+	if err != nil || len(facts) != n {
+		t.Fatalf("read %d facts of a dead engine's journal (%v), want %d", len(facts), err, n)
+	}
+	st, err = openStore(dead, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.fact(&Fact{Type: "run", Time: time.Now(), Status: "running", Resumed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dead, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.IndexByte(b, 0) >= 0 || !bytes.HasSuffix(b, []byte("\"resumed\":true}\n")) {
+		t.Fatalf("the resumed journal should be whole lines with the new fact last; it ends %q", b[max(0, len(b)-80):])
+	}
+	if facts, err = ReadJournal(dead); err != nil || len(facts) != n+1 {
+		t.Fatalf("read %d facts after the resume (%v), want %d", len(facts), err, n+1)
 	}
 }
