@@ -83,7 +83,8 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	fr = fr.withBudget(n.Budget, path)
 	start := time.Now()
-	if err := r.store.begin(&Fact{Type: "start", Time: start, Visit: path, Node: n.ID, Kind: string(n.Kind)}); err != nil {
+	row, err := r.store.begin(&Fact{Type: "start", Time: start, Visit: path, Node: n.ID, Kind: string(n.Kind)})
+	if err != nil {
 		return nodeValue(&outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}})
 	}
 	r.emit(&Event{Type: "visit.start", Visit: path, Node: n.ID, Kind: string(n.Kind)})
@@ -113,7 +114,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if o.timeout > 0 {
 		f.Timeout = o.timeout.String()
 	}
-	if err := r.store.fact(f); err != nil && o.fail == nil {
+	if err := r.store.end(row, f); err != nil && o.fail == nil {
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 	}
 	r.emit(&Event{Type: "visit.end", Visit: path, Node: n.ID, Kind: string(n.Kind), OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})

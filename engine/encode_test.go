@@ -30,6 +30,30 @@ func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// Times are formatted as encoding/json formats them, in any zone, with any
+// nanoseconds, also when the same second comes back in another zone.
+func TestAppendTimeMatchesEncodingJSON(t *testing.T) {
+	east := time.FixedZone("east", 5*3600+30*60)
+	west := time.FixedZone("west", -7*3600)
+	base := time.Date(2026, 11, 29, 23, 59, 59, 0, time.UTC)
+	var times []time.Time
+	for _, ns := range []int{0, 1, 10, 120, 123456789, 100000000, 999999999, 5000} {
+		for _, loc := range []*time.Location{time.UTC, east, west, time.Local, time.UTC} {
+			times = append(times, base.Add(time.Duration(ns)).In(loc), base.Add(time.Second+time.Duration(ns)).In(loc))
+		}
+	}
+	times = append(times, time.Now(), time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-3, 1, 1, 0, 0, 0, 7, time.UTC))
+	for _, tm := range times {
+		want, err := json.Marshal(tm)
+		if err != nil {
+			want = []byte(`"` + tm.Format(time.RFC3339Nano) + `"`)
+		}
+		if got := appendTime(nil, tm); string(got) != string(want) {
+			t.Errorf("appendTime(%v) = %s, want %s", tm, got, want)
+		}
+	}
+}
+
 func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"", "plain", "\"quoted\"", "<b>&</b>", "\x00\x1f", "é\u2028\u2029", "\xff\xfe"} {
 		f.Add(s)

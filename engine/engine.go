@@ -172,19 +172,29 @@ func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, 
 	res := &Result{RunID: r.opts.RunID, Dir: r.dir, OK: fail == nil, Output: out, Failure: fail}
 	res.Usage = r.usage.total()
 	ok := res.OK
-	endErr := r.store.fact(&Fact{Type: "run", Time: time.Now(), RunID: r.opts.RunID, Status: res.Status(), OK: &ok, Error: res.Failure, Output: out, WallMS: time.Since(start).Milliseconds()})
+	// The run's output is made of its visits' outputs, which the journal
+	// has: it goes to output.json, not into the journal a second time.
+	endErr := r.store.fact(&Fact{Type: "run", Time: time.Now(), RunID: r.opts.RunID, Status: res.Status(), OK: &ok, Error: res.Failure, WallMS: time.Since(start).Milliseconds()})
 	r.emit(&Event{Type: "run.end", Run: r.opts.RunID, Status: res.Status(), OK: &ok, Error: res.Failure, Usage: &res.Usage, WallMS: time.Since(start).Milliseconds(), Dir: r.dir})
 	close(refresh)
 	refresher.Wait()
-	if err := r.store.writeFile("usage.json", r.usage.encode()); err != nil {
-		endErr = errors.Join(endErr, err)
-	}
-	if !r.opts.NoJournal {
-		if err := r.writeReport(); err != nil {
-			endErr = errors.Join(endErr, err)
+	// The journal is written back while output.json, usage.json and
+	// report.html are written.
+	r.store.seal()
+	var outErr, usageErr, reportErr error
+	var finish conc.WaitGroup
+	finish.Go(func() {
+		b, err := appendAny(nil, out)
+		if err != nil {
+			outErr = fmt.Errorf("encoding the run's output: %w", err)
+			return
 		}
-	}
-	return res, endErr
+		outErr = r.store.writeFile("output.json", append(b, '\n'))
+		usageErr = r.store.writeFile("usage.json", r.usage.encode())
+	})
+	finish.Go(func() { reportErr = r.writeReport() })
+	finish.Wait()
+	return res, errors.Join(endErr, outErr, usageErr, reportErr)
 }
 
 func (r *runner) emit(e *Event) {
@@ -280,7 +290,7 @@ func (r *runner) refreshReport(done <-chan struct{}) {
 			return
 		case <-t.C:
 			r.store.flushEvents()
-			if !r.opts.NoJournal && time.Since(last) >= reportEvery {
+			if time.Since(last) >= reportEvery {
 				_ = r.writeReport() // best effort: the final write reports errors
 				last = time.Now()
 			}
@@ -289,13 +299,14 @@ func (r *runner) refreshReport(done <-chan struct{}) {
 }
 
 func (r *runner) writeReport() error {
-	facts := r.store.written()
-	info, err := summarize(r.dir, facts)
+	runs, visits := r.store.record()
+	info, err := summarize(r.dir, runs)
 	if err != nil {
 		return err
 	}
-	if l, err := readLock(r.dir); err == nil && info.Status == "interrupted" && l.PID == os.Getpid() {
+	info.Usage = r.usage.total()
+	if info.Status == "interrupted" { // the run fact that ends it is not written yet
 		info.Status = "running"
 	}
-	return renderReport(r.dir, info, facts)
+	return renderReport(r.dir, info, visits)
 }

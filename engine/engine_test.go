@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -588,6 +589,46 @@ func TestResumeReplaysEndedVisits(t *testing.T) {
 	if got := second.turns[1].Prompt; !strings.HasPrefix(got, "2 3") {
 		t.Fatalf("replayed values: %q", got)
 	}
+	// The report has one row per visit: the one run again shows how it
+	// ended this time, the replayed ones how they ended before.
+	page, err := os.ReadFile(filepath.Join(res.Dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{`data-visit="review#2/check" data-status="ok"`, `data-visit="fan[1]/each" data-status="ok"`} {
+		if n := strings.Count(string(page), row); n != 1 {
+			t.Errorf("report.html has %d rows %s, want 1", n, row)
+		}
+	}
+	if n := strings.Count(string(page), `data-visit="review#2/check"`); n != 1 {
+		t.Errorf("report.html has %d rows for review#2/check, want 1", n)
+	}
+}
+
+// With the journal off, report.html still shows every visit: it is rendered
+// from the engine's memory, not from the journal.
+func TestReportWithoutJournal(t *testing.T) {
+	p := load(t, "nj", `name: nj
+`+agents+`nodes:
+  - {id: a, agent: worker, prompt: one}
+  - {id: b, agent: worker, prompt: two}
+`)
+	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": &fakeDriver{}}, RunsDir: t.TempDir(), NoJournal: true})
+	if err != nil || !res.OK {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if facts, err := ReadJournal(res.Dir); err != nil || len(facts) != 0 {
+		t.Fatalf("the journal should be empty, read %d facts (%v)", len(facts), err)
+	}
+	page, err := os.ReadFile(filepath.Join(res.Dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{`data-visit="a" data-status="ok"`, `data-visit="b" data-status="ok"`, `class="status succeeded"`} {
+		if !strings.Contains(string(page), row) {
+			t.Errorf("report.html lacks %s", row)
+		}
+	}
 }
 
 // An answer over 50 KiB is written to a file in the visit's home; the next
@@ -644,5 +685,38 @@ timeout: 7m
 	}
 	if got["a"] != "flow-model 7m0s" || got["b"] != "flow-model 1m30s" {
 		t.Fatalf("resolved settings per visit: %v", got)
+	}
+}
+
+// The run's output is written once, to output.json; the journal has it
+// already in the facts of the visits it is made of.
+func TestRunOutputGoesToOutputJSON(t *testing.T) {
+	p := load(t, "out", `name: out
+`+agents+`nodes:
+  - id: each
+    map: "[1, 2]"
+    max: 2
+    do: [{id: say, agent: worker, prompt: "${{ item }}"}]
+`)
+	res, facts := execute(t, p, &fakeDriver{}, Options{})
+	if !res.OK {
+		t.Fatalf("run failed: %+v", res.Failure)
+	}
+	b, err := os.ReadFile(filepath.Join(res.Dir, "output.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("output.json: %v\n%s", err, b)
+	}
+	want, _ := json.Marshal(res.Output)
+	if again, _ := json.Marshal(got); string(again) != string(want) {
+		t.Errorf("output.json = %s, want %s", again, want)
+	}
+	for _, f := range facts {
+		if f.Type == "run" && f.Output != nil {
+			t.Errorf("the run fact repeats the output: %v", f.Output)
+		}
 	}
 }

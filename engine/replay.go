@@ -15,9 +15,9 @@ type Resume struct {
 // ended indexes the last end fact of each visit of a resumed run.
 func (r *runner) loadReplay(facts []Fact) {
 	r.ended = map[string]*Fact{}
+	r.store.remember(pointers(facts))
 	for i := range facts {
 		f := &facts[i]
-		r.store.facts = append(r.store.facts, f)
 		if f.Type != "end" {
 			continue
 		}

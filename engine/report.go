@@ -38,14 +38,15 @@ func WriteReport(dir string) error {
 	if err != nil {
 		return err
 	}
-	return renderReport(dir, info, pointers(info.Facts))
+	_, visits := records(pointers(info.Facts))
+	return renderReport(dir, info, visits)
 }
 
 // renderReport writes the page. It is appended into one byte slice with
 // every value escaped by appendHTML — no templates, no per-row formatting —
 // so that a run of thousands of visits renders in a few milliseconds.
-func renderReport(dir string, info *RunInfo, facts []*Fact) error {
-	visits := reportVisits(info, facts)
+func renderReport(dir string, info *RunInfo, record []visitRecord) error {
+	visits := reportVisits(info, record)
 	b := make([]byte, 0, 4096+400*len(visits))
 	text := func(parts ...string) {
 		for _, p := range parts {
@@ -166,29 +167,40 @@ func msText(ms int64) string {
 	return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String()
 }
 
-func reportVisits(info *RunInfo, facts []*Fact) []reportVisit {
-	var order []string
-	starts := map[string]*Fact{}
-	ends := map[string]*Fact{}
+// records sorts a journal's facts into run facts and visits, a row per
+// visit in the order the visits first started, each with its latest start
+// and its end.
+func records(facts []*Fact) (runs []*Fact, visits []visitRecord) {
+	row := map[string]int{}
 	for _, f := range facts {
 		switch f.Type {
+		case "run":
+			runs = append(runs, f)
 		case "start":
-			if starts[f.Visit] == nil {
-				order = append(order, f.Visit)
+			if i, ok := row[f.Visit]; ok {
+				visits[i] = visitRecord{start: f}
+			} else {
+				row[f.Visit] = len(visits)
+				visits = append(visits, visitRecord{start: f})
 			}
-			starts[f.Visit] = f
 		case "end":
-			ends[f.Visit] = f
+			if i, ok := row[f.Visit]; ok {
+				visits[i].end = f
+			}
 		}
 	}
+	return runs, visits
+}
+
+func reportVisits(info *RunInfo, record []visitRecord) []reportVisit {
 	runStart := info.Started
 	total := float64(max(info.WallMS, 1))
-	out := make([]reportVisit, 0, len(order))
-	for _, p := range order {
-		s := starts[p]
+	out := make([]reportVisit, 0, len(record))
+	for _, rec := range record {
+		s, p := rec.start, rec.start.Visit
 		v := reportVisit{Path: p, Depth: strings.Count(p, "/"), Kind: s.Kind, Status: "running"}
 		v.Offset = float64(s.Time.Sub(runStart).Milliseconds()) / total
-		if e := ends[p]; e != nil {
+		if e := rec.end; e != nil {
 			v.WallMS, v.Model = e.WallMS, e.Model
 			switch {
 			case e.OK != nil && *e.OK && e.Skipped:

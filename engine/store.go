@@ -10,9 +10,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sourcegraph/conc"
 )
 
 // store is one run directory (SPEC 5). Its files are append-only where the
@@ -21,16 +24,19 @@ import (
 type store struct {
 	dir       string
 	abs       string     // dir made absolute: homes are handed to programs that run elsewhere
-	mu        sync.Mutex // serialises journal and events writes
+	mu        sync.Mutex // serialises journal writes and guards the record
 	journal   *journalFile
+	emu       sync.Mutex // serialises events writes
 	events    *bufio.Writer
 	eventsF   *os.File
 	noJournal bool
-	// facts keeps every fact written, for report.html: the page is rendered
-	// from memory, not by reading the journal back.
-	facts []*Fact
-	fbuf  []byte // the fact being encoded; guarded by mu
-	ebuf  []byte // the event being encoded; guarded by mu
+	// The record report.html is rendered from while the run goes on, not
+	// the journal read back; kept with the journal off too. Guarded by mu.
+	sealing conc.WaitGroup // the journal's close, after seal
+	sealErr error          // how it went; read after sealing.Wait
+	runs    []*Fact        // the run facts, of earlier attempts too
+	visits  []visitRecord  // in the order the visits first started
+	rows    map[string]int // on resume: the row of each visit of earlier attempts
 }
 
 // NewRunID returns a sortable, unique run id: time, then randomness.
@@ -63,7 +69,13 @@ func openStore(dir string, resume, noJournal bool) (*store, error) {
 		return nil, err
 	}
 	s := &store{dir: dir, abs: abs, noJournal: noJournal}
-	if s.journal, err = openJournalFile(filepath.Join(dir, "journal.jsonl")); err != nil {
+	journal := filepath.Join(dir, "journal.jsonl")
+	if noJournal {
+		err = os.WriteFile(journal, nil, 0o644) // there, and empty
+	} else {
+		s.journal, err = openJournalFile(journal)
+	}
+	if err != nil {
 		_ = s.close()
 		return nil, fmt.Errorf("opening journal: %w", err)
 	}
@@ -75,64 +87,125 @@ func openStore(dir string, resume, noJournal bool) (*store, error) {
 	return s, nil
 }
 
-// fact appends one journal line. The line is in the kernel's page cache,
-// which survives the engine's death, before fact returns.
+// visitRecord is a visit as report.html shows it: its start and, once it
+// ended, its end. The facts are never changed once recorded.
+type visitRecord struct {
+	start, end *Fact
+}
+
+// fact appends a run fact to the journal. The line is in the kernel's page
+// cache, which survives the engine's death, before fact returns.
 func (s *store) fact(f *Fact) error {
+	line, err := s.encode(f)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.write(f)
+	s.runs = append(s.runs, f)
+	return s.append(line, err)
 }
 
-// begin records that a visit started. The fact must not be changed
-// afterwards: report.html reads it while the run goes on.
-func (s *store) begin(f *Fact) error {
-	return s.fact(f)
-}
-
-// write encodes and appends f; s.mu is held.
-func (s *store) write(f *Fact) error {
-	if s.noJournal {
-		return nil
+// begin journals that a visit started, and returns its row for end.
+func (s *store) begin(f *Fact) (int, error) {
+	line, err := s.encode(f)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	row, again := s.rows[f.Visit]
+	if again {
+		delete(s.rows, f.Visit) // an earlier attempt's visit, running again
+		s.visits[row] = visitRecord{start: f}
+	} else {
+		row = len(s.visits)
+		s.visits = append(s.visits, visitRecord{start: f})
 	}
-	if s.journal == nil {
+	return row, s.append(line, err)
+}
+
+// end journals that the visit begun at row ended.
+func (s *store) end(row int, f *Fact) error {
+	line, err := s.encode(f)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.visits[row].end = f
+	return s.append(line, err)
+}
+
+// lineBuffers hold facts and events while they are encoded, outside the
+// store's locks: visits that end at once encode at once.
+var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// release returns a buffer to lineBuffers, unless a big value made it too
+// big to keep.
+func release(line *[]byte) {
+	if cap(*line) <= 64<<10 {
+		lineBuffers.Put(line)
+	}
+}
+
+// encode encodes f into a buffer from lineBuffers, which append returns.
+func (s *store) encode(f *Fact) (*[]byte, error) {
+	if s.noJournal {
+		return nil, nil
+	}
+	line := lineBuffers.Get().(*[]byte)
+	var err error
+	if *line, err = appendFact((*line)[:0], f); err != nil {
+		err = fmt.Errorf("encoding journal fact: %w", err)
+	}
+	return line, err
+}
+
+// append writes an encoded fact to the journal and returns its buffer; s.mu
+// is held.
+func (s *store) append(line *[]byte, err error) error {
+	if line == nil {
+		return nil // no journal
+	}
+	defer release(line)
+	switch {
+	case err != nil:
+		return err
+	case s.journal == nil:
 		return errors.New("writing journal: the run directory is closed")
 	}
-	var err error
-	if s.fbuf, err = appendFact(s.fbuf[:0], f); err != nil {
-		return fmt.Errorf("encoding journal fact: %w", err)
-	}
-	if err := s.journal.append(s.fbuf); err != nil {
-		return err
-	}
-	s.facts = append(s.facts, f)
-	return nil
+	return s.journal.append(*line)
 }
 
-// written returns the facts written so far (with those of earlier attempts
-// when resuming). Facts are never changed once appended, so the returned
-// slice may be read while the run goes on.
-func (s *store) written() []*Fact {
+// remember takes the facts of earlier attempts into the record, for a
+// resume: their visits keep their rows.
+func (s *store) remember(facts []*Fact) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.facts[:len(s.facts):len(s.facts)]
+	s.runs, s.visits = records(facts)
+	s.rows = make(map[string]int, len(s.visits))
+	for i, v := range s.visits {
+		s.rows[v.start.Visit] = i
+	}
+}
+
+// record returns the record so far. Its facts are never changed, so it may
+// be read while the run goes on.
+func (s *store) record() (runs []*Fact, visits []visitRecord) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs[:len(s.runs):len(s.runs)], slices.Clone(s.visits)
 }
 
 // event appends one line to events.jsonl. Events are buffered and flushed
 // every flushEvents and when the run ends: they are for watching a run, and
 // the journal, not the events, is what a resume relies on.
 func (s *store) event(e *Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.events == nil {
-		return
+	line := lineBuffers.Get().(*[]byte)
+	defer release(line)
+	*line = appendEvent((*line)[:0], e)
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	if s.events != nil {
+		_, _ = s.events.Write(*line)
 	}
-	s.ebuf = appendEvent(s.ebuf[:0], e)
-	_, _ = s.events.Write(s.ebuf)
 }
 
 func (s *store) flushEvents() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.emu.Lock()
+	defer s.emu.Unlock()
 	if s.events != nil {
 		_ = s.events.Flush()
 	}
@@ -160,21 +233,35 @@ func (s *store) writeFile(name string, b []byte) error {
 	return nil
 }
 
+// seal ends the journal: no fact is written after it. The file is synced
+// and closed in the background, while the run writes its report; close
+// waits for it.
+func (s *store) seal() {
+	s.mu.Lock()
+	j := s.journal
+	s.journal = nil
+	s.mu.Unlock()
+	if j != nil {
+		s.sealing.Go(func() { s.sealErr = j.close() })
+	}
+}
+
 // close syncs and closes the files and removes the lock. It is idempotent.
 func (s *store) close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.emu.Lock()
 	var errs []error
 	if s.events != nil {
 		errs = append(errs, s.events.Flush())
 		s.events = nil
 	}
+	s.emu.Unlock()
 	// The journal is synced: it is what a resume relies on. Events are for
 	// watching; closing them is enough.
-	if s.journal != nil {
-		errs = append(errs, s.journal.close())
-		s.journal = nil
-	}
+	s.seal()
+	s.sealing.Wait()
+	errs = append(errs, s.sealErr)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.eventsF != nil {
 		errs = append(errs, s.eventsF.Close())
 		s.eventsF = nil

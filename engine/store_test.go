@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -70,13 +72,14 @@ func TestConcurrentFactsLoseNothing(t *testing.T) {
 			for i := range each {
 				visit := fmt.Sprintf("w%d[%d]", w, i)
 				ok := true
-				if err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: visit}); err != nil {
+				row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: visit})
+				if err != nil {
 					t.Error(err)
 				}
-				if err := st.fact(&Fact{Type: "end", Time: time.Now(), Visit: visit, OK: &ok, Output: visit}); err != nil {
+				if err := st.end(row, &Fact{Type: "end", Time: time.Now(), Visit: visit, OK: &ok, Output: visit}); err != nil {
 					t.Error(err)
 				}
-				// What fact returned for is on disk now.
+				// What end returned for is in the journal now.
 				if i == each-1 {
 					facts, err := ReadJournal(st.dir)
 					if err != nil {
@@ -123,7 +126,7 @@ func TestJournalOfADeadEngineIsContinued(t *testing.T) {
 	big := strings.Repeat("x", 4000)
 	n := 2 * journalReserve / 4000
 	for i := range n {
-		if err := st.fact(&Fact{Type: "end", Time: time.Now(), Visit: fmt.Sprint("v", i), Output: big}); err != nil {
+		if _, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: fmt.Sprint("v", i), Node: big}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -166,5 +169,50 @@ func TestJournalOfADeadEngineIsContinued(t *testing.T) {
 	}
 	if facts, err = ReadJournal(dead); err != nil || len(facts) != n+1 {
 		t.Fatalf("read %d facts after the resume (%v), want %d", len(facts), err, n+1)
+	}
+}
+
+// The journal's pages are made ready ahead of the writer, so that a visit
+// does not wait for the file system to fault them in.
+func TestJournalPagesAreReadyAhead(t *testing.T) {
+	st, err := openStore(t.TempDir(), false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	ok := true
+	for i := range 2000 {
+		visit := "n" + strconv.Itoa(i)
+		row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: visit, Node: visit, Kind: "agent"})
+		if err == nil {
+			err = st.end(row, &Fact{Type: "end", Time: time.Now(), Visit: visit, Node: visit, OK: &ok, Output: "ok", Usage: &Usage{}})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	probe, err := syscall.Mmap(-1, 0, pageSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Madvise(probe, madvPopulateWrite); err != nil {
+		t.Skipf("this kernel cannot populate ahead: %v", err)
+	}
+	_ = syscall.Munmap(probe)
+	j := st.journal
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		j.mapMu.Lock()
+		populated, perr := j.populated, j.populateErr
+		j.mapMu.Unlock()
+		switch {
+		case perr != nil:
+			t.Fatalf("populating the journal: %v", perr)
+		case populated > j.size && populated < len(j.mem):
+			return // ahead of the writer, and not everything at once
+		case time.Now().After(deadline):
+			t.Fatalf("%d bytes of the journal are ready, %d written: the worker is not ahead", populated, j.size)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
