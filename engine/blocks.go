@@ -47,6 +47,14 @@ type outcome struct {
 	file     string // where an oversized answer was written
 }
 
+// nested returns the environment of a nested sequence: a copy of vars with
+// room for the entries the sequence adds, so that it does not grow.
+func nested(vars map[string]any, adds int) map[string]any {
+	m := make(map[string]any, len(vars)+adds)
+	maps.Copy(m, vars)
+	return m
+}
+
 func join(prefix, id string) string {
 	if prefix == "" {
 		return id
@@ -87,7 +95,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if err != nil {
 		return nodeValue(&outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}})
 	}
-	r.emit(&Event{Type: "visit.start", Visit: path, Node: n.ID, Kind: string(n.Kind)})
+	r.emit(&Event{Time: start, Type: "visit.start", Visit: path, Node: n.ID, Kind: string(n.Kind)})
 	var o *outcome
 	if err := ctx.Err(); err != nil {
 		o = &outcome{fail: cancelled(ctx, path)}
@@ -100,7 +108,8 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if o.fail != nil && o.fail.Visit == path && !o.fail.Pos.IsValid() {
 		o.fail.Pos = n.Pos
 	}
-	wall := time.Since(start).Milliseconds()
+	end := time.Now()
+	wall := end.Sub(start).Milliseconds()
 	ok := o.fail == nil
 	// A leaf's output is journaled whole: it cannot be had again without
 	// running it. A block's output is built from its children's, so it is
@@ -109,15 +118,15 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if isLeaf(n) || n.Kind == schema.KindAsk {
 		recorded = o.output
 	}
-	f := &Fact{Type: "end", Time: time.Now(), Visit: path, Node: n.ID, OK: &ok, Output: recorded, Error: o.fail,
+	f := &Fact{Type: "end", Time: end, Visit: path, Node: n.ID, OK: &ok, Output: recorded, Error: o.fail,
 		Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session, Scope: o.scope, WallMS: wall}
 	if o.timeout > 0 {
-		f.Timeout = o.timeout.String()
+		f.Timeout = durationText(o.timeout)
 	}
 	if err := r.store.end(row, f); err != nil && o.fail == nil {
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 	}
-	r.emit(&Event{Type: "visit.end", Visit: path, Node: n.ID, Kind: string(n.Kind), OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
+	r.emit(&Event{Time: end, Type: "visit.end", Visit: path, Node: n.ID, Kind: string(n.Kind), OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
 	return nodeValue(o)
 }
 
@@ -200,7 +209,7 @@ func (r *runner) choice(ctx context.Context, fr *frame, n *flows.Node, vars map[
 				continue
 			}
 		}
-		out, fail := r.sequence(ctx, fr, b.Nodes, maps.Clone(vars), path)
+		out, fail := r.sequence(ctx, fr, b.Nodes, nested(vars, len(b.Nodes)), path)
 		if fail != nil {
 			return &outcome{output: out, fail: childFailure(path, fail)}
 		}
@@ -264,7 +273,7 @@ func (r *runner) parallel(ctx context.Context, fr *frame, n *flows.Node, vars ma
 	outs := make([]any, len(n.Branches))
 	fails := r.block(ctx, len(n.Branches), 0, n.FailFast, func(ctx context.Context, i int) *Failure {
 		b := n.Branches[i]
-		out, fail := r.sequence(ctx, fr, b.Nodes, maps.Clone(vars), join(path, b.Name))
+		out, fail := r.sequence(ctx, fr, b.Nodes, nested(vars, len(b.Nodes)), join(path, b.Name))
 		outs[i] = out
 		return fail
 	})
@@ -289,7 +298,7 @@ func (r *runner) mapNode(ctx context.Context, fr *frame, n *flows.Node, vars map
 	}
 	results := make([]any, len(items))
 	fails := r.block(ctx, len(items), n.Concurrency, n.FailFast, func(ctx context.Context, i int) *Failure {
-		iv := maps.Clone(vars)
+		iv := nested(vars, len(n.Body)+2)
 		iv["item"], iv["index"] = items[i], i+1
 		out, fail := r.sequence(ctx, fr, n.Body, iv, path+"["+strconv.Itoa(i+1)+"]")
 		results[i] = map[string]any{"item": items[i], "ok": fail == nil, "output": out, "error": fail.value()}
@@ -329,7 +338,7 @@ func (r *runner) loop(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 		previous[b.ID] = nil
 	}
 	for i := 1; i <= n.Max; i++ {
-		iv := maps.Clone(vars)
+		iv := nested(vars, len(n.Body)+1)
 		iv[n.ID] = map[string]any{"previous": previous, "iteration": i}
 		_, fail := r.sequence(ctx, inner, n.Body, iv, path+"#"+strconv.Itoa(i))
 		last := make(map[string]any, len(n.Body))

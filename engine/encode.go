@@ -96,6 +96,24 @@ type secondText struct {
 
 var lastSecond atomic.Pointer[secondText]
 
+// durationText is d.String(), kept for the duration seen last: every end
+// fact of an agent visit names its turn timeout, nearly always the same.
+func durationText(d time.Duration) string {
+	if c := lastDuration.Load(); c != nil && c.d == d {
+		return c.text
+	}
+	c := &durationString{d: d, text: d.String()}
+	lastDuration.Store(c)
+	return c.text
+}
+
+type durationString struct {
+	d    time.Duration
+	text string
+}
+
+var lastDuration atomic.Pointer[durationString]
+
 func appendField(b []byte, name, value string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
@@ -123,6 +141,14 @@ func appendJSON(b []byte, name string, v any) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// plainByte says which ASCII bytes go into a JSON string as they are.
+var plainByte = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string, escaped as encoding/json does
 // (including <, > and &, and invalid UTF-8 as U+FFFD).
 func appendString(b []byte, s string) []byte {
@@ -131,7 +157,7 @@ func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plainByte[c] {
 				i++
 				continue
 			}

@@ -127,7 +127,8 @@ func TestUsageJSONMatchesEncodingJSON(t *testing.T) {
 	book := newUsageBook()
 	in, out := int64(100), int64(7)
 	cost := 0.25
-	book.add("a#1/x", "x", "coder", Usage{Input: &in, Output: &out, Cost: &cost, WallMS: 5})
+	turns, cached := int64(2), int64(40)
+	book.add("a#1/x", "x", "coder", Usage{Input: &in, Output: &out, Cost: &cost, Turns: &turns, CacheRead: &cached, WallMS: 5, BusyMS: 4})
 	book.add("a#2/x", "x", "coder", Usage{Input: &in, WallMS: 3})
 	book.add("b", "b", "tool <&>", Usage{WallMS: 1})
 	want, err := json.Marshal(map[string]any{"total": book.overall.usage(), "visits": usages(book.visits), "nodes": usages(book.nodes), "agents": usages(book.agents)})

@@ -167,7 +167,8 @@ func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, 
 	var refresher conc.WaitGroup
 	refresher.Go(func() { r.refreshReport(refresh) })
 	fr := (&frame{flow: r.plan.Root, scopes: map[string]string{"flow": "_flow"}}).withBudget(r.plan.Root.Budget, "flow "+r.plan.Root.Name)
-	vars := map[string]any{"input": input}
+	vars := make(map[string]any, len(r.plan.Root.Nodes)+1)
+	vars["input"] = input
 	out, fail := r.sequence(ctx, fr, r.plan.Root.Nodes, vars, "")
 	res := &Result{RunID: r.opts.RunID, Dir: r.dir, OK: fail == nil, Output: out, Failure: fail}
 	res.Usage = r.usage.total()

@@ -211,9 +211,11 @@ func (s *store) flushEvents() {
 	}
 }
 
-// writeJSON writes a file whole, indented for people to read.
+// writeJSON writes a file whole, as one line: it is mostly the flows'
+// source text, which indenting would only copy again (jq . shows it
+// indented).
 func (s *store) writeJSON(name string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", name, err)
 	}

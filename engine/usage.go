@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strconv"
 	"sync"
 	"time"
 )
@@ -169,8 +170,35 @@ func (b *usageBook) encode() []byte {
 
 func appendTallies(b []byte, m map[string]*tally) []byte {
 	b, _ = appendObject(b, m, func(b []byte, t *tally) ([]byte, error) {
-		u := t.usage()
-		return appendUsageValue(b, &u), nil
+		return t.appendJSON(b), nil
 	})
 	return b
+}
+
+// appendJSON appends the tally as appendUsageValue would its usage(),
+// without making the Usage.
+func (t *tally) appendJSON(b []byte) []byte {
+	num := func(b []byte, name string, v int64, bit uint8) []byte {
+		b = append(b, name...)
+		if t.reported&bit == 0 {
+			return append(b, "null"...)
+		}
+		return strconv.AppendInt(b, v, 10)
+	}
+	b = num(b, `{"input":`, t.input, hasInput)
+	b = num(b, `,"output":`, t.output, hasOutput)
+	b = num(b, `,"cache_read":`, t.cacheRead, hasCacheRead)
+	b = num(b, `,"cache_write":`, t.cacheWrite, hasCacheWrite)
+	b = append(b, `,"cost":`...)
+	if t.reported&hasCost == 0 {
+		b = append(b, "null"...)
+	} else {
+		b, _ = appendFloat(b, t.cost)
+	}
+	b = num(b, `,"turns":`, t.turns, hasTurns)
+	b = append(b, `,"wall_ms":`...)
+	b = strconv.AppendInt(b, t.wall, 10)
+	b = append(b, `,"busy_ms":`...)
+	b = strconv.AppendInt(b, t.busy, 10)
+	return append(b, '}')
 }
