@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/sourcegraph/conc"
@@ -34,12 +35,11 @@ type journalFile struct {
 	// makes the file system ready for it: microseconds, in the middle of
 	// a visit. A worker does it ahead of the writer instead, with
 	// madvise(MADV_POPULATE_WRITE), which touches no byte of the file.
-	ahead       chan int   // where the writer wants pages ready up to; nil: no worker
-	asked       int        // the last position sent on ahead; the writer's
-	mapMu       sync.Mutex // held by the worker while it populates, and while mem changes
-	populated   int        // mem[:populated] is ready; guarded by mapMu
-	populateErr error      // why the worker gave up, if it did; guarded by mapMu
-	closing     atomic.Bool
+	written     atomic.Int64  // size, for the worker to read
+	mapMu       sync.Mutex    // held by the worker while it populates, and while mem changes
+	populated   int           // mem[:populated] is ready; guarded by mapMu
+	populateErr error         // why the worker gave up, if it did; guarded by mapMu
+	stop        chan struct{} // closed to end the worker; nil: no worker
 	worker      conc.WaitGroup
 }
 
@@ -50,7 +50,11 @@ const (
 	journalReserve = 1 << 20
 	populateAhead  = 128 << 10
 	populateStride = 16 << 10
-	populateAsk    = 32 << 10
+	// The worker looks at the writer every populateTick while the journal
+	// grows, less and less often, down to every populateIdle, while it
+	// does not.
+	populateTick = 250 * time.Microsecond
+	populateIdle = 50 * time.Millisecond
 )
 
 var pageSize = os.Getpagesize()
@@ -81,19 +85,39 @@ func openJournalFile(path string) (*journalFile, error) {
 		j.mem = nil // write(2) it is
 		return j, nil
 	}
-	j.ahead = make(chan int, 1)
+	j.written.Store(int64(j.size))
+	j.stop = make(chan struct{})
 	j.worker.Go(j.populate)
-	j.askAhead()
 	return j, nil
 }
 
-// populate makes pages ready ahead of the writer until close. It goes a
-// few pages per call: the kernel holds the process's memory map lock for
-// a call, and the Go runtime and the writer's own faults need it too.
+// populate makes pages ready ahead of the writer until close. It looks at
+// where the writer is on a timer rather than being woken by the writer: a
+// goroutine woken from the writer's thread is queued on that thread's
+// processor, and would run in place of the visits it is meant to spare.
 func (j *journalFile) populate() {
-	works := true
-	for want := range j.ahead {
-		for works && !j.closing.Load() && j.populateStep(want) {
+	tick := time.NewTimer(populateTick)
+	defer tick.Stop()
+	wait := populateTick
+	for {
+		want := int(j.written.Load()) + populateAhead
+		busy := false
+		for j.populateStep(want) {
+			busy = true
+		}
+		if j.populateErr != nil {
+			return
+		}
+		if busy {
+			wait = populateTick
+		} else {
+			wait = min(2*wait, populateIdle)
+		}
+		tick.Reset(wait)
+		select {
+		case <-j.stop:
+			return
+		case <-tick.C:
 		}
 	}
 }
@@ -118,28 +142,6 @@ func (j *journalFile) populateStep(want int) bool {
 	}
 	j.populated = to
 	return true
-}
-
-// askAhead asks the worker for pages up to populateAhead past the writer,
-// once the writer is halfway into what it asked for last time. It never
-// waits: a busy worker gets the newest position when it is done.
-func (j *journalFile) askAhead() {
-	if j.ahead == nil || j.size+populateAhead-populateAsk < j.asked {
-		return
-	}
-	j.asked = j.size + populateAhead
-	select {
-	case j.ahead <- j.asked:
-	default:
-		select { // replace what the worker has not taken yet
-		case <-j.ahead:
-		default:
-		}
-		select {
-		case j.ahead <- j.asked:
-		default:
-		}
-	}
 }
 
 // reserve makes the mapping hold at least n bytes.
@@ -192,7 +194,7 @@ func (j *journalFile) append(line []byte) error {
 	copy(j.mem[j.size:end-1], line[:len(line)-1])
 	j.mem[end-1] = line[len(line)-1]
 	j.size = end
-	j.askAhead()
+	j.written.Store(int64(end))
 	return nil
 }
 
@@ -211,11 +213,10 @@ func (j *journalFile) close() error {
 	if j.f == nil {
 		return nil
 	}
-	if j.ahead != nil {
-		j.closing.Store(true)
-		close(j.ahead)
+	if j.stop != nil {
+		close(j.stop)
 		j.worker.Wait()
-		j.ahead = nil
+		j.stop = nil
 	}
 	var errs []error
 	if j.mem != nil {
