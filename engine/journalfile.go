@@ -48,7 +48,7 @@ type journalFile struct {
 // are made ready.
 const (
 	journalReserve = 1 << 20
-	populateAhead  = 128 << 10
+	populateAhead  = 64 << 10
 	populateStride = 16 << 10
 	// The worker looks at the writer every populateTick while the journal
 	// grows, less and less often, down to every populateIdle, while it
