@@ -2,6 +2,8 @@ package engine
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,4 +148,19 @@ func usages(m map[string]*tally) map[string]Usage {
 		out[k] = t.usage()
 	}
 	return out
+}
+
+// sortStrings orders keys as slices.Sort does, NUL bytes, shared prefixes
+// and keys shorter than eight bytes included.
+func FuzzSortStrings(f *testing.F) {
+	f.Add("n1,n10,n2,n1\x00,review#2/check,review#2/code,,a,\xff,\x00")
+	f.Fuzz(func(t *testing.T, list string) {
+		keys := strings.Split(list, ",")
+		want := slices.Clone(keys)
+		slices.Sort(want)
+		sortStrings(keys)
+		if !slices.Equal(keys, want) {
+			t.Fatalf("sortStrings = %q, want %q", keys, want)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,7 +48,7 @@ func WriteReport(dir string) error {
 // so that a run of thousands of visits renders in a few milliseconds.
 func renderReport(dir string, info *RunInfo, record []visitRecord) error {
 	visits := reportVisits(info, record)
-	b := make([]byte, 0, 4096+400*len(visits))
+	b := make([]byte, 0, len(reportCSS)+2048+280*len(visits))
 	text := func(parts ...string) {
 		for _, p := range parts {
 			b = append(b, p...)
@@ -73,23 +74,30 @@ func renderReport(dir string, info *RunInfo, record []visitRecord) error {
 		esc(root.Message)
 		text("</div>\n")
 	}
-	text("<table id=\"visits\">\n<thead><tr><th>visit</th><th>kind</th><th>status</th><th>model</th><th class=\"num\">tokens</th><th class=\"num\">cost</th><th class=\"num\">wall</th><th>timeline</th><th>output</th></tr></thead>\n<tbody>\n")
+	text("<table id=\"visits\">\n<thead><tr><th>visit</th><th>kind</th><th>status</th><th>model</th><th class=n>tokens</th><th class=n>cost</th><th class=n>wall</th><th>timeline</th><th>output</th></tr></thead>\n<tbody>\n")
+	// Rows are written compact (optional end tags left out, attribute
+	// values unquoted where HTML allows): a run of thousands of visits
+	// writes this page at its end.
 	var scratch []byte
 	for _, v := range visits {
-		text("<tr class=\"visit\" data-visit=\"")
+		text("<tr data-visit=\"")
 		esc(v.Path)
-		text("\" data-status=\"", v.Status, "\">\n<td class=\"path\" style=\"padding-left:", strconv.Itoa(v.Depth), "em\">")
+		text("\" data-status=\"", v.Status, "\"><td class=p")
+		if v.Depth > 0 {
+			text(" style=\"padding-left:", strconv.Itoa(v.Depth), "em\"")
+		}
+		b = append(b, '>')
 		esc(v.Path)
-		text("</td>\n<td>", v.Kind, "</td>\n<td><span class=\"status ", v.Status, "\">", v.Status, "</span></td>\n<td>")
+		text("<td>", v.Kind, "<td><span class=\"status ", v.Status, "\">", v.Status, "</span><td>")
 		esc(v.Model)
-		text("</td>\n<td class=\"num\">", v.Tokens, "</td>\n<td class=\"num\">", v.Cost, "</td>\n<td class=\"num\">", msText(v.WallMS),
-			"</td>\n<td><div class=\"bar\"><span class=\"", v.Status, "\" style=\"left:")
-		b = strconv.AppendFloat(b, v.Offset*100, 'f', 2, 64)
+		text("<td class=n>", v.Tokens, "<td class=n>", v.Cost, "<td class=n>", msText(v.WallMS),
+			"<td><div class=bar><span class=", v.Status, " style=\"left:")
+		b = appendPercent(b, v.Offset)
 		text("%;width:")
-		b = strconv.AppendFloat(b, v.Width*100, 'f', 2, 64)
-		text("%\"></span></div></td>\n<td>")
+		b = appendPercent(b, v.Width)
+		text("%\"></span></div><td>")
 		if v.Error != "" {
-			text("<div class=\"err\">")
+			text("<div class=err>")
 			esc(v.Error)
 			text("</div>")
 		}
@@ -108,7 +116,7 @@ func renderReport(dir string, info *RunInfo, record []visitRecord) error {
 			esc(out)
 			text("</pre>")
 		}
-		text("</td>\n</tr>\n")
+		text("</tr>\n")
 	}
 	text("</tbody>\n</table>\n</body>\n</html>\n")
 	tmp := filepath.Join(dir, ".report.html.tmp")
@@ -161,6 +169,16 @@ func displayJSON(b []byte, v any) []byte {
 	}
 	r := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(out))
 	return append(b[:start], r...)
+}
+
+// appendPercent appends f (a fraction) as a percentage with two decimals.
+func appendPercent(b []byte, f float64) []byte {
+	v := int64(math.Round(f * 10000))
+	if v < 0 {
+		b, v = append(b, '-'), -v
+	}
+	b = strconv.AppendInt(b, v/100, 10)
+	return append(b, '.', byte('0'+v/10%10), byte('0'+v%10))
 }
 
 func msText(ms int64) string {
