@@ -126,7 +126,7 @@ func FuzzAppendFloat(f *testing.F) {
 
 // usage.json is the object encoding/json would write for the same totals.
 func TestUsageJSONMatchesEncodingJSON(t *testing.T) {
-	book := newUsageBook()
+	book := newUsageBook(3)
 	in, out := int64(100), int64(7)
 	cost := 0.25
 	turns, cached := int64(2), int64(40)

@@ -123,7 +123,7 @@ func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, erro
 		return nil, err
 	}
 	r := &runner{plan: plan, opts: opts, store: st, dir: dir, live: make(chan struct{}, opts.Concurrency),
-		sessions: map[string]*session{}, usage: newUsageBook(), minTurn: map[string]int64{}}
+		sessions: map[string]*session{}, usage: newUsageBook(planSize(plan)), minTurn: map[string]int64{}}
 	if opts.Resume != nil {
 		r.loadReplay(opts.Resume.Facts)
 	}
@@ -198,6 +198,9 @@ func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, 
 	return res, errors.Join(endErr, outErr, usageErr, reportErr)
 }
 
+// emit writes an event and hands it to OnEvent. The event it is given
+// does not outlive the call (OnEvent gets a copy), so callers' events stay
+// on their stacks: a visit emits two.
 func (r *runner) emit(e *Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
@@ -205,7 +208,8 @@ func (r *runner) emit(e *Event) {
 	e.Run = r.opts.RunID
 	r.store.event(e)
 	if r.opts.OnEvent != nil {
-		r.opts.OnEvent(e)
+		handed := *e
+		r.opts.OnEvent(&handed)
 	}
 }
 
@@ -241,6 +245,15 @@ func checkInput(f *flows.Flow, in any) (any, error) {
 		return nil, &InputError{Msg: fmt.Sprintf("input of flow %s: %v (declared %s)", f.Name, err, f.Input)}
 	}
 	return normalize(f.Input, v), nil
+}
+
+// planSize counts the nodes of every flow of p.
+func planSize(p *flows.Plan) int {
+	n := 0
+	for _, f := range p.Flows {
+		flows.Walk(f.Nodes, func(*flows.Node) { n++ })
+	}
+	return n
 }
 
 func askWithoutDefault(p *flows.Plan) *flows.Node {

@@ -277,7 +277,8 @@ func (s *store) close() error {
 // home returns the path of the home directory of a visit or memory scope.
 // It is not created here: whoever writes there first creates it.
 func (s *store) home(path string) string {
-	return filepath.Join(s.abs, "home", filepath.FromSlash(path))
+	// Visit paths are clean: node ids joined by slashes, never empty.
+	return s.abs + string(filepath.Separator) + "home" + string(filepath.Separator) + filepath.FromSlash(path)
 }
 
 // ErrLocked is returned when another live process holds the run.

@@ -120,27 +120,37 @@ type usageBook struct {
 	nodes   map[string]*tally
 	agents  map[string]*tally
 	overall tally
+	slab    []tally // where new tallies are cut from; earlier slabs stay where they are
 }
 
-func newUsageBook() *usageBook {
-	return &usageBook{visits: map[string]*tally{}, nodes: map[string]*tally{}, agents: map[string]*tally{}}
+// newUsageBook returns a book sized for a flow of about nodes nodes.
+func newUsageBook(nodes int) *usageBook {
+	return &usageBook{visits: make(map[string]*tally, nodes), nodes: make(map[string]*tally, nodes), agents: map[string]*tally{},
+		slab: make([]tally, 0, min(nodes, 1024))}
 }
 
 func (b *usageBook) add(visit, node, agent string, u Usage) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, m := range [...]struct {
-		m   map[string]*tally
-		key string
-	}{{b.visits, visit}, {b.nodes, node}, {b.agents, agent}} {
-		t := m.m[m.key]
-		if t == nil {
-			t = &tally{}
-			m.m[m.key] = t
-		}
-		t.add(&u)
-	}
+	b.tally(b.visits, visit).add(&u)
+	b.tally(b.nodes, node).add(&u)
+	b.tally(b.agents, agent).add(&u)
 	b.overall.add(&u)
+}
+
+// tally returns m's tally for key, made if there is none. Tallies are cut
+// from a slab, not allocated one by one: a run has one per visit.
+func (b *usageBook) tally(m map[string]*tally, key string) *tally {
+	if t := m[key]; t != nil {
+		return t
+	}
+	if len(b.slab) == cap(b.slab) {
+		b.slab = make([]tally, 0, max(2*cap(b.slab), 64))
+	}
+	b.slab = b.slab[:len(b.slab)+1]
+	t := &b.slab[len(b.slab)-1]
+	m[key] = t
+	return t
 }
 
 func (b *usageBook) total() Usage {
