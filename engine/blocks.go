@@ -118,7 +118,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if isLeaf(n) || n.Kind == schema.KindAsk {
 		recorded = o.output
 	}
-	f := &Fact{Type: "end", Time: end, Visit: path, Node: n.ID, OK: &ok, Output: recorded, Error: o.fail,
+	f := &Fact{Type: "end", Time: end, Visit: path, Node: n.ID, OK: boolRef(ok), Output: recorded, Error: o.fail,
 		Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session, Scope: o.scope, WallMS: wall}
 	if o.timeout > 0 {
 		f.Timeout = durationText(o.timeout)
@@ -126,9 +126,20 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if err := r.store.end(row, f); err != nil && o.fail == nil {
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 	}
-	r.emit(&Event{Time: end, Type: "visit.end", Visit: path, Node: n.ID, Kind: string(n.Kind), OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
+	r.emit(&Event{Time: end, Type: "visit.end", Visit: path, Node: n.ID, Kind: string(n.Kind), OK: boolRef(ok), Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
 	return nodeValue(o)
 }
+
+// boolRef points at a shared true or false: facts and events are never
+// changed once made, and a visit's end need not allocate its ok.
+func boolRef(b bool) *bool {
+	if b {
+		return &trueValue
+	}
+	return &falseValue
+}
+
+var trueValue, falseValue = true, false
 
 func isLeaf(n *flows.Node) bool { return n.Kind == schema.KindAgent || n.Kind == schema.KindRun }
 

@@ -71,7 +71,9 @@ func (r *runner) turnText(n *flows.Node, vars map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	const wdLine = "\n\nWorking directory: "
 	var b strings.Builder
+	b.Grow(len(prompt) + len(wdLine) + len(r.opts.WorkDir) + 1)
 	b.WriteString(prompt)
 	for _, rd := range n.Reads {
 		v, err := eval(rd.Expr, vars)
@@ -86,7 +88,9 @@ func (r *runner) turnText(n *flows.Node, vars map[string]any) (string, error) {
 	if n.Typed {
 		fmt.Fprintf(&b, "\n\n## Answer format\nAnswer with only a JSON value (no prose, no code fence) that fits this JSON Schema:\n```json\n%s\n```", n.OutputSchema)
 	}
-	fmt.Fprintf(&b, "\n\nWorking directory: %s\n", r.opts.WorkDir)
+	b.WriteString(wdLine)
+	b.WriteString(r.opts.WorkDir)
+	b.WriteByte('\n')
 	return b.String(), nil
 }
 
