@@ -6,6 +6,7 @@ import (
 	"maps"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/expr-lang/expr"
@@ -236,22 +237,25 @@ func (r *runner) block(ctx context.Context, count, limit int, failFast bool, tas
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	fails := make([]*Failure, count)
-	p := pool.New()
-	if limit > 0 {
-		p = p.WithMaxGoroutines(limit)
+	if limit <= 0 || limit > count {
+		limit = count
 	}
-	for i := range count {
-		if failFast && ctx.Err() != nil {
-			break
-		}
+	// limit workers take the tasks in order, each the next one not taken:
+	// no goroutine per task, and no hand-over of each task to a worker.
+	var next atomic.Int64
+	p := pool.New()
+	for range limit {
 		p.Go(func() {
-			if failFast && ctx.Err() != nil {
-				return
-			}
-			if f := task(ctx, i); f != nil {
-				fails[i] = f
-				if failFast {
-					cancel(errCancelled)
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= count || failFast && ctx.Err() != nil {
+					return
+				}
+				if f := task(ctx, i); f != nil {
+					fails[i] = f
+					if failFast {
+						cancel(errCancelled)
+					}
 				}
 			}
 		})

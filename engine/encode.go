@@ -366,34 +366,52 @@ func appendUsageValue(b []byte, u *Usage) []byte {
 // appendObject encodes m as a JSON object with its keys sorted, as
 // encoding/json does, each value by enc.
 func appendObject[V any](b []byte, m map[string]V, enc func([]byte, V) ([]byte, error)) ([]byte, error) {
-	// Most objects are a node's value or a typed output: a few keys, kept
-	// on the stack and sorted in place.
-	var small [8]string
-	keys := small[:0]
-	if len(m) > len(small) {
-		keys = make([]string, 0, len(m))
-	}
-	for k := range m {
-		keys = append(keys, k)
-	}
-	if len(keys) <= len(small) {
-		for i := 1; i < len(keys); i++ {
-			for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-				keys[j], keys[j-1] = keys[j-1], keys[j]
+	if len(m) > 8 {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sortStrings(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			var err error
+			if b, err = enc(b, m[k]); err != nil {
+				return b, err
 			}
 		}
-	} else {
-		sortStrings(keys)
+		return append(b, '}'), nil
+	}
+	// Most objects are a node's value or a typed output: a few entries,
+	// kept on the stack with their values (no second lookup) and sorted
+	// in place.
+	type entry struct {
+		k string
+		v V
+	}
+	var small [8]entry
+	es := small[:0]
+	for k, v := range m {
+		es = append(es, entry{k, v})
+	}
+	for i := 1; i < len(es); i++ {
+		for j := i; j > 0 && es[j].k < es[j-1].k; j-- {
+			es[j], es[j-1] = es[j-1], es[j]
+		}
 	}
 	b = append(b, '{')
-	for i, k := range keys {
+	for i := range es {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = appendString(b, es[i].k)
 		b = append(b, ':')
 		var err error
-		if b, err = enc(b, m[k]); err != nil {
+		if b, err = enc(b, es[i].v); err != nil {
 			return b, err
 		}
 	}

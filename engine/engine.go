@@ -191,8 +191,8 @@ func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, 
 			return
 		}
 		outErr = r.store.writeFile("output.json", append(b, '\n'))
-		usageErr = r.store.writeFile("usage.json", r.usage.encode())
 	})
+	finish.Go(func() { usageErr = r.store.writeFile("usage.json", r.usage.encode()) })
 	finish.Go(func() { reportErr = r.writeReport() })
 	finish.Wait()
 	return res, errors.Join(endErr, outErr, usageErr, reportErr)
