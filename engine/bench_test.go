@@ -228,7 +228,7 @@ func BenchmarkJournalAppend(b *testing.B) {
 	ok := true
 	f := &Fact{Type: "end", Time: time.Now(), Visit: "look[12]/check", Node: "check", OK: &ok,
 		Output: map[string]any{"passed": true, "exit": 0, "report": "ok\n"}, WallMS: 3}
-	row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: "look[12]/check", Node: "check", Kind: "run"})
+	row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: "look[12]/check", Node: "check", Kind: "run"}, true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -254,9 +254,9 @@ func BenchmarkJournalVisits(b *testing.B) {
 		}
 		for j := range 1000 {
 			visit := "n" + strconv.Itoa(j)
-			row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: visit, Node: visit, Kind: "agent"})
+			row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: visit, Node: visit, Kind: "agent"}, true)
 			if err == nil {
-				err = st.end(row, &Fact{Type: "end", Time: time.Now(), Visit: visit, Node: visit, OK: &ok, Output: "ok",
+				err = st.end(row, &Fact{Type: "end", Time: time.Now(), Visit: visit, Node: visit, Kind: "agent", OK: &ok, Output: "ok",
 					Usage: usage, Timeout: "30m0s", Attempts: 1, WallMS: 1})
 			}
 			if err != nil {

@@ -92,7 +92,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	fr = fr.withBudget(n.Budget, path)
 	start := time.Now()
-	row, err := r.store.begin(&Fact{Type: "start", Time: start, Visit: path, Node: n.ID, Kind: string(n.Kind)})
+	row, err := r.store.begin(&Fact{Type: "start", Time: start, Visit: path, Node: n.ID, Kind: string(n.Kind)}, isLeaf(n) || n.Kind == schema.KindAsk)
 	if err != nil {
 		return nodeValue(&outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}})
 	}
@@ -119,7 +119,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if isLeaf(n) || n.Kind == schema.KindAsk {
 		recorded = o.output
 	}
-	f := &Fact{Type: "end", Time: end, Visit: path, Node: n.ID, OK: boolRef(ok), Output: recorded, Error: o.fail,
+	f := &Fact{Type: "end", Time: end, Visit: path, Node: n.ID, Kind: string(n.Kind), OK: boolRef(ok), Output: recorded, Error: o.fail,
 		Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session, Scope: o.scope, WallMS: wall}
 	if o.timeout > 0 {
 		f.Timeout = durationText(o.timeout)

@@ -287,8 +287,8 @@ func checkDrivers(p *flows.Plan, o Options) error {
 	return nil
 }
 
-// While a run goes on, events are flushed every flushEvery, and
-// report.html is refreshed every reportEvery.
+// While a run goes on, events and the start facts of running leaves are
+// flushed every flushEvery, and report.html is refreshed every reportEvery.
 const (
 	flushEvery  = 250 * time.Millisecond
 	reportEvery = 2 * time.Second
@@ -304,6 +304,7 @@ func (r *runner) refreshReport(done <-chan struct{}) {
 			return
 		case <-t.C:
 			r.store.flushEvents()
+			_ = r.store.flushStarts() // an error shows again at the next end fact
 			if time.Since(last) >= reportEvery {
 				_ = r.writeReport() // best effort: the final write reports errors
 				last = time.Now()

@@ -43,6 +43,49 @@ type Fact struct {
 	Resumed bool `json:"resumed,omitempty"`
 }
 
+// Visit is one visit as the journal tells it: its start and, once it
+// ended, its end.
+type Visit struct {
+	Start *Fact
+	End   *Fact // nil while it runs, or if its engine died first
+}
+
+// JournalVisits sorts a journal's facts into visits, one per visit path,
+// in the order the visits first appear, each with its latest start and its
+// end. A leaf visit that ended quickly has only its end fact (see
+// store.begin); its start is made up from the end's time and wall_ms.
+func JournalVisits(facts []Fact) []Visit {
+	_, visits := records(pointers(facts))
+	return visits
+}
+
+// records sorts facts into run facts and visits, as JournalVisits.
+func records(facts []*Fact) (runs []*Fact, visits []Visit) {
+	row := map[string]int{}
+	for _, f := range facts {
+		switch f.Type {
+		case "run":
+			runs = append(runs, f)
+		case "start":
+			if i, ok := row[f.Visit]; ok {
+				visits[i] = Visit{Start: f}
+			} else {
+				row[f.Visit] = len(visits)
+				visits = append(visits, Visit{Start: f})
+			}
+		case "end":
+			if i, ok := row[f.Visit]; ok {
+				visits[i].End = f
+				continue
+			}
+			started := f.Time.Add(-time.Duration(f.WallMS) * time.Millisecond)
+			row[f.Visit] = len(visits)
+			visits = append(visits, Visit{Start: &Fact{Type: "start", Time: started, Visit: f.Visit, Node: f.Node, Kind: f.Kind}, End: f})
+		}
+	}
+	return runs, visits
+}
+
 // ReadJournal reads a run's journal. A torn last line (the engine died
 // mid-write) is ignored; a bad line elsewhere is an error naming it. The
 // journal of a live run, or of one whose engine died, ends in space

@@ -46,7 +46,7 @@ func WriteReport(dir string) error {
 // renderReport writes the page. It is appended into one byte slice with
 // every value escaped by appendHTML — no templates, no per-row formatting —
 // so that a run of thousands of visits renders in a few milliseconds.
-func renderReport(dir string, info *RunInfo, record []visitRecord) error {
+func renderReport(dir string, info *RunInfo, record []Visit) error {
 	visits := reportVisits(info, record)
 	b := make([]byte, 0, len(reportCSS)+2048+280*len(visits))
 	text := func(parts ...string) {
@@ -185,40 +185,15 @@ func msText(ms int64) string {
 	return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String()
 }
 
-// records sorts a journal's facts into run facts and visits, a row per
-// visit in the order the visits first started, each with its latest start
-// and its end.
-func records(facts []*Fact) (runs []*Fact, visits []visitRecord) {
-	row := map[string]int{}
-	for _, f := range facts {
-		switch f.Type {
-		case "run":
-			runs = append(runs, f)
-		case "start":
-			if i, ok := row[f.Visit]; ok {
-				visits[i] = visitRecord{start: f}
-			} else {
-				row[f.Visit] = len(visits)
-				visits = append(visits, visitRecord{start: f})
-			}
-		case "end":
-			if i, ok := row[f.Visit]; ok {
-				visits[i].end = f
-			}
-		}
-	}
-	return runs, visits
-}
-
-func reportVisits(info *RunInfo, record []visitRecord) []reportVisit {
+func reportVisits(info *RunInfo, record []Visit) []reportVisit {
 	runStart := info.Started
 	total := float64(max(info.WallMS, 1))
 	out := make([]reportVisit, 0, len(record))
 	for _, rec := range record {
-		s, p := rec.start, rec.start.Visit
+		s, p := rec.Start, rec.Start.Visit
 		v := reportVisit{Path: p, Depth: strings.Count(p, "/"), Kind: s.Kind, Status: "running"}
 		v.Offset = float64(s.Time.Sub(runStart).Milliseconds()) / total
-		if e := rec.end; e != nil {
+		if e := rec.End; e != nil {
 			v.WallMS, v.Model = e.WallMS, e.Model
 			switch {
 			case e.OK != nil && *e.OK && e.Skipped:

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -35,8 +34,10 @@ type store struct {
 	sealing conc.WaitGroup // the journal's close, after seal
 	sealErr error          // how it went; read after sealing.Wait
 	runs    []*Fact        // the run facts, of earlier attempts too
-	visits  []visitRecord  // in the order the visits first started
+	visits  []visitRow     // in the order the visits first started
 	rows    map[string]int // on resume: the row of each visit of earlier attempts
+	// unflushed is the first row whose start may not be journaled yet.
+	unflushed int
 }
 
 // NewRunID returns a sortable, unique run id: time, then randomness.
@@ -87,10 +88,11 @@ func openStore(dir string, resume, noJournal bool) (*store, error) {
 	return s, nil
 }
 
-// visitRecord is a visit as report.html shows it: its start and, once it
-// ended, its end. The facts are never changed once recorded.
-type visitRecord struct {
-	start, end *Fact
+// visitRow is a visit as the store keeps it for report.html, and whether
+// its start fact is in the journal yet.
+type visitRow struct {
+	Visit
+	journaled bool
 }
 
 // fact appends a run fact to the journal. The line is in the kernel's page
@@ -103,19 +105,35 @@ func (s *store) fact(f *Fact) error {
 	return s.append(line, err)
 }
 
-// begin journals that a visit started, and returns its row for end.
-func (s *store) begin(f *Fact) (int, error) {
-	line, err := s.encode(f)
+// begin records that a visit started, and returns its row for end.
+//
+// A block's start is journaled at once. A leaf's is journaled only if the
+// leaf is still running at the next flushStarts (every flushEvery): a leaf
+// that ends before has only its end fact, which names its kind and wall
+// time. Resume needs only end facts, and most leaves end quickly; a start
+// fact is for showing a visit that runs. Blocks are journaled at once so
+// that a block comes before its children in the journal.
+func (s *store) begin(f *Fact, leaf bool) (int, error) {
+	var line *[]byte
+	var err error
+	if !leaf {
+		line, err = s.encode(f)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	row, again := s.rows[f.Visit]
 	if again {
 		delete(s.rows, f.Visit) // an earlier attempt's visit, running again
-		s.visits[row] = visitRecord{start: f}
+		s.visits[row] = visitRow{Visit: Visit{Start: f}}
+		s.unflushed = min(s.unflushed, row)
 	} else {
 		row = len(s.visits)
-		s.visits = append(s.visits, visitRecord{start: f})
+		s.visits = append(s.visits, visitRow{Visit: Visit{Start: f}})
 	}
+	if leaf {
+		return row, nil
+	}
+	s.visits[row].journaled = true
 	return row, s.append(line, err)
 }
 
@@ -124,8 +142,28 @@ func (s *store) end(row int, f *Fact) error {
 	line, err := s.encode(f)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.visits[row].end = f
+	s.visits[row].End = f
 	return s.append(line, err)
+}
+
+// flushStarts journals the start facts of leaves still running.
+func (s *store) flushStarts() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for i := s.unflushed; i < len(s.visits); i++ {
+		v := &s.visits[i]
+		if v.journaled || v.End != nil {
+			if i == s.unflushed {
+				s.unflushed++ // settled: never looked at again
+			}
+			continue
+		}
+		line, err := s.encode(v.Start)
+		errs = append(errs, s.append(line, err))
+		v.journaled = true
+	}
+	return errors.Join(errs...)
 }
 
 // lineBuffers hold facts and events while they are encoded, outside the
@@ -174,19 +212,27 @@ func (s *store) append(line *[]byte, err error) error {
 func (s *store) remember(facts []*Fact) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.runs, s.visits = records(facts)
-	s.rows = make(map[string]int, len(s.visits))
-	for i, v := range s.visits {
-		s.rows[v.start.Visit] = i
+	runs, visits := records(facts)
+	s.runs = runs
+	s.visits = make([]visitRow, len(visits))
+	s.rows = make(map[string]int, len(visits))
+	for i, v := range visits {
+		s.visits[i] = visitRow{Visit: v, journaled: true}
+		s.rows[v.Start.Visit] = i
 	}
+	s.unflushed = len(s.visits)
 }
 
 // record returns the record so far. Its facts are never changed, so it may
 // be read while the run goes on.
-func (s *store) record() (runs []*Fact, visits []visitRecord) {
+func (s *store) record() (runs []*Fact, visits []Visit) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.runs[:len(s.runs):len(s.runs)], slices.Clone(s.visits)
+	visits = make([]Visit, len(s.visits))
+	for i := range s.visits {
+		visits[i] = s.visits[i].Visit
+	}
+	return s.runs[:len(s.runs):len(s.runs)], visits
 }
 
 // event appends one line to events.jsonl. Events are buffered and flushed

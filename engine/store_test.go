@@ -72,7 +72,7 @@ func TestConcurrentFactsLoseNothing(t *testing.T) {
 			for i := range each {
 				visit := fmt.Sprintf("w%d[%d]", w, i)
 				ok := true
-				row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: visit})
+				row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: visit}, false)
 				if err != nil {
 					t.Error(err)
 				}
@@ -126,7 +126,7 @@ func TestJournalOfADeadEngineIsContinued(t *testing.T) {
 	big := strings.Repeat("x", 4000)
 	n := 2 * journalReserve / 4000
 	for i := range n {
-		if _, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: fmt.Sprint("v", i), Node: big}); err != nil {
+		if _, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: fmt.Sprint("v", i), Node: big}, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -183,7 +183,7 @@ func TestJournalPagesAreReadyAhead(t *testing.T) {
 	ok := true
 	for i := range 2000 {
 		visit := "n" + strconv.Itoa(i)
-		row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: visit, Node: visit, Kind: "agent"})
+		row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: visit, Node: visit, Kind: "agent"}, false)
 		if err == nil {
 			err = st.end(row, &Fact{Type: "end", Time: time.Now(), Visit: visit, Node: visit, OK: &ok, Output: "ok", Usage: &Usage{}})
 		}
@@ -214,5 +214,63 @@ func TestJournalPagesAreReadyAhead(t *testing.T) {
 			t.Fatalf("%d bytes of the journal are ready, %d written: the worker is not ahead", populated, j.size)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// A leaf that ends before the next flush has only its end fact; one still
+// running at a flush has its start journaled then; a block's start is
+// journaled at once. JournalVisits rebuilds every visit, in order.
+func TestQuickLeavesHaveOnlyAnEndFact(t *testing.T) {
+	st, err := openStore(t.TempDir(), false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	begin := func(visit, kind string, leaf bool) int {
+		row, err := st.begin(&Fact{Type: "start", Time: at, Visit: visit, Node: visit, Kind: kind}, leaf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return row
+	}
+	end := func(row int, visit, kind string, wall int64) {
+		if err := st.end(row, &Fact{Type: "end", Time: at.Add(time.Duration(wall) * time.Millisecond), Visit: visit, Node: visit, Kind: kind, OK: boolRef(true), WallMS: wall}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fan := begin("fan", "map", false)
+	quick := begin("fan[1]/q", "agent", true)
+	end(quick, "fan[1]/q", "agent", 3)
+	long := begin("fan[2]/l", "run", true)
+	if err := st.flushStarts(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.flushStarts(); err != nil { // nothing new: nothing written twice
+		t.Fatal(err)
+	}
+	end(long, "fan[2]/l", "run", 400)
+	end(fan, "fan", "map", 401)
+	if err := st.close(); err != nil {
+		t.Fatal(err)
+	}
+	facts, err := ReadJournal(st.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, f := range facts {
+		lines = append(lines, f.Type+" "+f.Visit)
+	}
+	want := []string{"start fan", "end fan[1]/q", "start fan[2]/l", "end fan[2]/l", "end fan"}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("journal:\n%v\nwant\n%v", lines, want)
+	}
+	var got []string
+	for _, v := range JournalVisits(facts) {
+		got = append(got, fmt.Sprintf("%s %s %s ended=%v", v.Start.Visit, v.Start.Kind, v.Start.Time.Format("05.000"), v.End != nil))
+	}
+	wantVisits := []string{"fan map 00.000 ended=true", "fan[1]/q agent 00.000 ended=true", "fan[2]/l run 00.000 ended=true"}
+	if !slices.Equal(got, wantVisits) {
+		t.Fatalf("visits:\n%v\nwant\n%v", got, wantVisits)
 	}
 }

@@ -104,24 +104,13 @@ func (a *app) showCmd() *cobra.Command {
 
 // visitRows renders the visits in the order they started, indented by depth.
 func visitRows(facts []engine.Fact) []string {
-	var order []string
-	ends := map[string]*engine.Fact{}
-	for i := range facts {
-		f := &facts[i]
-		switch f.Type {
-		case "start":
-			if !slices.Contains(order, f.Visit) {
-				order = append(order, f.Visit)
-			}
-		case "end":
-			ends[f.Visit] = f
-		}
-	}
-	rows := make([]string, 0, len(order))
-	for _, v := range order {
+	visits := engine.JournalVisits(facts)
+	rows := make([]string, 0, len(visits))
+	for _, visit := range visits {
+		v := visit.Start.Visit
 		depth := strings.Count(v, "/")
 		mark, detail := "…", "running or interrupted"
-		if e := ends[v]; e != nil {
+		if e := visit.End; e != nil {
 			switch {
 			case e.OK != nil && *e.OK && e.Skipped:
 				mark, detail = "-", "skipped"
