@@ -234,10 +234,9 @@ func transcriptOf(dir, visit string) (string, error) {
 			}
 		}
 	} else {
-		for i := len(facts) - 1; i >= 0; i-- {
-			if facts[i].Type == "start" {
-				homes = append(homes, facts[i].Visit)
-			}
+		visits := engine.JournalVisits(facts)
+		for i := len(visits) - 1; i >= 0; i-- {
+			homes = append(homes, visits[i].Start.Visit)
 		}
 	}
 	for _, h := range homes {
