@@ -13,8 +13,9 @@ import (
 // Fact is one line of journal.jsonl. Fields are set according to Type:
 //
 //   - "run": the run started (Input, Flow) or ended (Status, Failure).
-//   - "start": a visit started (Visit, Node, Kind).
-//   - "end": a visit ended with its whole outcome (OK, Output, Error,
+//   - "start": a block started, or a leaf was still running at a flush
+//     (Visit, Node, Kind); a quick leaf has no start fact.
+//   - "end": a visit ended with its whole outcome (Kind, OK, Output, Error,
 //     Skipped, Usage, Attempts, Session), enough to rebuild its value
 //     without running it again.
 type Fact struct {
