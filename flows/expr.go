@@ -51,7 +51,8 @@ func (t *Template) IsStatic() bool {
 // for every expression, which was a fifth of the time to load a large flow.
 // A compiler belongs to one load and is not shared between goroutines.
 type compiler struct {
-	base *conf.Config
+	base  *conf.Config
+	types map[*schema.Type]types.Type // see typeOf
 }
 
 // noClock are the builtins that would read the clock: expressions are pure.
@@ -158,45 +159,81 @@ func (s *scope) names() []string {
 // to the flow: expr converts its whole environment on every compile, which
 // made loading quadratic in the number of nodes. A name src uses that is
 // not in scope is still reported by expr as unknown.
-func (s *scope) env(src string) types.Map {
+func (s *scope) env(src string, x *compiler) types.Map {
 	m := types.Map{}
-	for _, loc := range identRE.FindAllStringIndex(src, -1) {
-		if loc[0] > 0 && src[loc[0]-1] == '.' {
-			continue // a field (x.output), not a name
+	for i := 0; i < len(src); {
+		if !identStart(src[i]) {
+			i++
+			continue
 		}
-		name := src[loc[0]:loc[1]]
+		j := i + 1
+		for j < len(src) && (identStart(src[j]) || '0' <= src[j] && src[j] <= '9') {
+			j++
+		}
+		name := src[i:j]
+		field := i > 0 && src[i-1] == '.' // x.output: a field, not a name
+		i = j
+		if field {
+			continue
+		}
 		if t, ok := s.lookup(name); ok {
 			if _, done := m[name]; !done {
-				m[name] = exprType(t)
+				m[name] = x.typeOf(t)
 			}
 		}
 	}
 	return m
 }
 
-var identRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+func identStart(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' }
 
-// exprType maps a flow type onto expr's static types.
-func exprType(t *schema.Type) types.Type {
+// typeOf maps a flow type onto expr's static types, once per type: a node's
+// value type is named by many expressions, and expr works out the nature
+// of each type in the environment on every compile.
+func (x *compiler) typeOf(t *schema.Type) types.Type {
+	if et, ok := x.types[t]; ok {
+		return et
+	}
+	var et types.Type
 	switch t.Kind {
 	case schema.TString:
-		return types.String
+		et = types.String
 	case schema.TBoolean:
-		return types.Bool
+		et = types.Bool
 	case schema.TInteger:
-		return types.Int
+		et = types.Int
 	case schema.TNumber:
-		return types.Float64
+		et = types.Float64
 	case schema.TList:
-		return types.Array(exprType(t.Elem))
+		et = &natured{Type: types.Array(x.typeOf(t.Elem))}
 	case schema.TObject:
 		m := make(types.Map, len(t.Fields))
 		for _, f := range t.Fields {
-			m[f.Name] = exprType(f.Type)
+			m[f.Name] = x.typeOf(f.Type)
 		}
-		return m
+		et = &natured{Type: m}
+	default:
+		et = types.Any
 	}
-	return types.Any
+	if x.types == nil {
+		x.types = map[*schema.Type]types.Type{}
+	}
+	x.types[t] = et
+	return et
+}
+
+// natured is an expr type whose nature is worked out once.
+type natured struct {
+	types.Type
+	nature *nature.Nature
+}
+
+func (n *natured) Nature() nature.Nature {
+	if n.nature == nil {
+		nt := n.Type.Nature()
+		n.nature = &nt
+	}
+	return *n.nature
 }
 
 // compile compiles src, found at offset off of the scalar s, against sc.
@@ -207,7 +244,7 @@ func (c *checker) compile(s schema.String, src string, off int, sc *scope, want 
 		c.diags.Add(pos, "expr", "write an expression, e.g. x.ok", "empty expression")
 		return nil
 	}
-	prog, err := c.exprs.compile(src, sc.env(src), want != nil && want.Kind == schema.TBoolean)
+	prog, err := c.exprs.compile(src, sc.env(src, &c.exprs), want != nil && want.Kind == schema.TBoolean)
 	if err != nil {
 		var fe *file.Error
 		msg := err.Error()
