@@ -23,6 +23,7 @@ func (a *app) planCmd() *cobra.Command {
 			"loop and map bounds and each turn's timeout. Nothing runs.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			shortLived()
 			plan, err := a.load(args[0])
 			if err != nil {
 				return err
