@@ -164,3 +164,13 @@ func FuzzSortStrings(f *testing.F) {
 		}
 	})
 }
+
+// appendMS writes what time.Duration's String does for whole milliseconds.
+func TestAppendMSMatchesDurationString(t *testing.T) {
+	for _, ms := range []int64{-1500, 0, 1, 9, 10, 999, 1000, 1001, 1010, 1100, 1500, 59999, 60000, 61500, 3599999, 3600000, 3723004, 90061001} {
+		want := (time.Duration(ms) * time.Millisecond).String()
+		if got := string(appendMS(nil, ms)); got != want {
+			t.Errorf("appendMS(%d) = %q, want %q", ms, got, want)
+		}
+	}
+}

@@ -22,8 +22,7 @@ type reportVisit struct {
 	Kind   string
 	Status string // ok, failed, skipped, running
 	Model  string
-	Tokens string
-	Cost   string
+	Usage  *Usage // nil: none recorded
 	WallMS int64
 	Output string // a text output
 	Value  any    // any other output, rendered as JSON
@@ -48,7 +47,7 @@ func WriteReport(dir string) error {
 // so that a run of thousands of visits renders in a few milliseconds.
 func renderReport(dir string, info *RunInfo, record []Visit) error {
 	visits := reportVisits(info, record)
-	b := make([]byte, 0, len(reportCSS)+2048+280*len(visits))
+	b := make([]byte, 0, len(reportCSS)+2048+320*len(visits))
 	text := func(parts ...string) {
 		for _, p := range parts {
 			b = append(b, p...)
@@ -90,8 +89,15 @@ func renderReport(dir string, info *RunInfo, record []Visit) error {
 		esc(v.Path)
 		text("<td>", v.Kind, "<td><span class=\"status ", v.Status, "\">", v.Status, "</span><td>")
 		esc(v.Model)
-		text("<td class=n>", v.Tokens, "<td class=n>", v.Cost, "<td class=n>", msText(v.WallMS),
-			"<td><div class=bar><span class=", v.Status, " style=\"left:")
+		text("<td class=n>")
+		if v.Usage != nil {
+			text(tokenText(*v.Usage), "<td class=n>", costText(*v.Usage))
+		} else {
+			text("<td class=n>")
+		}
+		text("<td class=n>")
+		b = appendMS(b, v.WallMS)
+		text("<td><div class=bar><span class=", v.Status, " style=\"left:")
 		b = appendPercent(b, v.Offset)
 		text("%;width:")
 		b = appendPercent(b, v.Width)
@@ -181,8 +187,35 @@ func appendPercent(b []byte, f float64) []byte {
 	return append(b, '.', byte('0'+v/10%10), byte('0'+v%10))
 }
 
-func msText(ms int64) string {
-	return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String()
+func msText(ms int64) string { return string(appendMS(nil, ms)) }
+
+// appendMS appends ms milliseconds as time.Duration's String does, without
+// making a string: a report row has one.
+func appendMS(b []byte, ms int64) []byte {
+	switch {
+	case ms < 0:
+		return append(b, (time.Duration(ms) * time.Millisecond).String()...)
+	case ms == 0:
+		return append(b, "0s"...)
+	case ms < 1000:
+		return append(strconv.AppendInt(b, ms, 10), "ms"...)
+	}
+	h, m, sec, frac := ms/3_600_000, ms/60_000%60, ms/1000%60, ms%1000
+	if h > 0 {
+		b = append(strconv.AppendInt(b, h, 10), 'h')
+	}
+	if h > 0 || m > 0 {
+		b = append(strconv.AppendInt(b, m, 10), 'm')
+	}
+	b = strconv.AppendInt(b, sec, 10)
+	if frac > 0 {
+		digits := []byte{'.', byte('0' + frac/100), byte('0' + frac/10%10), byte('0' + frac%10)}
+		for digits[len(digits)-1] == '0' {
+			digits = digits[:len(digits)-1]
+		}
+		b = append(b, digits...)
+	}
+	return append(b, 's')
 }
 
 func reportVisits(info *RunInfo, record []Visit) []reportVisit {
@@ -209,9 +242,7 @@ func reportVisits(info *RunInfo, record []Visit) []reportVisit {
 					}
 				}
 			}
-			if e.Usage != nil {
-				v.Tokens, v.Cost = tokenText(*e.Usage), costText(*e.Usage)
-			}
+			v.Usage = e.Usage
 			// Blocks record no output: their children show it.
 			if str, ok := e.Output.(string); ok {
 				v.Output = str
