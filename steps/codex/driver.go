@@ -208,9 +208,13 @@ func arguments(t *engine.Turn, model, base, keyEnv, schemaFile string, retries i
 			sandbox = "workspace-write"
 		}
 	}
+	// Codex snapshots the shell's environment into CODEX_HOME, which is
+	// in the run directory; the environment holds the API key, and no
+	// secret may be written there.
 	args = append(args, "--json", "--skip-git-repo-check",
 		"-c", `approval_policy="never"`,
-		"-c", "sandbox_mode="+strconv.Quote(sandbox))
+		"-c", "sandbox_mode="+strconv.Quote(sandbox),
+		"-c", "features.shell_snapshot=false")
 	if a.Instructions != "" {
 		args = append(args, "-c", "developer_instructions="+tomlString(a.Instructions))
 	}

@@ -72,6 +72,7 @@ func TestCodexPlainTurn(t *testing.T) {
 		t.Error(err)
 	}
 	clitest.NoKey(t, tn.Home, fakeKey)
+	filepath.Walk(tn.Home, func(p string, info os.FileInfo, err error) error { t.Log(p); return nil })
 }
 
 func TestCodexToolCall(t *testing.T) {
@@ -83,7 +84,8 @@ func TestCodexToolCall(t *testing.T) {
 	tn := turn(t, s)
 	var acts []string
 	tn.Progress = func(p engine.Progress) { acts = append(acts, p.Activity) }
-	res, err := New().WithBinary(bin).WithCodexHome(t.TempDir()).Turn(context.Background(), tn)
+	home := t.TempDir()
+	res, err := New().WithBinary(bin).WithCodexHome(home).Turn(context.Background(), tn)
 	if err != nil || res.Status != engine.Completed || res.Output != "There is one file: hello.txt." {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}
@@ -99,6 +101,7 @@ func TestCodexToolCall(t *testing.T) {
 	if len(turns) != 1 || len(turns[0].Steps) < 2 {
 		t.Errorf("transcript steps = %+v", turns)
 	}
+	clitest.NoKey(t, home, fakeKey)
 }
 
 func TestCodexTypedOutput(t *testing.T) {
@@ -196,7 +199,7 @@ func TestArguments(t *testing.T) {
 	tn := &engine.Turn{Agent: &flows.Agent{Name: "a", Tools: []string{"read", "Bash"}, Thinking: "high"}, Session: "th-1"}
 	got := strings.Join(arguments(tn, "m", "http://h:1", "KEY", "/s.json", 1), " ")
 	want := `exec resume th-1 --json --skip-git-repo-check -c approval_policy="never" -c sandbox_mode="workspace-write" ` +
-		`-c model_reasoning_effort="high" -c model_provider="flow" -c model_providers.flow.name="flow" ` +
+		`-c features.shell_snapshot=false -c model_reasoning_effort="high" -c model_provider="flow" -c model_providers.flow.name="flow" ` +
 		`-c model_providers.flow.base_url="http://h:1/v1" -c model_providers.flow.wire_api="responses" ` +
 		`-c model_providers.flow.env_key="KEY" -c model_providers.flow.request_max_retries=1 ` +
 		`-c model_providers.flow.stream_max_retries=1 -m m --output-schema /s.json -`
@@ -204,7 +207,25 @@ func TestArguments(t *testing.T) {
 		t.Errorf("arguments =\n%s\nwant\n%s", got, want)
 	}
 	tn = &engine.Turn{Agent: &flows.Agent{Name: "a"}}
-	if got := strings.Join(arguments(tn, "", "", "", "", 1), " "); got != `exec --json --skip-git-repo-check -c approval_policy="never" -c sandbox_mode="read-only" -` {
+	if got := strings.Join(arguments(tn, "", "", "", "", 1), " "); got != `exec --json --skip-git-repo-check -c approval_policy="never" -c sandbox_mode="read-only" -c features.shell_snapshot=false -` {
 		t.Errorf("arguments = %s", got)
 	}
+}
+
+// Codex snapshots the shell's environment, the API key in it, into its
+// home when a session starts, and removes the snapshot when it exits
+// cleanly; a Codex that is killed leaves it in the run directory. The
+// driver turns snapshots off: the directory they go to is never made.
+func TestCodexHomeHasNoShellSnapshot(t *testing.T) {
+	bin := clitest.Binary(t, "codex")
+	s := modelserver.Start(t, modelserver.Reply{Text: "Done.", Delay: 300 * time.Millisecond})
+	tn := turn(t, s)
+	res, err := New().WithBinary(bin).Turn(context.Background(), tn)
+	if err != nil || res.Status != engine.Completed {
+		t.Fatalf("Turn = %+v, %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(tn.Home, "codex-home", "shell_snapshots")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Codex snapshotted the shell's environment into the run directory (%v)", err)
+	}
+	clitest.NoKey(t, tn.Home, fakeKey)
 }
