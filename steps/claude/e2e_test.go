@@ -117,6 +117,9 @@ func TestE2EToolCall(t *testing.T) {
 	if !progress.Has("using Bash") {
 		t.Errorf("progress = %s, want using Bash", &progress)
 	}
+	// Running a command makes Claude Code snapshot the shell into its
+	// configuration directory, which is in the run directory.
+	clitest.NoKey(t, tn.Home, fakeKey)
 }
 
 func TestE2ETyped(t *testing.T) {

@@ -114,6 +114,7 @@ func TestE2EToolCall(t *testing.T) {
 	if !progress.Has("using ls") {
 		t.Errorf("progress = %s, want using ls", &progress)
 	}
+	clitest.NoKey(t, tn.Home, fakeKey) // nor after running a tool
 }
 
 func TestE2ETyped(t *testing.T) {
