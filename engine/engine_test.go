@@ -720,3 +720,28 @@ func TestRunOutputGoesToOutputJSON(t *testing.T) {
 		}
 	}
 }
+
+// deafDriver never looks at its context: it answers after a while.
+type deafDriver struct{ after time.Duration }
+
+func (d deafDriver) Turn(context.Context, *Turn) (*TurnResult, error) {
+	time.Sleep(d.after)
+	return &TurnResult{Status: Completed, Output: "late"}, nil
+}
+
+// A turn that outlives its timeout fails `timeout` even if its driver never
+// asked for its context's Done (and so no timer was armed).
+func TestTimeoutOfADriverThatIgnoresItsContext(t *testing.T) {
+	p := load(t, "deaf", `name: deaf
+timeout: 20ms
+`+agents+`nodes:
+  - {id: slow, agent: worker, prompt: x}
+`)
+	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": deafDriver{after: 100 * time.Millisecond}}, RunsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || res.Failure.Root().Kind != schema.FailTimeout {
+		t.Fatalf("want timeout, got %+v", res.Failure)
+	}
+}

@@ -34,7 +34,15 @@ func (r *runner) session(key string) *session {
 // cancelled names why ctx ended, as a failure of the visit at path. The
 // visit fills in its node's position when the failure reaches it.
 func cancelled(ctx context.Context, path string) *Failure {
-	cause := context.Cause(ctx)
+	return causeFailure(context.Cause(ctx), path)
+}
+
+// causeFailure is the failure of the visit at path whose context ended
+// for cause.
+func causeFailure(cause error, path string) *Failure {
+	if cause == nil {
+		cause = context.Canceled
+	}
 	kind := schema.FailStopped
 	switch {
 	case errors.Is(cause, errCancelled):
@@ -154,8 +162,9 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 		return "", cancelled(ctx, t.Visit)
 	}
 	defer func() { <-r.live }()
-	tctx, cancel := context.WithTimeoutCause(ctx, t.Timeout, errTimeout)
-	defer cancel()
+	tc := newTurnContext(ctx, t.Timeout)
+	defer tc.release()
+	var tctx context.Context = tc
 	watched := *t
 	if len(fr.meters) > 0 {
 		bctx, stop := context.WithCancelCause(tctx)
@@ -174,7 +183,11 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 		}
 	}
 	if tctx.Err() != nil {
-		return "", cancelled(tctx, t.Visit)
+		cause := tc.cause()
+		if tctx != context.Context(tc) { // the budget's, around tc
+			cause = context.Cause(tctx)
+		}
+		return "", causeFailure(cause, t.Visit)
 	}
 	switch {
 	case errors.Is(err, ErrUnavailable):
