@@ -79,6 +79,9 @@ func (f *frame) charge(u *Usage) {
 
 // budgetRefusal checks every budget above a turn before it is sent.
 func (r *runner) budgetRefusal(fr *frame, agent string) *Failure {
+	if len(fr.meters) == 0 {
+		return nil
+	}
 	min := r.smallestTurn(agent)
 	for _, m := range fr.meters {
 		if why := m.refuse(min); why != "" {

@@ -165,15 +165,17 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 	tc := newTurnContext(ctx, t.Timeout)
 	defer tc.release()
 	var tctx context.Context = tc
-	watched := *t
+	watched := t
 	if len(fr.meters) > 0 {
 		bctx, stop := context.WithCancelCause(tctx)
 		defer stop(nil)
 		tctx = bctx
-		watched.Progress = watchBudget(fr, stop, t.Progress)
+		w := *t
+		w.Progress = watchBudget(fr, stop, t.Progress)
+		watched = &w
 	}
 	start := time.Now()
-	res, err := d.Turn(tctx, &watched)
+	res, err := d.Turn(tctx, watched)
 	if res != nil {
 		usage.addTurn(res.Usage, time.Since(start))
 		fr.charge(&res.Usage)

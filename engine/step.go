@@ -11,7 +11,8 @@ import (
 // Drivers are registered by name from cmd (no init side effects) and must be
 // safe for concurrent use: the engine calls Turn from many visits at once.
 //
-// Turn blocks until the turn ends or ctx is done. On cancellation the driver
+// Turn blocks until the turn ends or ctx is done. The Turn is the engine's:
+// a driver reads it and never changes it. On cancellation the driver
 // ends everything it started (SIGTERM to the process group, SIGKILL after 5 s)
 // before it returns. The engine applies timeouts, retries and budgets at the
 // visit boundary; a driver only reports what happened.
