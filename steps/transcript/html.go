@@ -3,6 +3,7 @@ package transcript
 import (
 	"fmt"
 	"html/template"
+	"sync"
 
 	"github.com/flowrun/flow/engine"
 )
@@ -13,12 +14,14 @@ type pageData struct {
 }
 
 // page is the readable transcript: self-contained (no scripts, no links
-// out), every text escaped by html/template.
-var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"usage":   usageText,
-	"oneLine": oneLine,
-	"inc":     func(i int) int { return i + 1 },
-}).Parse(`<!doctype html>
+// out), every text escaped by html/template. It is parsed when first used,
+// not when flow starts: most flow commands write no transcript.
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"usage":   usageText,
+		"oneLine": oneLine,
+		"inc":     func(i int) int { return i + 1 },
+	}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Agent}} — transcript</title>
@@ -47,6 +50,7 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 {{end}}
 </body></html>
 `))
+})
 
 // usageText renders usage, naming what was not reported.
 func usageText(u engine.Usage) string {

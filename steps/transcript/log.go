@@ -248,7 +248,7 @@ func (l *Log) writeHTML() error {
 		return err
 	}
 	var b bytes.Buffer
-	if err := page.Execute(&b, pageData{Agent: l.agent, Turns: turns}); err != nil {
+	if err := page().Execute(&b, pageData{Agent: l.agent, Turns: turns}); err != nil {
 		return fmt.Errorf("rendering transcript: %w", err)
 	}
 	tmp := l.HTMLPath() + ".tmp"
