@@ -47,7 +47,7 @@ type journalFile struct {
 // doubles as it fills. populateAhead is how far ahead of the writer pages
 // are made ready.
 const (
-	journalReserve = 1 << 20
+	journalReserve = 256 << 10
 	populateAhead  = 64 << 10
 	populateStride = 16 << 10
 	// The worker looks at the writer every populateTick while the journal
