@@ -360,22 +360,28 @@ func (r *runner) loop(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 		for _, b := range n.Body {
 			last[b.ID] = iv[b.ID]
 		}
-		out := map[string]any{"converged": false, "stop": "cap", "iterations": i, "last": last}
+		// The loop's output, made only when the loop ends.
+		output := func(converged bool) map[string]any {
+			stop := "cap"
+			if converged {
+				stop = "until"
+			}
+			return map[string]any{"converged": converged, "stop": stop, "iterations": i, "last": last}
+		}
 		if fail != nil {
-			return &outcome{output: out, fail: childFailure(path, fail)}
+			return &outcome{output: output(false), fail: childFailure(path, fail)}
 		}
 		done, err := evalBool(n.Until, iv)
 		if err != nil {
 			o := condition(err)
-			o.output = out
+			o.output = output(false)
 			return o
 		}
 		if done {
-			out["converged"], out["stop"] = true, "until"
-			return &outcome{output: out}
+			return &outcome{output: output(true)}
 		}
 		if i == n.Max {
-			return &outcome{output: out, fail: &Failure{Kind: schema.FailUnconverged, Message: fmt.Sprintf("until did not hold after %d iterations", n.Max)}}
+			return &outcome{output: output(false), fail: &Failure{Kind: schema.FailUnconverged, Message: fmt.Sprintf("until did not hold after %d iterations", n.Max)}}
 		}
 		previous = last
 	}
