@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/sourcegraph/conc"
 )
@@ -58,10 +57,6 @@ const (
 )
 
 var pageSize = os.Getpagesize()
-
-// madvPopulateWrite is MADV_POPULATE_WRITE (Linux 5.14): fault pages in
-// writable, as a write would, without writing.
-const madvPopulateWrite = 23
 
 // openJournalFile opens the journal for appending after its last whole line.
 func openJournalFile(path string) (*journalFile, error) {
@@ -133,11 +128,10 @@ func (j *journalFile) populateStep(want int) bool {
 	if from >= to {
 		return false
 	}
-	_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(&j.mem[from])), uintptr(to-from), madvPopulateWrite)
-	if errno != 0 {
+	if err := populateWrite(j.mem[from:to]); err != nil {
 		// An older kernel does not know the advice: the writer takes the
 		// faults itself, as without a worker.
-		j.populated, j.populateErr = len(j.mem), errno
+		j.populated, j.populateErr = len(j.mem), err
 		return false
 	}
 	j.populated = to
@@ -151,7 +145,7 @@ func (j *journalFile) reserve(n int) error {
 		grown *= 2
 	}
 	fd := int(j.f.Fd())
-	if err := syscall.Fallocate(fd, 0, 0, int64(grown)); err != nil {
+	if err := fallocate(fd, int64(grown)); err != nil {
 		return fmt.Errorf("reserving journal space: %w", err)
 	}
 	mem, err := syscall.Mmap(fd, 0, grown, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
@@ -198,10 +192,6 @@ func (j *journalFile) append(line []byte) error {
 	return nil
 }
 
-// syncFileRangeWrite is SYNC_FILE_RANGE_WRITE: start writing back, do not
-// wait.
-const syncFileRangeWrite = 2
-
 // close cuts the reserved space off and closes the file, with its pages on
 // their way to the disk: writeback starts now, not when the kernel's timer
 // fires, but the run does not wait for it. What the journal promises is
@@ -224,7 +214,7 @@ func (j *journalFile) close() error {
 		j.mem = nil
 	}
 	errs = append(errs, j.f.Truncate(int64(j.size)))
-	if err := syscall.SyncFileRange(int(j.f.Fd()), 0, 0, syncFileRangeWrite); err != nil && !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EINVAL) {
+	if err := startWriteback(int(j.f.Fd())); err != nil {
 		errs = append(errs, fmt.Errorf("writing the journal back: %w", err))
 	}
 	errs = append(errs, j.f.Close())

@@ -195,7 +195,7 @@ func TestJournalPagesAreReadyAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Madvise(probe, madvPopulateWrite); err != nil {
+	if err := populateWrite(probe); err != nil {
 		t.Skipf("this kernel cannot populate ahead: %v", err)
 	}
 	_ = syscall.Munmap(probe)
