@@ -274,3 +274,29 @@ func TestQuickLeavesHaveOnlyAnEndFact(t *testing.T) {
 		t.Fatalf("visits:\n%v\nwant\n%v", got, wantVisits)
 	}
 }
+
+// Where the file system cannot reserve or map, facts are written with
+// write(2), one after another, and the file ends with the last fact.
+func TestJournalWithoutAMapping(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &journalFile{f: f}
+	for _, line := range []string{"{\"type\":\"run\"}\n", "{\"type\":\"end\",\"visit\":\"a\"}\n"} {
+		if err := j.append([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != "{\"type\":\"run\"}\n{\"type\":\"end\",\"visit\":\"a\"}\n" {
+		t.Fatalf("journal = %q, %v", b, err)
+	}
+	if err := j.append([]byte("{}\n")); err == nil {
+		t.Fatal("a closed journal took a fact")
+	}
+}
