@@ -25,17 +25,17 @@ type store struct {
 	abs       string     // dir made absolute: homes are handed to programs that run elsewhere
 	mu        sync.Mutex // serialises journal writes and guards the record
 	journal   *journalFile
-	emu       sync.Mutex // serialises events writes
+	sealing   conc.WaitGroup // the journal's close, after seal
+	sealErr   error          // how it went; read after sealing.Wait
+	emu       sync.Mutex     // serialises events writes
 	events    *bufio.Writer
 	eventsF   *os.File
 	noJournal bool
 	// The record report.html is rendered from while the run goes on, not
 	// the journal read back; kept with the journal off too. Guarded by mu.
-	sealing conc.WaitGroup // the journal's close, after seal
-	sealErr error          // how it went; read after sealing.Wait
-	runs    []*Fact        // the run facts, of earlier attempts too
-	visits  []visitRow     // in the order the visits first started
-	rows    map[string]int // on resume: the row of each visit of earlier attempts
+	runs   []*Fact        // the run facts, of earlier attempts too
+	visits []visitRow     // in the order the visits first started
+	rows   map[string]int // on resume: the row of each visit of earlier attempts
 	// unflushed is the first row whose start may not be journaled yet.
 	unflushed int
 }
