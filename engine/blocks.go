@@ -6,10 +6,11 @@ import (
 	"maps"
 	"reflect"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/flowrun/flow/flows"
@@ -186,8 +187,16 @@ func innermost(f *Failure) *Failure {
 	return f
 }
 
+// vms are expr's machines, kept between evaluations: a new one allocates
+// its stack for every guard and template.
+var vms = sync.Pool{New: func() any { return new(vm.VM) }}
+
 func eval(e *flows.Expr, vars map[string]any) (any, error) {
-	out, err := expr.Run(e.Program, vars)
+	m := vms.Get().(*vm.VM)
+	out, err := m.Run(e.Program, vars)
+	clear(m.Stack[:cap(m.Stack)]) // let go of the values, now and in the pool
+	clear(m.Variables)
+	vms.Put(m)
 	if err != nil {
 		return nil, fmt.Errorf("evaluating %s at %s: %w", e.Source, e.Pos, err)
 	}
