@@ -23,33 +23,38 @@ func render(t *flows.Template, vars map[string]any) (string, error) {
 		}
 		return t.Parts[0].Text, nil
 	}
-	var b strings.Builder
+	b := make([]byte, 0, len(t.Source)+16)
 	for _, p := range t.Parts {
 		if p.Expr == nil {
-			b.WriteString(p.Text)
+			b = append(b, p.Text...)
 			continue
 		}
 		v, err := eval(p.Expr, vars)
 		if err != nil {
 			return "", err
 		}
-		b.WriteString(text(v))
+		b = appendText(b, v)
 	}
-	return b.String(), nil
+	return string(b), nil
 }
 
-func text(v any) string {
+func text(v any) string { return string(appendText(nil, v)) }
+
+// appendText appends a value as a template shows it: a string as it is,
+// nothing for null, anything else as JSON (as encoding/json writes it).
+func appendText(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case string:
-		return x
+		return append(b, x...)
 	case nil:
-		return ""
+		return b
 	}
-	b, err := json.Marshal(v)
+	start := len(b)
+	b, err := appendAny(b, v)
 	if err != nil {
-		return fmt.Sprint(v)
+		return fmt.Append(b[:start], v)
 	}
-	return string(b)
+	return b
 }
 
 func fence(s string) string {
