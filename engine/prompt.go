@@ -38,8 +38,6 @@ func render(t *flows.Template, vars map[string]any) (string, error) {
 	return string(b), nil
 }
 
-func text(v any) string { return string(appendText(nil, v)) }
-
 // appendText appends a value as a template shows it: a string as it is,
 // nothing for null, anything else as JSON (as encoding/json writes it).
 func appendText(b []byte, v any) []byte {
