@@ -162,7 +162,8 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 		return "", cancelled(ctx, t.Visit)
 	}
 	defer func() { <-r.live }()
-	tc := newTurnContext(ctx, t.Timeout)
+	start := time.Now()
+	tc := newTurnContext(ctx, start.Add(t.Timeout))
 	defer tc.release()
 	var tctx context.Context = tc
 	watched := t
@@ -174,7 +175,6 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 		w.Progress = watchBudget(fr, stop, t.Progress)
 		watched = &w
 	}
-	start := time.Now()
 	res, err := d.Turn(tctx, watched)
 	if res != nil {
 		usage.addTurn(res.Usage, time.Since(start))

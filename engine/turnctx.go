@@ -25,8 +25,8 @@ type armedDeadline struct {
 	cancel context.CancelFunc
 }
 
-func newTurnContext(parent context.Context, timeout time.Duration) *turnContext {
-	return &turnContext{parent: parent, deadline: time.Now().Add(timeout)}
+func newTurnContext(parent context.Context, deadline time.Time) *turnContext {
+	return &turnContext{parent: parent, deadline: deadline}
 }
 
 func (c *turnContext) arm() context.Context {

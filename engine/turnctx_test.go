@@ -12,7 +12,7 @@ import (
 // parent; a context made under it (the budget's) sees both.
 func TestTurnContext(t *testing.T) {
 	t.Run("deadline, never armed", func(t *testing.T) {
-		tc := newTurnContext(context.Background(), 20*time.Millisecond)
+		tc := newTurnContext(context.Background(), time.Now().Add(20*time.Millisecond))
 		defer tc.release()
 		if tc.Err() != nil || tc.cause() != nil {
 			t.Fatalf("before the deadline: %v %v", tc.Err(), tc.cause())
@@ -26,7 +26,7 @@ func TestTurnContext(t *testing.T) {
 		}
 	})
 	t.Run("deadline, armed", func(t *testing.T) {
-		tc := newTurnContext(context.Background(), 20*time.Millisecond)
+		tc := newTurnContext(context.Background(), time.Now().Add(20*time.Millisecond))
 		defer tc.release()
 		select {
 		case <-tc.Done():
@@ -40,7 +40,7 @@ func TestTurnContext(t *testing.T) {
 	for _, armed := range []bool{false, true} {
 		t.Run("parent stopped, armed="+map[bool]string{false: "no", true: "yes"}[armed], func(t *testing.T) {
 			parent, stop := context.WithCancelCause(context.Background())
-			tc := newTurnContext(parent, time.Hour)
+			tc := newTurnContext(parent, time.Now().Add(time.Hour))
 			defer tc.release()
 			if armed {
 				_ = tc.Done()
@@ -55,7 +55,7 @@ func TestTurnContext(t *testing.T) {
 		})
 	}
 	t.Run("a budget's context under it", func(t *testing.T) {
-		tc := newTurnContext(context.Background(), 20*time.Millisecond)
+		tc := newTurnContext(context.Background(), time.Now().Add(20*time.Millisecond))
 		defer tc.release()
 		bctx, stop := context.WithCancelCause(tc)
 		defer stop(nil)
@@ -63,7 +63,7 @@ func TestTurnContext(t *testing.T) {
 		if !errors.Is(context.Cause(bctx), errTimeout) {
 			t.Fatalf("the deadline reached the budget's context as %v", context.Cause(bctx))
 		}
-		tc2 := newTurnContext(context.Background(), time.Hour)
+		tc2 := newTurnContext(context.Background(), time.Now().Add(time.Hour))
 		defer tc2.release()
 		b2, stop2 := context.WithCancelCause(tc2)
 		stop2(errBudget)
