@@ -89,8 +89,8 @@ func records(facts []*Fact) (runs []*Fact, visits []Visit) {
 
 // ReadJournal reads a run's journal. A torn last line (the engine died
 // mid-write) is ignored; a bad line elsewhere is an error naming it. The
-// journal of a live run, or of one whose engine died, ends in space
-// reserved for facts to come: zero bytes, where reading stops.
+// journal of a live run, or of one whose engine died, ends in zero bytes
+// made ready for the facts to come, where reading stops.
 func ReadJournal(runDir string) ([]Fact, error) {
 	b, err := os.ReadFile(filepath.Join(runDir, "journal.jsonl"))
 	if err != nil {

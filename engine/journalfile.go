@@ -19,44 +19,62 @@ import (
 // but without a system call per fact, which was most of what journaling a
 // quick visit cost.
 //
-// The mapping covers space reserved ahead with fallocate(2), so the file
-// is longer than its facts while the run goes on: readers stop at the
-// first NUL byte (see ReadJournal), and a resume cuts it back to the last
-// whole line. Reserving the blocks first also means a full disk is an
-// error from fallocate, never a fault when a fact is copied. Where the file
-// system cannot reserve or map, facts are written with write(2) instead.
+// The file is kept longer than its facts, by zeros: readers stop at the
+// first NUL byte (see ReadJournal), and a resume cuts the file back to its
+// last whole line. Facts are copied only into bytes that are ready: the
+// file was grown over them by write(2), which is where the file system
+// claims their space, and their pages were faulted in for writing by
+// madvise(MADV_POPULATE_WRITE). A full disk is therefore an error, never a
+// fault when a fact is copied. Where pages cannot be made ready that way
+// (an old kernel, another system), facts are written with write(2).
 type journalFile struct {
 	f    *os.File
-	mem  []byte // the mapping, from offset 0; nil when writing with write(2)
-	size int    // the bytes of facts; mem[size:] is reserved and zero
+	mem  []byte // the mapping, from offset 0, longer than the file; nil when writing with write(2)
+	size int    // the bytes of facts
 
-	// The first write to a page of the mapping costs a page fault that
-	// makes the file system ready for it: microseconds, in the middle of
-	// a visit. A worker does it ahead of the writer instead, with
-	// madvise(MADV_POPULATE_WRITE), which touches no byte of the file.
-	written     atomic.Int64  // size, for the worker to read
-	mapMu       sync.Mutex    // held by the worker while it populates, and while mem changes
-	populated   int           // mem[:populated] is ready; guarded by mapMu
-	populateErr error         // why the worker gave up, if it did; guarded by mapMu
-	stop        chan struct{} // closed to end the worker; nil: no worker
-	worker      conc.WaitGroup
+	// A worker beside the writer grows the file and makes its pages ready
+	// ahead of the writer, and unmaps the pages behind it. Each costs the
+	// kernel about a microsecond a page, which the visits do not wait for,
+	// unless the writer catches up with the worker.
+	ready    atomic.Int64  // mem[:ready] may be written
+	written  atomic.Int64  // size, for the worker to read
+	caughtUp atomic.Int64  // how often the writer made bytes ready itself
+	mapMu    sync.Mutex    // held while the file grows, pages are made ready or let go, and mem changes
+	length   int           // the file's length; guarded by mapMu
+	kept     int           // the pages before mem[kept] have been let go; guarded by mapMu
+	stop     chan struct{} // closed to end the worker; nil: no worker
+	worker   conc.WaitGroup
 }
 
-// journalReserve is how much space the journal reserves at first; it
-// doubles as it fills. populateAhead is how far ahead of the writer pages
-// are made ready.
+// The journal maps journalMapping bytes of address space at first, which
+// costs nothing until pages are used, and more when a journal outgrows
+// it. Pages are made ready populateStride at a time, at least
+// populateAhead ahead of the writer (twice that each time the writer
+// catches up) and twice as far as it wrote since the worker last looked,
+// and let go letGoStride at a time. Growing the file as it is needed,
+// rather than reserving its blocks, and letting pages go while the run
+// goes on, keep the end of a run short: a 1,000-visit run spent a third of
+// its journal's cost cutting reserved blocks off, unmapping and starting
+// the writeback.
+var journalMapping = 256 << 20
+
 const (
-	journalReserve = 256 << 10
-	populateAhead  = 64 << 10
+	populateAhead  = 128 << 10
+	populateMax    = 512 << 10
 	populateStride = 16 << 10
+	letGoStride    = 64 << 10
 	// The worker looks at the writer every populateTick while the journal
-	// grows, less and less often, down to every populateIdle, while it
-	// does not.
+	// grows (in practice about every millisecond: Go's timers sleep in
+	// whole milliseconds when nothing else runs), less and less often,
+	// down to every populateIdle, while it does not.
 	populateTick = 250 * time.Microsecond
 	populateIdle = 50 * time.Millisecond
 )
 
 var pageSize = os.Getpagesize()
+
+// zeros is what the file grows by.
+var zeros [populateStride]byte
 
 // openJournalFile opens the journal for appending after its last whole line.
 func openJournalFile(path string) (*journalFile, error) {
@@ -65,7 +83,7 @@ func openJournalFile(path string) (*journalFile, error) {
 		return nil, err
 	}
 	// A journal left by an engine that died may end in a torn line or in
-	// reserved zeros; facts go after its last whole line.
+	// zeros; facts go after its last whole line.
 	if err := dropTornLine(f); err != nil {
 		_ = f.Close()
 		return nil, err
@@ -75,91 +93,114 @@ func openJournalFile(path string) (*journalFile, error) {
 		_ = f.Close()
 		return nil, err
 	}
-	j := &journalFile{f: f, size: int(st.Size())}
-	if err := j.reserve(j.size + journalReserve); err != nil {
-		j.mem = nil // write(2) it is
-		return j, nil
+	size := int(st.Size())
+	j := &journalFile{f: f, size: size, length: size, kept: size &^ (pageSize - 1)}
+	j.ready.Store(int64(j.kept)) // the page facts go on next is not faulted in
+	j.written.Store(int64(size))
+	mem, err := syscall.Mmap(int(f.Fd()), 0, max(journalMapping, 2*size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return j, nil // write(2) it is
 	}
-	j.written.Store(int64(j.size))
+	if err := populateWrite(mem[:0]); err != nil {
+		_ = syscall.Munmap(mem)
+		return j, nil // the kernel cannot make pages ready: write(2)
+	}
+	j.mem = mem
 	j.stop = make(chan struct{})
-	j.worker.Go(j.populate)
+	j.worker.Go(j.work)
 	return j, nil
 }
 
-// populate makes pages ready ahead of the writer until close. It looks at
-// where the writer is on a timer rather than being woken by the writer: a
-// goroutine woken from the writer's thread is queued on that thread's
-// processor, and would run in place of the visits it is meant to spare.
-func (j *journalFile) populate() {
-	tick := time.NewTimer(populateTick)
+// work makes pages ready ahead of the writer and lets them go behind it,
+// until close. It looks at where the writer is on a timer rather than
+// being woken by the writer: a goroutine woken from the writer's thread is
+// queued on that thread's processor, and would run in place of the visits
+// it is meant to spare. If making pages ready fails, the worker stops, and
+// the writer meets the error itself when it gets there.
+func (j *journalFile) work() {
+	tick := time.NewTimer(0)
 	defer tick.Stop()
 	wait := populateTick
+	last := int(j.written.Load())
+	lead, caughtUp := populateAhead, int64(0)
 	for {
-		want := int(j.written.Load()) + populateAhead
+		select {
+		case <-j.stop:
+			return
+		case <-tick.C:
+		}
+		written := int(j.written.Load())
+		if n := j.caughtUp.Load(); n != caughtUp {
+			lead, caughtUp = min(2*lead, populateMax), n
+		}
+		ahead := min(max(lead, 2*(written-last)), populateMax)
+		last = written
 		busy := false
-		for j.populateStep(want) {
+		for {
+			more, err := j.readyStep(written + ahead)
+			if err != nil {
+				return
+			}
+			if !more {
+				break
+			}
 			busy = true
 		}
-		if j.populateErr != nil {
-			return
-		}
+		j.letGo()
 		if busy {
 			wait = populateTick
 		} else {
 			wait = min(2*wait, populateIdle)
 		}
 		tick.Reset(wait)
-		select {
-		case <-j.stop:
-			return
-		case <-tick.C:
-		}
 	}
 }
 
-// populateStep makes up to populateStride more bytes ready, short of want,
-// and says whether there is more to do.
-func (j *journalFile) populateStep(want int) bool {
+// readyStep makes up to populateStride more bytes ready, short of want,
+// and says whether it made any.
+func (j *journalFile) readyStep(want int) (bool, error) {
 	j.mapMu.Lock()
 	defer j.mapMu.Unlock()
-	// Whole pages: madvise takes a page-aligned start.
-	from := j.populated
-	to := min(want+pageSize-1, len(j.mem), from+populateStride) &^ (pageSize - 1)
+	return j.makeReady(want)
+}
+
+// makeReady makes up to populateStride more bytes ready, short of want
+// rounded up to a whole page and of the end of the mapping, and says
+// whether it made any; mapMu is held.
+func (j *journalFile) makeReady(want int) (bool, error) {
+	from := max(int(j.ready.Load()), int(j.written.Load())&^(pageSize-1))
+	to := min((want+pageSize-1)&^(pageSize-1), from+populateStride, len(j.mem))
 	if from >= to {
-		return false
+		return false, nil
+	}
+	// The file grows by zeros written after its end: faulting in a page
+	// of a hole instead reads it, which costs twice as much. The file
+	// system claims the space here, and a full disk is an error here.
+	if grow := max(from, j.length); grow < to {
+		if _, err := j.f.WriteAt(zeros[:to-grow], int64(grow)); err != nil {
+			return false, fmt.Errorf("growing the journal: %w", err)
+		}
+		j.length = to
 	}
 	if err := populateWrite(j.mem[from:to]); err != nil {
-		// An older kernel does not know the advice: the writer takes the
-		// faults itself, as without a worker.
-		j.populated, j.populateErr = len(j.mem), err
-		return false
+		return false, fmt.Errorf("making journal space ready: %w", err)
 	}
-	j.populated = to
-	return true
+	j.ready.Store(int64(to))
+	return true, nil
 }
 
-// reserve makes the mapping hold at least n bytes.
-func (j *journalFile) reserve(n int) error {
-	grown := max(2*len(j.mem), journalReserve)
-	for grown < n {
-		grown *= 2
-	}
-	fd := int(j.f.Fd())
-	if err := fallocate(fd, int64(grown)); err != nil {
-		return fmt.Errorf("reserving journal space: %w", err)
-	}
-	mem, err := syscall.Mmap(fd, 0, grown, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
-	if err != nil {
-		return fmt.Errorf("mapping the journal: %w", err) // close cuts the reserve off
-	}
+// letGo unmaps the pages wholly behind the writer, which it never writes
+// again, so that close has little left to unmap. They stay in the page
+// cache.
+func (j *journalFile) letGo() {
 	j.mapMu.Lock()
 	defer j.mapMu.Unlock()
-	if j.mem != nil {
-		_ = syscall.Munmap(j.mem)
+	behind := int(j.written.Load()) &^ (pageSize - 1)
+	if behind-j.kept < letGoStride {
+		return
 	}
-	j.mem = mem
-	j.populated = j.size &^ (pageSize - 1) // the new mapping's pages are not ready, wherever they were before
-	return nil
+	_ = dropPages(j.mem[j.kept:behind])
+	j.kept = behind
 }
 
 // append adds one encoded fact, which ends in a newline. When it returns,
@@ -177,9 +218,9 @@ func (j *journalFile) append(line []byte) error {
 		return nil
 	}
 	end := j.size + len(line)
-	if end > len(j.mem) {
-		if err := j.reserve(end); err != nil {
-			return err
+	if end > int(j.ready.Load()) {
+		if err := j.catchUp(end); err != nil {
+			return fmt.Errorf("writing journal: %w", err)
 		}
 	}
 	// The newline goes in last, by a store of its own: a reader that sees
@@ -192,13 +233,47 @@ func (j *journalFile) append(line []byte) error {
 	return nil
 }
 
-// close cuts the reserved space off and closes the file, with its pages on
-// their way to the disk: writeback starts now, not when the kernel's timer
-// fires, but the run does not wait for it. What the journal promises is
-// that the engine's death loses nothing; a machine that loses power can
-// lose the last seconds of any file it had not written back, and waiting
-// for the disk at the end of every run would cost a quick run more than
-// all its facts together.
+// catchUp makes the bytes up to end ready, and a stride more, in the
+// writer's place: the worker is behind, or gone.
+func (j *journalFile) catchUp(end int) error {
+	j.caughtUp.Add(1)
+	j.mapMu.Lock()
+	defer j.mapMu.Unlock()
+	if want := end + populateStride; want > len(j.mem) {
+		if err := j.remap(want); err != nil {
+			return err
+		}
+	}
+	for int(j.ready.Load()) < end {
+		if _, err := j.makeReady(end + populateStride); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remap maps at least n bytes of address space, twice as much as before;
+// mapMu is held, and the caller is the writer, the one goroutine that
+// reads mem without it.
+func (j *journalFile) remap(n int) error {
+	grown := 2 * len(j.mem)
+	for grown < n {
+		grown *= 2
+	}
+	mem, err := syscall.Mmap(int(j.f.Fd()), 0, grown, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mapping the journal: %w", err)
+	}
+	_ = syscall.Munmap(j.mem)
+	j.mem = mem
+	j.kept = j.size &^ (pageSize - 1)
+	j.ready.Store(int64(j.kept)) // the new mapping's pages are not faulted in
+	return nil
+}
+
+// close cuts the zeros off and closes the file. It does not wait for the
+// disk, nor start writing to it: the kernel writes the journal back as it
+// does any file, within seconds (see docs/decisions.md on durability).
 func (j *journalFile) close() error {
 	if j.f == nil {
 		return nil
@@ -214,9 +289,6 @@ func (j *journalFile) close() error {
 		j.mem = nil
 	}
 	errs = append(errs, j.f.Truncate(int64(j.size)))
-	if err := startWriteback(int(j.f.Fd())); err != nil {
-		errs = append(errs, fmt.Errorf("writing the journal back: %w", err))
-	}
 	errs = append(errs, j.f.Close())
 	j.f = nil
 	return errors.Join(errs...)

@@ -4,10 +4,8 @@ package engine
 
 import "errors"
 
-// Elsewhere than on Linux the journal is written with write(2): reserving
-// space fails, so it is never mapped.
-func fallocate(int, int64) error { return errors.ErrUnsupported }
-
+// Elsewhere than on Linux the journal is written with write(2): its pages
+// cannot be made ready ahead, so it is never mapped.
 func populateWrite([]byte) error { return errors.ErrUnsupported }
 
-func startWriteback(int) error { return nil }
+func dropPages([]byte) error { return nil }

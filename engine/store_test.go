@@ -114,23 +114,27 @@ func TestConcurrentFactsLoseNothing(t *testing.T) {
 	}
 }
 
-// The journal grows past the space it reserved, and what a dead engine left
-// (facts, then reserved zeros, then perhaps a torn line) is read to its last
-// whole fact and continued by a resume.
+// The journal grows past the address space it mapped, and what a dead
+// engine left (facts, then zeros, then perhaps a torn line) is read to its
+// last whole fact and continued by a resume.
 func TestJournalOfADeadEngineIsContinued(t *testing.T) {
+	mapped := journalMapping
+	journalMapping = 64 << 10
+	t.Cleanup(func() { journalMapping = mapped })
 	dir := t.TempDir()
 	st, err := openStore(dir, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	big := strings.Repeat("x", 4000)
-	n := 2 * journalReserve / 4000
+	n := 3 * journalMapping / 4000
 	for i := range n {
 		if _, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: fmt.Sprint("v", i), Node: big}, false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The file as the engine's death would leave it: read while mapped.
+	waitReadyAhead(t, st.journal)
 	left, err := os.ReadFile(filepath.Join(dir, "journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -138,8 +142,8 @@ func TestJournalOfADeadEngineIsContinued(t *testing.T) {
 	if err := st.close(); err != nil {
 		t.Fatal(err)
 	}
-	if len(left) <= 2*journalReserve || left[len(left)-1] != 0 {
-		t.Fatalf("a live journal of %d bytes should end in reserved zeros", len(left))
+	if len(left) <= 3*journalMapping || left[len(left)-1] != 0 {
+		t.Fatalf("a live journal of %d bytes should end in zeros", len(left))
 	}
 	dead := t.TempDir()
 	torn := append(left, `{"type":"end","vis`...)
@@ -191,6 +195,19 @@ func TestJournalPagesAreReadyAhead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	j := st.journal
+	waitReadyAhead(t, j)
+	j.mapMu.Lock()
+	defer j.mapMu.Unlock()
+	if ready := int(j.ready.Load()); ready > j.size+populateMax {
+		t.Fatalf("%d bytes of the journal are ready, %d written: the worker is too far ahead", ready, j.size)
+	}
+}
+
+// waitReadyAhead waits until the worker has made bytes ready past the
+// writer.
+func waitReadyAhead(t *testing.T, j *journalFile) {
+	t.Helper()
 	probe, err := syscall.Mmap(-1, 0, pageSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
 		t.Fatal(err)
@@ -199,19 +216,13 @@ func TestJournalPagesAreReadyAhead(t *testing.T) {
 		t.Skipf("this kernel cannot populate ahead: %v", err)
 	}
 	_ = syscall.Munmap(probe)
-	j := st.journal
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		j.mapMu.Lock()
-		populated, perr := j.populated, j.populateErr
-		j.mapMu.Unlock()
-		switch {
-		case perr != nil:
-			t.Fatalf("populating the journal: %v", perr)
-		case populated > j.size && populated < len(j.mem):
-			return // ahead of the writer, and not everything at once
+		switch ready := int(j.ready.Load()); {
+		case ready > j.size:
+			return
 		case time.Now().After(deadline):
-			t.Fatalf("%d bytes of the journal are ready, %d written: the worker is not ahead", populated, j.size)
+			t.Fatalf("%d bytes of the journal are ready, %d written: the worker is not ahead", ready, j.size)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -275,7 +286,41 @@ func TestQuickLeavesHaveOnlyAnEndFact(t *testing.T) {
 	}
 }
 
-// Where the file system cannot reserve or map, facts are written with
+// A fact that finds no ready bytes (the worker is behind, or gone) is
+// written with write(2), and the facts copied into the mapping around it
+// make one journal, in order.
+func TestJournalWrittenPastReadyBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := openJournalFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.mem == nil {
+		t.Skip("the journal is not mapped here")
+	}
+	var want bytes.Buffer
+	for i := range 3000 {
+		if i == 1000 { // the worker stops: the rest goes past the ready bytes
+			close(j.stop)
+			j.worker.Wait()
+			j.stop = nil
+		}
+		line := fmt.Sprintf("{\"type\":\"end\",\"visit\":\"n%d\"}\n", i)
+		want.WriteString(line)
+		if err := j.append([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("the journal holds %d bytes (%v), want the %d written", len(got), err, want.Len())
+	}
+}
+
+// Where pages cannot be made ready ahead, facts are written with
 // write(2), one after another, and the file ends with the last fact.
 func TestJournalWithoutAMapping(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.jsonl")
