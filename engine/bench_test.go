@@ -240,6 +240,19 @@ func BenchmarkJournalAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendFact encodes the end fact of a no-op agent visit, the
+// most common line of a quick flow's journal.
+func BenchmarkAppendFact(b *testing.B) {
+	ok, one := true, int64(1)
+	f := &Fact{Type: "end", Time: time.Now(), Visit: "look[12]/check", Node: "check", Kind: "agent", OK: &ok, Output: "ok",
+		Usage: &Usage{Turns: &one}, Timeout: "30m0s", Attempts: 1, WallMS: 1}
+	line := make([]byte, 0, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		line, _ = appendFact(line[:0], f)
+	}
+}
+
 // BenchmarkJournalVisits journals the visits of a 1,000-node chain, from
 // opening the run directory to closing it, and reports the time per visit:
 // the journal's whole cost, without the engine around it.

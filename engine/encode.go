@@ -20,17 +20,17 @@ import (
 func appendEvent(b []byte, e *Event) []byte {
 	b = append(b, `{"time":`...)
 	b = appendTime(b, e.Time)
-	b = appendField(b, "type", e.Type)
-	b = appendOptField(b, "run", e.Run)
-	b = appendOptField(b, "visit", e.Visit)
-	b = appendOptField(b, "node", e.Node)
-	b = appendOptField(b, "kind", e.Kind)
-	b = appendOptField(b, "driver", e.Driver)
-	b = appendOptField(b, "model", e.Model)
-	b = appendOptField(b, "activity", e.Activity)
+	b = appendField(b, `,"type":`, e.Type)
+	b = appendOptField(b, `,"run":`, e.Run)
+	b = appendOptField(b, `,"visit":`, e.Visit)
+	b = appendOptField(b, `,"node":`, e.Node)
+	b = appendOptField(b, `,"kind":`, e.Kind)
+	b = appendOptField(b, `,"driver":`, e.Driver)
+	b = appendOptField(b, `,"model":`, e.Model)
+	b = appendOptField(b, `,"activity":`, e.Activity)
 	if e.Tokens != 0 {
 		b = append(b, `,"tokens":`...)
-		b = strconv.AppendInt(b, e.Tokens, 10)
+		b = appendInt(b, e.Tokens)
 	}
 	if e.OK != nil {
 		b = append(b, `,"ok":`...)
@@ -44,10 +44,10 @@ func appendEvent(b []byte, e *Event) []byte {
 	}
 	if e.WallMS != 0 {
 		b = append(b, `,"wall_ms":`...)
-		b = strconv.AppendInt(b, e.WallMS, 10)
+		b = appendInt(b, e.WallMS)
 	}
-	b = appendOptField(b, "status", e.Status)
-	b = appendOptField(b, "dir", e.Dir)
+	b = appendOptField(b, `,"status":`, e.Status)
+	b = appendOptField(b, `,"dir":`, e.Dir)
 	return append(b, "}\n"...)
 }
 
@@ -72,11 +72,9 @@ func appendTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
 	b = append(b, c.date...)
 	if ns := t.Nanosecond(); ns != 0 {
-		var frac [10]byte
-		frac[0] = '.'
-		for i := 9; i > 0; i-- {
-			frac[i] = byte('0' + ns%10)
-			ns /= 10
+		frac := [10]byte{'.', byte('0' + ns/1e8)}
+		for i, pair := range [4]int{ns / 1e6 % 100, ns / 1e4 % 100, ns / 100 % 100, ns % 100} {
+			frac[2+2*i], frac[3+2*i] = digitPairs[2*pair], digitPairs[2*pair+1]
 		}
 		n := 10
 		for frac[n-1] == '0' {
@@ -116,18 +114,17 @@ type durationString struct {
 
 var lastDuration atomic.Pointer[durationString]
 
-func appendField(b []byte, name, value string) []byte {
-	b = append(b, ',', '"')
-	b = append(b, name...)
-	b = append(b, '"', ':')
-	return appendString(b, value)
+// appendField appends a string field; key is its whole `,"name":`.
+func appendField(b []byte, key, value string) []byte {
+	return appendString(append(b, key...), value)
 }
 
-func appendOptField(b []byte, name, value string) []byte {
+// appendOptField appends a string field unless it is empty (omitempty).
+func appendOptField(b []byte, key, value string) []byte {
 	if value == "" {
 		return b
 	}
-	return appendField(b, name, value)
+	return appendField(b, key, value)
 }
 
 func appendJSON(b []byte, name string, v any) []byte {
@@ -142,6 +139,18 @@ func appendJSON(b []byte, name string, v any) []byte {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// digitPairs holds 00 to 99, for writing two digits at once.
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
+// appendInt appends v in decimal. Most numbers in facts and events are
+// small: attempts, turns, milliseconds.
+func appendInt(b []byte, v int64) []byte {
+	if uint64(v) < 10 {
+		return append(b, byte('0'+v))
+	}
+	return strconv.AppendInt(b, v, 10)
+}
 
 // plainByte says which ASCII bytes go into a JSON string as they are.
 var plainByte = func() (t [utf8.RuneSelf]bool) {
@@ -209,13 +218,19 @@ func appendString(b []byte, s string) []byte {
 // would; only the values (output, input, error, usage) go through
 // reflection.
 func appendFact(b []byte, f *Fact) ([]byte, error) {
-	b = append(b, `{"type":`...)
-	b = appendString(b, f.Type)
-	b = append(b, `,"time":`...)
+	switch f.Type {
+	case "end":
+		b = append(b, `{"type":"end","time":`...)
+	case "start":
+		b = append(b, `{"type":"start","time":`...)
+	default:
+		b = appendField(append(b, '{'), `"type":`, f.Type)
+		b = append(b, `,"time":`...)
+	}
 	b = appendTime(b, f.Time)
-	b = appendOptField(b, "visit", f.Visit)
-	b = appendOptField(b, "node", f.Node)
-	b = appendOptField(b, "kind", f.Kind)
+	b = appendOptField(b, `,"visit":`, f.Visit)
+	b = appendOptField(b, `,"node":`, f.Node)
+	b = appendOptField(b, `,"kind":`, f.Kind)
 	if f.OK != nil {
 		b = append(b, `,"ok":`...)
 		b = strconv.AppendBool(b, *f.OK)
@@ -235,21 +250,21 @@ func appendFact(b []byte, f *Fact) ([]byte, error) {
 	if f.Usage != nil {
 		b = appendUsage(b, f.Usage)
 	}
-	b = appendOptField(b, "model", f.Model)
-	b = appendOptField(b, "timeout", f.Timeout)
+	b = appendOptField(b, `,"model":`, f.Model)
+	b = appendOptField(b, `,"timeout":`, f.Timeout)
 	if f.Attempts != 0 {
 		b = append(b, `,"attempts":`...)
-		b = strconv.AppendInt(b, int64(f.Attempts), 10)
+		b = appendInt(b, int64(f.Attempts))
 	}
-	b = appendOptField(b, "session", f.Session)
-	b = appendOptField(b, "scope", f.Scope)
+	b = appendOptField(b, `,"session":`, f.Session)
+	b = appendOptField(b, `,"scope":`, f.Scope)
 	if f.WallMS != 0 {
 		b = append(b, `,"wall_ms":`...)
-		b = strconv.AppendInt(b, f.WallMS, 10)
+		b = appendInt(b, f.WallMS)
 	}
-	b = appendOptField(b, "flow", f.Flow)
-	b = appendOptField(b, "run", f.RunID)
-	b = appendOptField(b, "status", f.Status)
+	b = appendOptField(b, `,"flow":`, f.Flow)
+	b = appendOptField(b, `,"run":`, f.RunID)
+	b = appendOptField(b, `,"status":`, f.Status)
 	if f.Input != nil {
 		if b, err = appendValue(b, "input", f.Input); err != nil {
 			return b, err
@@ -282,9 +297,9 @@ func appendAny(b []byte, v any) ([]byte, error) {
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case int:
-		return strconv.AppendInt(b, int64(x), 10), nil
+		return appendInt(b, int64(x)), nil
 	case int64:
-		return strconv.AppendInt(b, x, 10), nil
+		return appendInt(b, x), nil
 	case float64:
 		return appendFloat(b, x)
 	case []any:
@@ -343,23 +358,28 @@ func appendUsageValue(b []byte, u *Usage) []byte {
 		if v == nil {
 			return append(b, "null"...)
 		}
-		return strconv.AppendInt(b, *v, 10)
+		return appendInt(b, *v)
 	}
-	b = num(b, `{"input":`, u.Input)
-	b = num(b, `,"output":`, u.Output)
-	b = num(b, `,"cache_read":`, u.CacheRead)
-	b = num(b, `,"cache_write":`, u.CacheWrite)
-	b = append(b, `,"cost":`...)
-	if u.Cost == nil {
-		b = append(b, "null"...)
+	if u.Input == nil && u.Output == nil && u.CacheRead == nil && u.CacheWrite == nil && u.Cost == nil {
+		// No tokens reported: commands, and drivers that do not count.
+		b = append(b, `{"input":null,"output":null,"cache_read":null,"cache_write":null,"cost":null`...)
 	} else {
-		b, _ = appendFloat(b, *u.Cost)
+		b = num(b, `{"input":`, u.Input)
+		b = num(b, `,"output":`, u.Output)
+		b = num(b, `,"cache_read":`, u.CacheRead)
+		b = num(b, `,"cache_write":`, u.CacheWrite)
+		b = append(b, `,"cost":`...)
+		if u.Cost == nil {
+			b = append(b, "null"...)
+		} else {
+			b, _ = appendFloat(b, *u.Cost)
+		}
 	}
 	b = num(b, `,"turns":`, u.Turns)
 	b = append(b, `,"wall_ms":`...)
-	b = strconv.AppendInt(b, u.WallMS, 10)
+	b = appendInt(b, u.WallMS)
 	b = append(b, `,"busy_ms":`...)
-	b = strconv.AppendInt(b, u.BusyMS, 10)
+	b = appendInt(b, u.BusyMS)
 	return append(b, '}')
 }
 

@@ -78,6 +78,7 @@ func TestAppendFactMatchesEncodingJSON(t *testing.T) {
 			Error: &Failure{Kind: schema.FailChild, Message: "below", Visit: "m", Cause: &Failure{Kind: schema.FailProvider, Message: "x", Visit: "m[2]/x"}}},
 		{Type: "run", Time: time.Now(), RunID: "r1", Flow: "f", Status: "running", Input: map[string]any{"goal": "g"}, Resumed: true},
 		{Type: "end", Time: time.Now(), Visit: "e", OK: &ok, Output: ""},
+		{Type: "end", Time: time.Now(), Visit: "n1", Node: "n1", Kind: "agent", OK: &ok, Output: "ok", Usage: &Usage{Turns: &in, WallMS: 1}, Timeout: "30m0s", Attempts: 1, WallMS: 1},
 	}
 	for _, f := range facts {
 		want, err := json.Marshal(f)

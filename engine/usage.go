@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"strconv"
 	"sync"
 	"time"
 )
@@ -193,7 +192,7 @@ func (t *tally) appendJSON(b []byte) []byte {
 		if t.reported&bit == 0 {
 			return append(b, "null"...)
 		}
-		return strconv.AppendInt(b, v, 10)
+		return appendInt(b, v)
 	}
 	b = num(b, `{"input":`, t.input, hasInput)
 	b = num(b, `,"output":`, t.output, hasOutput)
@@ -207,8 +206,8 @@ func (t *tally) appendJSON(b []byte) []byte {
 	}
 	b = num(b, `,"turns":`, t.turns, hasTurns)
 	b = append(b, `,"wall_ms":`...)
-	b = strconv.AppendInt(b, t.wall, 10)
+	b = appendInt(b, t.wall)
 	b = append(b, `,"busy_ms":`...)
-	b = strconv.AppendInt(b, t.busy, 10)
+	b = appendInt(b, t.busy)
 	return append(b, '}')
 }
