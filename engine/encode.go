@@ -439,15 +439,21 @@ func appendObject[V any](b []byte, m map[string]V, enc func([]byte, V) ([]byte, 
 }
 
 // sortStrings sorts keys as slices.Sort does, faster for the many short
-// keys of usage.json (visit paths, node ids): each key's first eight bytes
-// are compared as one number, and the strings only when those are equal.
-func sortStrings(keys []string) {
+// keys of usage.json (visit paths, node ids): see sortBy.
+func sortStrings(keys []string) { sortBy(keys, func(k *string) string { return *k }) }
+
+// sortBy sorts xs by key as slices.SortFunc with strings.Compare would,
+// but each key's first eight bytes are compared as one number, and the
+// strings only when those are equal.
+func sortBy[T any](xs []T, key func(*T) string) {
 	type keyed struct {
 		head uint64
 		s    string
+		x    T
 	}
-	ks := make([]keyed, len(keys))
-	for i, k := range keys {
+	ks := make([]keyed, len(xs))
+	for i := range xs {
+		k := key(&xs[i])
 		var h uint64
 		for j := range 8 {
 			h <<= 8
@@ -455,7 +461,7 @@ func sortStrings(keys []string) {
 				h |= uint64(k[j])
 			}
 		}
-		ks[i] = keyed{h, k}
+		ks[i] = keyed{h, k, xs[i]}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int {
 		if a.head != b.head {
@@ -464,6 +470,6 @@ func sortStrings(keys []string) {
 		return strings.Compare(a.s, b.s)
 	})
 	for i := range ks {
-		keys[i] = ks[i].s
+		xs[i] = ks[i].x
 	}
 }

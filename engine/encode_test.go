@@ -134,7 +134,15 @@ func TestUsageJSONMatchesEncodingJSON(t *testing.T) {
 	book.add("a#1/x", "x", "coder", Usage{Input: &in, Output: &out, Cost: &cost, Turns: &turns, CacheRead: &cached, WallMS: 5, BusyMS: 4})
 	book.add("a#2/x", "x", "coder", Usage{Input: &in, WallMS: 3})
 	book.add("b", "b", "tool <&>", Usage{WallMS: 1})
-	want, err := json.Marshal(map[string]any{"total": book.overall.usage(), "visits": usages(book.visits), "nodes": usages(book.nodes), "agents": usages(book.agents)})
+	book.add("a#1/x", "x", "coder", Usage{Output: &out, WallMS: 2}) // the same visit again counts once, summed
+	visits := map[string]*tally{}
+	for _, v := range book.visits {
+		if visits[v.visit] == nil {
+			visits[v.visit] = &tally{}
+		}
+		visits[v.visit].merge(&v.tally)
+	}
+	want, err := json.Marshal(map[string]any{"total": book.overall.usage(), "visits": usages(visits), "nodes": usages(book.nodes), "agents": usages(book.agents)})
 	if err != nil {
 		t.Fatal(err)
 	}

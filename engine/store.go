@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -27,9 +26,7 @@ type store struct {
 	journal   *journalFile
 	sealing   conc.WaitGroup // the journal's close, after seal
 	sealErr   error          // how it went; read after sealing.Wait
-	emu       sync.Mutex     // serialises events writes
-	events    *bufio.Writer
-	eventsF   *os.File
+	events    *eventLog
 	noJournal bool
 	// The record report.html is rendered from while the run goes on, not
 	// the journal read back; kept with the journal off too. Guarded by mu.
@@ -80,11 +77,10 @@ func openStore(dir string, resume, noJournal bool) (*store, error) {
 		_ = s.close()
 		return nil, fmt.Errorf("opening journal: %w", err)
 	}
-	if s.eventsF, err = os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+	if s.events, err = openEventLog(filepath.Join(dir, "events.jsonl")); err != nil {
 		_ = s.close()
 		return nil, fmt.Errorf("opening events: %w", err)
 	}
-	s.events = bufio.NewWriterSize(s.eventsF, 64<<10)
 	return s, nil
 }
 
@@ -235,27 +231,15 @@ func (s *store) record() (runs []*Fact, visits []Visit) {
 	return s.runs[:len(s.runs):len(s.runs)], visits
 }
 
-// event appends one line to events.jsonl. Events are buffered and flushed
-// every flushEvents and when the run ends: they are for watching a run, and
-// the journal, not the events, is what a resume relies on.
+// event appends one line to events.jsonl.
 func (s *store) event(e *Event) {
 	line := lineBuffers.Get().(*[]byte)
 	defer release(line)
 	*line = appendEvent((*line)[:0], e)
-	s.emu.Lock()
-	defer s.emu.Unlock()
-	if s.events != nil {
-		_, _ = s.events.Write(*line)
-	}
+	s.events.add(*line)
 }
 
-func (s *store) flushEvents() {
-	s.emu.Lock()
-	defer s.emu.Unlock()
-	if s.events != nil {
-		_ = s.events.Flush()
-	}
-}
+func (s *store) flushEvents() { s.events.flush() }
 
 // writeJSON writes a file whole, as one line: it is mostly the flows'
 // source text, which indenting would only copy again (jq . shows it
@@ -296,24 +280,15 @@ func (s *store) seal() {
 
 // close syncs and closes the files and removes the lock. It is idempotent.
 func (s *store) close() error {
-	s.emu.Lock()
 	var errs []error
 	if s.events != nil {
-		errs = append(errs, s.events.Flush())
-		s.events = nil
+		errs = append(errs, s.events.close())
 	}
-	s.emu.Unlock()
-	// The journal is synced: it is what a resume relies on. Events are for
-	// watching; closing them is enough.
 	s.seal()
 	s.sealing.Wait()
 	errs = append(errs, s.sealErr)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.eventsF != nil {
-		errs = append(errs, s.eventsF.Close())
-		s.eventsF = nil
-	}
 	if err := os.Remove(filepath.Join(s.dir, "lock.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 	}

@@ -96,6 +96,19 @@ func (t *tally) add(u *Usage) {
 	t.busy += u.BusyMS
 }
 
+// merge adds another tally's sums to t.
+func (t *tally) merge(o *tally) {
+	t.input += o.input
+	t.output += o.output
+	t.cacheRead += o.cacheRead
+	t.cacheWrite += o.cacheWrite
+	t.turns += o.turns
+	t.cost += o.cost
+	t.wall += o.wall
+	t.busy += o.busy
+	t.reported |= o.reported
+}
+
 func (t *tally) usage() Usage {
 	field := func(v int64, bit uint8) *int64 {
 		if t.reported&bit == 0 {
@@ -113,9 +126,12 @@ func (t *tally) usage() Usage {
 }
 
 // usageBook totals usage per visit, node and agent, for usage.json.
+// Visits are kept in the order they ended and sorted only for usage.json:
+// a map of thousands of visits, grown under the lock that every ending
+// visit takes, kept the visits of a map block waiting on each other.
 type usageBook struct {
 	mu      sync.Mutex
-	visits  map[string]*tally
+	visits  []visitTally
 	nodes   map[string]*tally
 	agents  map[string]*tally
 	overall tally
@@ -124,14 +140,22 @@ type usageBook struct {
 
 // newUsageBook returns a book sized for a flow of about nodes nodes.
 func newUsageBook(nodes int) *usageBook {
-	return &usageBook{visits: make(map[string]*tally, nodes), nodes: make(map[string]*tally, nodes), agents: map[string]*tally{},
+	return &usageBook{visits: make([]visitTally, 0, nodes), nodes: make(map[string]*tally, nodes), agents: map[string]*tally{},
 		slab: make([]tally, 0, min(nodes, 1024))}
 }
 
+// visitTally is one visit's usage.
+type visitTally struct {
+	visit string
+	tally
+}
+
 func (b *usageBook) add(visit, node, agent string, u Usage) {
+	v := visitTally{visit: visit}
+	v.add(&u)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.tally(b.visits, visit).add(&u)
+	b.visits = append(b.visits, v)
 	b.tally(b.nodes, node).add(&u)
 	b.tally(b.agents, agent).add(&u)
 	b.overall.add(&u)
@@ -172,9 +196,21 @@ func (b *usageBook) encode() []byte {
 	out = appendTallies(out, b.nodes)
 	out = append(out, `,"total":`...)
 	out = appendUsageValue(out, &total)
-	out = append(out, `,"visits":`...)
-	out = appendTallies(out, b.visits)
-	return append(out, "}\n"...)
+	out = append(out, `,"visits":{`...)
+	sortBy(b.visits, func(v *visitTally) string { return v.visit })
+	for i := 0; i < len(b.visits); {
+		v := b.visits[i]
+		for i++; i < len(b.visits) && b.visits[i].visit == v.visit; i++ {
+			v.merge(&b.visits[i].tally) // a visit that ended twice counts once, whole
+		}
+		if out[len(out)-1] != '{' {
+			out = append(out, ',')
+		}
+		out = appendString(out, v.visit)
+		out = append(out, ':')
+		out = v.appendJSON(out)
+	}
+	return append(out, "}}\n"...)
 }
 
 func appendTallies(b []byte, m map[string]*tally) []byte {
