@@ -15,7 +15,7 @@ import (
 type eventLog struct {
 	mu      sync.Mutex // guards pending and f
 	pending *[]byte
-	f       *os.File // nil once closed
+	f       *os.File   // nil once closed
 	wmu     sync.Mutex // held while a buffer is written, taken before mu is let go
 	err     error      // the first write's error; guarded by wmu
 }
