@@ -253,6 +253,22 @@ func BenchmarkAppendFact(b *testing.B) {
 	}
 }
 
+// BenchmarkUsageJSON encodes usage.json for a loop of 1,000 iterations
+// of one agent node, as a run writes it at its end.
+func BenchmarkUsageJSON(b *testing.B) {
+	one := int64(1)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		book := newUsageBook(2)
+		for i := range 1000 {
+			book.add("again#"+strconv.Itoa(i+1)+"/work", "work", "worker", Usage{Turns: &one, WallMS: 1})
+		}
+		b.StartTimer()
+		_ = book.encode()
+	}
+}
+
 // BenchmarkJournalVisits journals the visits of a 1,000-node chain, from
 // opening the run directory to closing it, and reports the time per visit:
 // the journal's whole cost, without the engine around it.

@@ -444,12 +444,12 @@ func sortStrings(keys []string) { sortBy(keys, func(k *string) string { return *
 
 // sortBy sorts xs by key as slices.SortFunc with strings.Compare would,
 // but each key's first eight bytes are compared as one number, and the
-// strings only when those are equal.
+// strings only when those are equal. What is sorted is a small record per
+// element; the elements are moved once, at the end.
 func sortBy[T any](xs []T, key func(*T) string) {
 	type keyed struct {
 		head uint64
-		s    string
-		x    T
+		i    int
 	}
 	ks := make([]keyed, len(xs))
 	for i := range xs {
@@ -461,15 +461,17 @@ func sortBy[T any](xs []T, key func(*T) string) {
 				h |= uint64(k[j])
 			}
 		}
-		ks[i] = keyed{h, k, xs[i]}
+		ks[i] = keyed{h, i}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int {
 		if a.head != b.head {
 			return cmp.Compare(a.head, b.head)
 		}
-		return strings.Compare(a.s, b.s)
+		return strings.Compare(key(&xs[a.i]), key(&xs[b.i]))
 	})
-	for i := range ks {
-		xs[i] = ks[i].x
+	sorted := make([]T, len(xs))
+	for j, k := range ks {
+		sorted[j] = xs[k.i]
 	}
+	copy(xs, sorted)
 }
