@@ -133,13 +133,19 @@ func (s *store) begin(f *Fact, leaf bool) (int, error) {
 	return row, s.append(line, err)
 }
 
-// end journals that the visit begun at row ended.
+// end journals that the visit begun at row ended. Its fact is encoded
+// under the lock, straight into the journal where there is room.
 func (s *store) end(row int, f *Fact) error {
-	line, err := s.encode(f)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.visits[row].End = f
-	return s.append(line, err)
+	switch {
+	case s.noJournal:
+		return nil
+	case s.journal == nil:
+		return errors.New("writing journal: the run directory is closed")
+	}
+	return s.journal.appendFact(f)
 }
 
 // flushStarts journals the start facts of leaves still running.

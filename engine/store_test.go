@@ -320,6 +320,49 @@ func TestJournalWrittenPastReadyBytes(t *testing.T) {
 	}
 }
 
+// A fact is encoded straight into the mapping where there is room; one
+// that turns out longer than the room is written whole after all, and the
+// journal holds every fact once, in order.
+func TestJournalFactLongerThanItsRoom(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := openJournalFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.mem == nil {
+		t.Skip("the journal is not mapped here")
+	}
+	close(j.stop) // no worker: the room is only what the writer made ready
+	j.worker.Wait()
+	j.stop = nil
+	var want bytes.Buffer
+	at := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+	add := func(f *Fact) {
+		t.Helper()
+		line, err := appendFact(nil, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Write(line)
+		if err := j.appendFact(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	room := func() int { return int(j.ready.Load()) - j.size }
+	for i := 0; i == 0 || room() < directRoom || room() >= 2*directRoom; i++ {
+		add(&Fact{Type: "end", Time: at, Visit: fmt.Sprint("n", i), OK: boolRef(true), Output: "ok"})
+	}
+	add(&Fact{Type: "end", Time: at, Visit: "big", OK: boolRef(true), Output: strings.Repeat("y", 3*directRoom)})
+	add(&Fact{Type: "end", Time: at, Visit: "after", OK: boolRef(true)})
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("the journal holds %d bytes (%v), want the %d written", len(got), err, want.Len())
+	}
+}
+
 // Where pages cannot be made ready ahead, facts are written with
 // write(2), one after another, and the file ends with the last fact.
 func TestJournalWithoutAMapping(t *testing.T) {
