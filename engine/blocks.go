@@ -361,8 +361,14 @@ func (r *runner) loop(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 	for _, b := range n.Body {
 		previous[b.ID] = nil
 	}
+	// One environment serves every iteration: the body adds only its own
+	// nodes' values to it, and they are taken out before the next
+	// iteration, which then sees what a fresh copy of vars would show.
+	iv := nested(vars, len(n.Body)+1)
 	for i := 1; i <= n.Max; i++ {
-		iv := nested(vars, len(n.Body)+1)
+		for _, b := range n.Body {
+			delete(iv, b.ID)
+		}
 		iv[n.ID] = map[string]any{"previous": previous, "iteration": i}
 		_, fail := r.sequence(ctx, inner, n.Body, iv, path+"#"+strconv.Itoa(i))
 		last := make(map[string]any, len(n.Body))
