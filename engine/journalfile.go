@@ -310,6 +310,15 @@ func (j *journalFile) remap(n int) error {
 	return nil
 }
 
+// stopWorker ends the worker, if there is one, and waits for it.
+func (j *journalFile) stopWorker() {
+	if j.stop != nil {
+		close(j.stop)
+		j.worker.Wait()
+		j.stop = nil
+	}
+}
+
 // close cuts the zeros off and closes the file. It does not wait for the
 // disk, nor start writing to it: the kernel writes the journal back as it
 // does any file, within seconds (see docs/decisions.md on durability).
@@ -317,11 +326,7 @@ func (j *journalFile) close() error {
 	if j.f == nil {
 		return nil
 	}
-	if j.stop != nil {
-		close(j.stop)
-		j.worker.Wait()
-		j.stop = nil
-	}
+	j.stopWorker()
 	var errs []error
 	if j.mem != nil {
 		errs = append(errs, syscall.Munmap(j.mem))

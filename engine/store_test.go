@@ -287,23 +287,14 @@ func TestQuickLeavesHaveOnlyAnEndFact(t *testing.T) {
 }
 
 // A fact that finds no ready bytes (the worker is behind, or gone) is
-// written with write(2), and the facts copied into the mapping around it
-// make one journal, in order.
-func TestJournalWrittenPastReadyBytes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "journal.jsonl")
-	j, err := openJournalFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j.mem == nil {
-		t.Skip("the journal is not mapped here")
-	}
+// written after the writer made them ready itself, and the facts before
+// and after it make one journal, in order.
+func TestJournalWriterCatchesUp(t *testing.T) {
+	j, path := openMappedJournal(t)
 	var want bytes.Buffer
 	for i := range 3000 {
-		if i == 1000 { // the worker stops: the rest goes past the ready bytes
-			close(j.stop)
-			j.worker.Wait()
-			j.stop = nil
+		if i == 1000 { // the rest goes past the bytes the worker made ready
+			j.stopWorker()
 		}
 		line := fmt.Sprintf("{\"type\":\"end\",\"visit\":\"n%d\"}\n", i)
 		want.WriteString(line)
@@ -311,30 +302,15 @@ func TestJournalWrittenPastReadyBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := j.close(); err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(path)
-	if err != nil || !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("the journal holds %d bytes (%v), want the %d written", len(got), err, want.Len())
-	}
+	closeAndCompare(t, j, path, want.Bytes())
 }
 
 // A fact is encoded straight into the mapping where there is room; one
 // that turns out longer than the room is written whole after all, and the
 // journal holds every fact once, in order.
 func TestJournalFactLongerThanItsRoom(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "journal.jsonl")
-	j, err := openJournalFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j.mem == nil {
-		t.Skip("the journal is not mapped here")
-	}
-	close(j.stop) // no worker: the room is only what the writer made ready
-	j.worker.Wait()
-	j.stop = nil
+	j, path := openMappedJournal(t)
+	j.stopWorker() // the room is only what the writer makes ready
 	var want bytes.Buffer
 	at := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
 	add := func(f *Fact) {
@@ -354,12 +330,34 @@ func TestJournalFactLongerThanItsRoom(t *testing.T) {
 	}
 	add(&Fact{Type: "end", Time: at, Visit: "big", OK: boolRef(true), Output: strings.Repeat("y", 3*directRoom)})
 	add(&Fact{Type: "end", Time: at, Visit: "after", OK: boolRef(true)})
+	closeAndCompare(t, j, path, want.Bytes())
+}
+
+// openMappedJournal opens a new journal, or skips the test where journals
+// are not mapped.
+func openMappedJournal(t *testing.T) (*journalFile, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := openJournalFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.mem == nil {
+		_ = j.close()
+		t.Skip("the journal is not mapped here")
+	}
+	return j, path
+}
+
+// closeAndCompare closes the journal and checks that its file holds want.
+func closeAndCompare(t *testing.T, j *journalFile, path string, want []byte) {
+	t.Helper()
 	if err := j.close(); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(path)
-	if err != nil || !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("the journal holds %d bytes (%v), want the %d written", len(got), err, want.Len())
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the journal holds %d bytes (%v), want the %d written", len(got), err, len(want))
 	}
 }
 
