@@ -284,7 +284,7 @@ func (s *store) seal() {
 	}
 }
 
-// close syncs and closes the files and removes the lock. It is idempotent.
+// close closes the files and removes the lock. It is idempotent.
 func (s *store) close() error {
 	var errs []error
 	if s.events != nil {

@@ -162,7 +162,7 @@ func (b *usageBook) add(visit, node, agent string, u Usage) {
 }
 
 // tally returns m's tally for key, made if there is none. Tallies are cut
-// from a slab, not allocated one by one: a run has one per visit.
+// from a slab, not allocated one by one: a large flow has one per node.
 func (b *usageBook) tally(m map[string]*tally, key string) *tally {
 	if t := m[key]; t != nil {
 		return t
