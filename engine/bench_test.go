@@ -269,6 +269,21 @@ func BenchmarkUsageJSON(b *testing.B) {
 	}
 }
 
+// BenchmarkMapOutputJSON encodes the output of a map of 1,000 items of
+// one agent node, as output.json holds it.
+func BenchmarkMapOutputJSON(b *testing.B) {
+	items := make([]any, 1000)
+	for i := range items {
+		value, _ := nodeValue(&outcome{output: "ok"})
+		items[i] = map[string]any{"item": i, "ok": true, "output": value, "error": (*Failure)(nil).value()}
+	}
+	var out []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		out, _ = appendAny(out[:0], items)
+	}
+}
+
 // BenchmarkJournalVisits journals the visits of a 1,000-node chain, from
 // opening the run directory to closing it, and reports the time per visit:
 // the journal's whole cost, without the engine around it.

@@ -315,6 +315,9 @@ func appendAny(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, ']'), nil
 	case map[string]any:
+		if isNoError(x) {
+			return append(b, noErrorJSON...), nil
+		}
 		return appendObject(b, x, appendAny)
 	}
 	enc, err := json.Marshal(v)

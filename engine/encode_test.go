@@ -99,6 +99,8 @@ func TestAppendAnyMatchesEncodingJSON(t *testing.T) {
 		map[string]any{}, map[string]any{"b": 1, "a": map[string]any{"z": []any{"<&>"}, "y": 2.25}},
 		map[string]any{"passed": true, "exit": 0, "report": "ok\n"},
 		[]string{"typed", "slice"}, map[string]int{"other": 1},
+		noError, map[string]any{"kind": "", "message": "", "visit": "x"}, // the shared error value, and one that is not it
+		map[string]any{"ok": true, "error": noError, "output": map[string]any{"ok": true, "error": noError}},
 	}
 	for _, v := range values {
 		want, err := json.Marshal(v)

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/flowrun/flow/schema"
 )
@@ -41,6 +42,16 @@ func (f *Failure) value() map[string]any {
 // noError is the error value of every node that did not fail. It is shared:
 // values in an expression environment are never modified.
 var noError = map[string]any{"kind": "", "message": "", "visit": ""}
+
+// noErrorJSON is noError encoded. Every item of a map's output holds
+// noError twice (its own and its node's), and encoding it from the map
+// was half of writing a large map's output.json.
+const noErrorJSON = `{"kind":"","message":"","visit":""}`
+
+// isNoError reports whether m is noError itself (not an equal map).
+func isNoError(m map[string]any) bool {
+	return reflect.ValueOf(m).UnsafePointer() == reflect.ValueOf(noError).UnsafePointer()
+}
 
 // Causes of cancellation, read back with context.Cause to tell the kinds apart.
 var (
