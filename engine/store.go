@@ -94,11 +94,10 @@ type visitRow struct {
 // fact appends a run fact to the journal. The line is in the kernel's page
 // cache, which survives the engine's death, before fact returns.
 func (s *store) fact(f *Fact) error {
-	line, err := s.encode(f)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.runs = append(s.runs, f)
-	return s.append(line, err)
+	return s.journalFact(f)
 }
 
 // begin records that a visit started, and returns its row for end.
@@ -110,11 +109,6 @@ func (s *store) fact(f *Fact) error {
 // fact is for showing a visit that runs. Blocks are journaled at once so
 // that a block comes before its children in the journal.
 func (s *store) begin(f *Fact, leaf bool) (int, error) {
-	var line *[]byte
-	var err error
-	if !leaf {
-		line, err = s.encode(f)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	row, again := s.rows[f.Visit]
@@ -130,22 +124,15 @@ func (s *store) begin(f *Fact, leaf bool) (int, error) {
 		return row, nil
 	}
 	s.visits[row].journaled = true
-	return row, s.append(line, err)
+	return row, s.journalFact(f)
 }
 
-// end journals that the visit begun at row ended. Its fact is encoded
-// under the lock, straight into the journal where there is room.
+// end journals that the visit begun at row ended.
 func (s *store) end(row int, f *Fact) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.visits[row].End = f
-	switch {
-	case s.noJournal:
-		return nil
-	case s.journal == nil:
-		return errors.New("writing journal: the run directory is closed")
-	}
-	return s.journal.appendFact(f)
+	return s.journalFact(f)
 }
 
 // flushStarts journals the start facts of leaves still running.
@@ -161,15 +148,26 @@ func (s *store) flushStarts() error {
 			}
 			continue
 		}
-		line, err := s.encode(v.Start)
-		errs = append(errs, s.append(line, err))
+		errs = append(errs, s.journalFact(v.Start))
 		v.journaled = true
 	}
 	return errors.Join(errs...)
 }
 
-// lineBuffers hold facts and events while they are encoded, outside the
-// store's locks: visits that end at once encode at once.
+// journalFact writes f to the journal; s.mu is held. A fact is encoded
+// under the lock, straight into the journal where there is room.
+func (s *store) journalFact(f *Fact) error {
+	switch {
+	case s.noJournal:
+		return nil
+	case s.journal == nil:
+		return errors.New("writing journal: the run directory is closed")
+	}
+	return s.journal.appendFact(f)
+}
+
+// lineBuffers hold facts and events while they are encoded: events outside
+// the store's locks, facts too long to encode straight into the journal.
 var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // release returns a buffer to lineBuffers, unless a big value made it too
@@ -178,35 +176,6 @@ func release(line *[]byte) {
 	if cap(*line) <= 64<<10 {
 		lineBuffers.Put(line)
 	}
-}
-
-// encode encodes f into a buffer from lineBuffers, which append returns.
-func (s *store) encode(f *Fact) (*[]byte, error) {
-	if s.noJournal {
-		return nil, nil
-	}
-	line := lineBuffers.Get().(*[]byte)
-	var err error
-	if *line, err = appendFact((*line)[:0], f); err != nil {
-		err = fmt.Errorf("encoding journal fact: %w", err)
-	}
-	return line, err
-}
-
-// append writes an encoded fact to the journal and returns its buffer; s.mu
-// is held.
-func (s *store) append(line *[]byte, err error) error {
-	if line == nil {
-		return nil // no journal
-	}
-	defer release(line)
-	switch {
-	case err != nil:
-		return err
-	case s.journal == nil:
-		return errors.New("writing journal: the run directory is closed")
-	}
-	return s.journal.append(*line)
 }
 
 // remember takes the facts of earlier attempts into the record, for a
