@@ -37,7 +37,7 @@ func appendEvent(b []byte, e *Event) []byte {
 		b = strconv.AppendBool(b, *e.OK)
 	}
 	if e.Error != nil {
-		b = appendJSON(b, "error", e.Error)
+		b = appendJSON(b, `,"error":`, e.Error)
 	}
 	if e.Usage != nil {
 		b = appendUsage(b, e.Usage)
@@ -127,15 +127,14 @@ func appendOptField(b []byte, key, value string) []byte {
 	return appendField(b, key, value)
 }
 
-func appendJSON(b []byte, name string, v any) []byte {
+// appendJSON appends a field encoded by encoding/json; key is its whole
+// `,"name":`, as for appendField.
+func appendJSON(b []byte, key string, v any) []byte {
 	enc, err := json.Marshal(v)
 	if err != nil {
 		return b
 	}
-	b = append(b, ',', '"')
-	b = append(b, name...)
-	b = append(b, '"', ':')
-	return append(b, enc...)
+	return append(append(b, key...), enc...)
 }
 
 const hexDigits = "0123456789abcdef"
@@ -242,7 +241,7 @@ func appendFact(b []byte, f *Fact) ([]byte, error) {
 		}
 	}
 	if f.Error != nil {
-		b = appendJSON(b, "error", f.Error)
+		b = appendJSON(b, `,"error":`, f.Error)
 	}
 	if f.Skipped {
 		b = append(b, `,"skipped":true`...)
