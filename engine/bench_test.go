@@ -314,3 +314,30 @@ func BenchmarkJournalVisits(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/visit")
 }
+
+// BenchmarkReport renders report.html for a loop of 1,000 iterations of
+// one agent node, as a run writes it at its end.
+func BenchmarkReport(b *testing.B) {
+	dir := b.TempDir()
+	start := time.Now()
+	one := int64(1)
+	record := make([]Visit, 0, 1001)
+	loopStart := &Fact{Type: "start", Time: start, Visit: "again", Node: "again", Kind: "loop"}
+	record = append(record, Visit{Start: loopStart, End: &Fact{Type: "end", Time: start.Add(10 * time.Millisecond), Visit: "again", Node: "again", Kind: "loop", OK: boolRef(true), WallMS: 10}})
+	for i := range 1000 {
+		t := start.Add(time.Duration(i) * 10 * time.Microsecond)
+		path := "again#" + strconv.Itoa(i+1) + "/work"
+		record = append(record, Visit{
+			Start: &Fact{Type: "start", Time: t, Visit: path, Node: "work", Kind: "agent"},
+			End: &Fact{Type: "end", Time: t.Add(8 * time.Microsecond), Visit: path, Node: "work", Kind: "agent", OK: boolRef(true), Output: "ok",
+				Usage: &Usage{Turns: &one}, Timeout: "30m0s", Attempts: 1},
+		})
+	}
+	info := &RunInfo{ID: "bench", Flow: "again", Status: "succeeded", Started: start, WallMS: 10}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := renderReport(dir, info, record); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

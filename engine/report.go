@@ -10,26 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sourcegraph/conc"
 )
 
 //go:embed report.css
 var reportCSS string
-
-// reportVisit is one row of report.html.
-type reportVisit struct {
-	Path   string
-	Depth  int
-	Kind   string
-	Status string // ok, failed, skipped, running
-	Model  string
-	Usage  *Usage // nil: none recorded
-	WallMS int64
-	Output string // a text output
-	Value  any    // any other output, rendered as JSON
-	Error  string
-	Offset float64 // start, as a fraction of the run's wall time
-	Width  float64 // duration, likewise
-}
 
 // WriteReport writes report.html into a run directory from its journal. The
 // page is self-contained: no script, style sheet or font from elsewhere.
@@ -42,12 +28,12 @@ func WriteReport(dir string) error {
 	return renderReport(dir, info, visits)
 }
 
-// renderReport writes the page. It is appended into one byte slice with
+// renderReport writes the page. It is appended into byte slices with
 // every value escaped by appendHTML — no templates, no per-row formatting —
-// so that a run of thousands of visits renders in a few milliseconds.
+// so that a run of thousands of visits renders in a few milliseconds: its
+// rows in parallel, reportChunk at a time, when there are many.
 func renderReport(dir string, info *RunInfo, record []Visit) error {
-	visits := reportVisits(info, record)
-	b := make([]byte, 0, len(reportCSS)+2048+320*len(visits))
+	b := make([]byte, 0, len(reportCSS)+4096)
 	text := func(parts ...string) {
 		for _, p := range parts {
 			b = append(b, p...)
@@ -64,7 +50,7 @@ func renderReport(dir string, info *RunInfo, record []Visit) error {
 	esc(info.ID)
 	text("</code> · started ", info.Started.UTC().Format("2006-01-02 15:04:05"), " UTC · wall ", msText(info.WallMS),
 		" · tokens <b id=\"total-tokens\">", tokenText(info.Usage), "</b> · cost <b id=\"total-cost\">", costText(info.Usage),
-		"</b> · ", strconv.Itoa(len(visits)), " visits · written ", time.Now().UTC().Format(time.RFC3339), "</div>\n")
+		"</b> · ", strconv.Itoa(len(record)), " visits · written ", time.Now().UTC().Format(time.RFC3339), "</div>\n")
 	if info.Failure != nil {
 		root := info.Failure.Root()
 		text("<div class=\"failure\" id=\"failure\"><b>Failed at <code>")
@@ -74,65 +60,177 @@ func renderReport(dir string, info *RunInfo, record []Visit) error {
 		text("</div>\n")
 	}
 	text("<table id=\"visits\">\n<thead><tr><th>visit</th><th>kind</th><th>status</th><th>model</th><th class=n>tokens</th><th class=n>cost</th><th class=n>wall</th><th>timeline</th><th>output</th></tr></thead>\n<tbody>\n")
-	// Rows are written compact (optional end tags left out, attribute
-	// values unquoted where HTML allows): a run of thousands of visits
-	// writes this page at its end.
-	var scratch []byte
-	for _, v := range visits {
-		text("<tr data-visit=\"")
-		esc(v.Path)
-		text("\" data-status=\"", v.Status, "\"><td class=p")
-		if v.Depth > 0 {
-			text(" style=\"padding-left:", strconv.Itoa(v.Depth), "em\"")
-		}
-		b = append(b, '>')
-		esc(v.Path)
-		text("<td>", v.Kind, "<td><span class=\"status ", v.Status, "\">", v.Status, "</span><td>")
-		esc(v.Model)
-		text("<td class=n>")
-		if v.Usage != nil {
-			text(tokenText(*v.Usage), "<td class=n>", costText(*v.Usage))
-		} else {
-			text("<td class=n>")
-		}
-		text("<td class=n>")
-		b = appendMS(b, v.WallMS)
-		text("<td><div class=bar><span class=", v.Status, " style=\"left:")
-		b = appendPercent(b, v.Offset)
-		text("%;width:")
-		b = appendPercent(b, v.Width)
-		text("%\"></span></div><td>")
-		if v.Error != "" {
-			text("<div class=err>")
-			esc(v.Error)
-			text("</div>")
-		}
-		out := v.Output
-		if out == "" && v.Value != nil {
-			scratch = displayJSON(scratch[:0], v.Value)
-			out = string(scratch)
-		}
-		switch {
-		case len(out) > 240 || strings.Count(out, "\n") > 4:
-			text("<details><summary>", strconv.Itoa(len(out)), " characters</summary><pre>")
-			esc(out)
-			text("</pre></details>")
-		case out != "":
-			text("<pre>")
-			esc(out)
-			text("</pre>")
-		}
-		text("</tr>\n")
-	}
-	text("</tbody>\n</table>\n</body>\n</html>\n")
+	parts := [][]byte{b}
+	parts = append(parts, renderRows(record, reportFrame{start: info.Started, total: float64(max(info.WallMS, 1)), now: time.Now()})...)
+	parts = append(parts, []byte("</tbody>\n</table>\n</body>\n</html>\n"))
 	tmp := filepath.Join(dir, ".report.html.tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := writeParts(tmp, parts); err != nil {
 		return fmt.Errorf("writing report: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, "report.html")); err != nil {
 		return fmt.Errorf("writing report: %w", err)
 	}
 	return nil
+}
+
+// writeParts creates path with the parts, one after another.
+func writeParts(path string, parts [][]byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, err = f.Write(p); err != nil {
+			break
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// reportChunk is how many rows one goroutine renders. A row takes about
+// a microsecond; a chunk is long enough to be worth a goroutine.
+const reportChunk = 512
+
+// reportFrame is what places a row on the timeline: the run's start and
+// wall time, and now, for visits still running.
+type reportFrame struct {
+	start time.Time
+	total float64 // the run's wall time in milliseconds, at least 1
+	now   time.Time
+}
+
+// renderRows renders the rows of record, in order, reportChunk at a time:
+// the chunks after the first on goroutines of their own.
+func renderRows(record []Visit, fr reportFrame) [][]byte {
+	chunks := make([][]byte, (len(record)+reportChunk-1)/reportChunk)
+	render := func(i int) {
+		rows := record[i*reportChunk : min((i+1)*reportChunk, len(record))]
+		b := make([]byte, 0, 320*len(rows))
+		var scratch []byte
+		for _, rec := range rows {
+			b, scratch = appendReportRow(b, scratch, rec, fr)
+		}
+		chunks[i] = b
+	}
+	var wg conc.WaitGroup
+	for i := 1; i < len(chunks); i++ {
+		wg.Go(func() { render(i) })
+	}
+	if len(chunks) > 0 {
+		render(0)
+	}
+	wg.Wait()
+	return chunks
+}
+
+// Row parts that depend only on a visit's status, whole.
+var (
+	rowStatus = map[string][3]string{}
+	statuses  = []string{"ok", "failed", "skipped", "running"}
+)
+
+func init() {
+	for _, st := range statuses {
+		rowStatus[st] = [3]string{
+			"\" data-status=\"" + st + "\"><td class=p",
+			"<td><span class=\"status " + st + "\">" + st + "</span><td>",
+			"<td><div class=bar><span class=" + st + " style=\"left:",
+		}
+	}
+}
+
+// appendReportRow appends one visit's row. Optional end tags are left out
+// and attribute values unquoted where HTML allows: a run of thousands of
+// visits writes this page at its end.
+func appendReportRow(b, scratch []byte, rec Visit, fr reportFrame) ([]byte, []byte) {
+	s, e := rec.Start, rec.End
+	path := s.Visit
+	status, wall := "running", int64(0)
+	var errText, out string
+	var value any
+	if e != nil {
+		wall = e.WallMS
+		switch {
+		case e.OK != nil && *e.OK && e.Skipped:
+			status = "skipped"
+		case e.OK != nil && *e.OK:
+			status = "ok"
+		default:
+			status = "failed"
+			if e.Error != nil {
+				root := e.Error.Root()
+				errText = string(e.Error.Kind) + ": " + root.Message
+				if e.Error.Kind == "child" {
+					errText = "child: " + root.Visit + " failed"
+				}
+			}
+		}
+		// Blocks record no output: their children show it.
+		if str, ok := e.Output.(string); ok {
+			out = str
+		} else {
+			value = e.Output
+		}
+	} else {
+		wall = fr.now.Sub(s.Time).Milliseconds()
+	}
+	parts := rowStatus[status]
+	b = append(b, "<tr data-visit=\""...)
+	b = appendHTML(b, path)
+	b = append(b, parts[0]...)
+	if depth := strings.Count(path, "/"); depth > 0 {
+		b = append(b, " style=\"padding-left:"...)
+		b = strconv.AppendInt(b, int64(depth), 10)
+		b = append(b, "em\""...)
+	}
+	b = append(b, '>')
+	b = appendHTML(b, path)
+	b = append(b, "<td>"...)
+	b = append(b, s.Kind...)
+	b = append(b, parts[1]...)
+	if e != nil {
+		b = appendHTML(b, e.Model)
+	}
+	b = append(b, "<td class=n>"...)
+	if e != nil && e.Usage != nil {
+		b = appendTokens(b, *e.Usage)
+		b = append(b, "<td class=n>"...)
+		b = appendCost(b, *e.Usage)
+	} else {
+		b = append(b, "<td class=n>"...)
+	}
+	b = append(b, "<td class=n>"...)
+	b = appendMS(b, wall)
+	b = append(b, parts[2]...)
+	b = appendPercent(b, float64(s.Time.Sub(fr.start).Milliseconds())/fr.total)
+	b = append(b, "%;width:"...)
+	b = appendPercent(b, max(float64(wall)/fr.total, 0.002))
+	b = append(b, "%\"></span></div><td>"...)
+	if errText != "" {
+		b = append(b, "<div class=err>"...)
+		b = appendHTML(b, errText)
+		b = append(b, "</div>"...)
+	}
+	if out == "" && value != nil {
+		scratch = displayJSON(scratch[:0], value)
+		out = string(scratch)
+	}
+	switch {
+	case len(out) > 240 || strings.Count(out, "\n") > 4:
+		b = append(b, "<details><summary>"...)
+		b = strconv.AppendInt(b, int64(len(out)), 10)
+		b = append(b, " characters</summary><pre>"...)
+		b = appendHTML(b, out)
+		b = append(b, "</pre></details>"...)
+	case out != "":
+		b = append(b, "<pre>"...)
+		b = appendHTML(b, out)
+		b = append(b, "</pre>"...)
+	}
+	return append(b, "</tr>\n"...), scratch
 }
 
 // appendHTML appends s escaped for HTML text and attribute values.
@@ -218,56 +316,21 @@ func appendMS(b []byte, ms int64) []byte {
 	return append(b, 's')
 }
 
-func reportVisits(info *RunInfo, record []Visit) []reportVisit {
-	runStart := info.Started
-	total := float64(max(info.WallMS, 1))
-	out := make([]reportVisit, 0, len(record))
-	for _, rec := range record {
-		s, p := rec.Start, rec.Start.Visit
-		v := reportVisit{Path: p, Depth: strings.Count(p, "/"), Kind: s.Kind, Status: "running"}
-		v.Offset = float64(s.Time.Sub(runStart).Milliseconds()) / total
-		if e := rec.End; e != nil {
-			v.WallMS, v.Model = e.WallMS, e.Model
-			switch {
-			case e.OK != nil && *e.OK && e.Skipped:
-				v.Status = "skipped"
-			case e.OK != nil && *e.OK:
-				v.Status = "ok"
-			default:
-				v.Status = "failed"
-				if e.Error != nil {
-					v.Error = fmt.Sprintf("%s: %s", e.Error.Kind, e.Error.Root().Message)
-					if e.Error.Kind == "child" {
-						v.Error = "child: " + e.Error.Root().Visit + " failed"
-					}
-				}
-			}
-			v.Usage = e.Usage
-			// Blocks record no output: their children show it.
-			if str, ok := e.Output.(string); ok {
-				v.Output = str
-			} else {
-				v.Value = e.Output
-			}
-		} else {
-			v.WallMS = time.Since(s.Time).Milliseconds()
-		}
-		v.Width = max(float64(v.WallMS)/total, 0.002)
-		out = append(out, v)
-	}
-	return out
-}
+func tokenText(u Usage) string { return string(appendTokens(nil, u)) }
 
-func tokenText(u Usage) string {
+func appendTokens(b []byte, u Usage) []byte {
 	if u.Input == nil && u.Output == nil {
-		return "—"
+		return append(b, "—"...)
 	}
-	return strconv.FormatInt(u.Tokens(), 10)
+	return strconv.AppendInt(b, u.Tokens(), 10)
 }
 
-func costText(u Usage) string {
+func costText(u Usage) string { return string(appendCost(nil, u)) }
+
+// appendCost appends a cost in dollars to four places, as fmt's %.4f.
+func appendCost(b []byte, u Usage) []byte {
 	if u.Cost == nil {
-		return "—"
+		return append(b, "—"...)
 	}
-	return fmt.Sprintf("$%.4f", *u.Cost)
+	return strconv.AppendFloat(append(b, '$'), *u.Cost, 'f', 4, 64)
 }
