@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -197,6 +198,51 @@ func TestLoopStopsWhenGuardHolds(t *testing.T) {
 	}
 	if !strings.Contains(coder[1].Prompt, `"approved": false`) || !strings.Contains(coder[0].Prompt, "first iteration") {
 		t.Errorf("previous verdict not read:\n%s", coder[1].Prompt)
+	}
+}
+
+// A loop of leaves keeps its maps from one iteration to the next: each
+// iteration must still see the one just before it, and the loop's output
+// the last.
+func TestLoopPreviousOverManyIterations(t *testing.T) {
+	p := load(t, "count", `name: count
+`+agents+`nodes:
+  - id: again
+    loop:
+      # previous must still be the iteration before when the guard reads it
+      until: again.iteration >= 5 || (again.previous.step != nil && again.previous.step.output == step.output)
+      max: 5
+    do:
+      - {id: step, agent: worker, prompt: "at ${{ again.iteration }} after ${{ again.previous.step?.output }}"}
+      - {id: echo, agent: worker, reads: [again.previous.echo], prompt: "echo ${{ step.output }}"}
+  - {id: after, agent: worker, prompt: "ended with ${{ again.output.last.step.output }} and ${{ again.output.last.echo.output }}"}
+`)
+	d := &fakeDriver{answer: func(t *Turn) (string, error) {
+		return "answer to " + strings.SplitN(t.Prompt, "\n", 2)[0], nil
+	}}
+	res, _ := execute(t, p, d, Options{})
+	if !res.OK {
+		t.Fatalf("run failed: %v", res.Failure)
+	}
+	prompts := map[string]string{}
+	for _, tn := range d.turns {
+		prompts[tn.Visit] = strings.SplitN(tn.Prompt, "\n\nWorking directory", 2)[0]
+	}
+	for i := 2; i <= 5; i++ {
+		want := fmt.Sprintf("at %d after answer to at %d after ", i, i-1)
+		if got := prompts[fmt.Sprintf("again#%d/step", i)]; !strings.HasPrefix(got, want) {
+			t.Errorf("iteration %d: prompt %q, want it to start %q", i, got, want)
+		}
+		want = fmt.Sprintf("## again.previous.echo\nanswer to echo answer to at %d after", i-1)
+		if got := prompts[fmt.Sprintf("again#%d/echo", i)]; !strings.Contains(got, want) {
+			t.Errorf("iteration %d: echo prompt %q lacks %q", i, got, want)
+		}
+	}
+	if got, want := prompts["after"], "ended with answer to at 5 after"; !strings.HasPrefix(got, want) {
+		t.Errorf("after the loop: prompt %q, want it to start %q", got, want)
+	}
+	if got := prompts["after"]; !strings.Contains(got, " and answer to echo answer to at 5 after") {
+		t.Errorf("after the loop: prompt %q lacks the last echo", got)
 	}
 }
 
@@ -743,5 +789,52 @@ timeout: 20ms
 	}
 	if res.OK || res.Failure.Root().Kind != schema.FailTimeout {
 		t.Fatalf("want timeout, got %+v", res.Failure)
+	}
+}
+
+// A plain path is walked through the environment's maps instead of being
+// run on expr's machine: the two must agree on every value, and the walk
+// must leave every error to the machine.
+func TestPlainPathsAgreeWithExpr(t *testing.T) {
+	p := load(t, "paths", `name: paths
+input: {a: {b: {c: string}}, list: [string], flag: boolean}
+`+agents+`nodes:
+  - id: n
+    agent: worker
+    prompt: "${{ input }} ${{ input.a }} ${{ input.a.b.c }} ${{ input['a'].b }} ${{ input.list }} ${{ input.flag }} ${{ input.list[0] }} ${{ input.a?.b }}"
+`)
+	parts := p.Root.Nodes[0].Prompt.Parts
+	var paths int
+	envs := []map[string]any{
+		{"input": map[string]any{"a": map[string]any{"b": map[string]any{"c": "x"}}, "list": []any{"y"}, "flag": true}},
+		{"input": map[string]any{"a": map[string]any{"b": map[string]any{}}, "list": []any{}, "flag": false}},
+		{"input": map[string]any{"a": map[string]any{}}},
+		{"input": map[string]any{"a": nil}},
+		{"input": map[string]any{"a": "not a map"}},
+		{"input": nil},
+		{},
+	}
+	for _, part := range parts {
+		e := part.Expr
+		if e == nil {
+			continue
+		}
+		if e.Path != nil {
+			paths++
+		}
+		for _, env := range envs {
+			got, gotErr := eval(e, env)
+			want, wantErr := run(e, env)
+			if (gotErr != nil) != (wantErr != nil) || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s on %v: got %v, %v; expr's machine gave %v, %v", e.Source, env, got, gotErr, want, wantErr)
+			}
+		}
+	}
+	if paths != 6 {
+		t.Errorf("%d of the expressions are plain paths, want 6 (input, input.a, input.a.b.c, input['a'].b, input.list, input.flag)", paths)
+	}
+	guard := &flows.Expr{Source: "input.flag", Program: parts[10].Expr.Program, Path: []string{"input", "flag"}}
+	if _, err := evalBool(guard, map[string]any{"input": map[string]any{"flag": "yes"}}); err == nil {
+		t.Error("a guard's plain path to a string gave no error")
 	}
 }
