@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -148,8 +149,12 @@ func TestUsageJSONMatchesEncodingJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := book.encode(); string(got) != string(want)+"\n" {
-		t.Fatalf("usage.json:\n got %s\nwant %s", got, want)
+	var got bytes.Buffer
+	sp := &spool{w: &got}
+	book.encode(sp)
+	sp.write()
+	if got.String() != string(want)+"\n" {
+		t.Fatalf("usage.json:\n got %s\nwant %s", got.String(), want)
 	}
 }
 

@@ -185,17 +185,42 @@ func (r *runner) run(ctx context.Context, input any, start time.Time) (*Result, 
 	var outErr, usageErr, reportErr error
 	var finish conc.WaitGroup
 	finish.Go(func() {
-		b, err := appendAny(nil, out)
-		if err != nil {
-			outErr = fmt.Errorf("encoding the run's output: %w", err)
-			return
-		}
-		outErr = r.store.writeFile("output.json", append(b, '\n'))
+		outErr = r.store.writeSpooled("output.json", func(sp *spool) error { return encodeOutput(sp, out) })
 	})
-	finish.Go(func() { usageErr = r.store.writeFile("usage.json", r.usage.encode()) })
+	finish.Go(func() {
+		usageErr = r.store.writeSpooled("usage.json", func(sp *spool) error { r.usage.encode(sp); return nil })
+	})
 	finish.Go(func() { reportErr = r.writeReport() })
 	finish.Wait()
 	return res, errors.Join(endErr, outErr, usageErr, reportErr)
+}
+
+// encodeOutput writes the run's output as output.json holds it. A list,
+// the output of a map, is written an item at a time.
+func encodeOutput(sp *spool, out any) error {
+	list, ok := out.([]any)
+	if !ok {
+		var err error
+		sp.b, err = appendAny(sp.b, out)
+		sp.b = append(sp.b, '\n')
+		if err != nil {
+			return fmt.Errorf("encoding the run's output: %w", err)
+		}
+		return nil
+	}
+	sp.b = append(sp.b, '[')
+	for i, v := range list {
+		if i > 0 {
+			sp.b = append(sp.b, ',')
+		}
+		var err error
+		if sp.b, err = appendAny(sp.b, v); err != nil {
+			return fmt.Errorf("encoding the run's output: %w", err)
+		}
+		sp.flush()
+	}
+	sp.b = append(sp.b, "]\n"...)
+	return nil
 }
 
 // emit writes an event and hands it to OnEvent. The event it is given

@@ -20,17 +20,18 @@ type eventLog struct {
 	err     error      // the first write's error; guarded by wmu
 }
 
-// eventBuffer is how many bytes of events are gathered before a write.
-const eventBuffer = 64 << 10
+// writeBuffer is how many bytes of events, or of a file a run writes at
+// its end, are gathered before a write.
+const writeBuffer = 64 << 10
 
-var eventBuffers = sync.Pool{New: func() any { b := make([]byte, 0, eventBuffer); return &b }}
+var writeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, writeBuffer); return &b }}
 
 func openEventLog(path string) (*eventLog, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	return &eventLog{f: f, pending: eventBuffers.Get().(*[]byte)}, nil
+	return &eventLog{f: f, pending: writeBuffers.Get().(*[]byte)}, nil
 }
 
 // add appends one encoded event.
@@ -41,7 +42,7 @@ func (l *eventLog) add(line []byte) {
 		return
 	}
 	*l.pending = append(*l.pending, line...)
-	if len(*l.pending) < eventBuffer {
+	if len(*l.pending) < writeBuffer {
 		l.mu.Unlock()
 		return
 	}
@@ -61,7 +62,7 @@ func (l *eventLog) flush() {
 // write writes the pending events and lets mu go, which is held.
 func (l *eventLog) write() {
 	full, f := l.pending, l.f
-	l.pending = eventBuffers.Get().(*[]byte)
+	l.pending = writeBuffers.Get().(*[]byte)
 	l.wmu.Lock()
 	l.mu.Unlock()
 	defer l.wmu.Unlock()
@@ -74,8 +75,8 @@ func (l *eventLog) writeOut(f *os.File, full *[]byte) {
 		l.err = err
 	}
 	*full = (*full)[:0]
-	if cap(*full) <= 4*eventBuffer { // one huge event does not stay around
-		eventBuffers.Put(full)
+	if cap(*full) <= 4*writeBuffer { // one huge event does not stay around
+		writeBuffers.Put(full)
 	}
 }
 

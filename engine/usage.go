@@ -185,32 +185,32 @@ func (b *usageBook) total() Usage {
 // encode writes usage.json: the total, then usage per visit, node and
 // agent, keys sorted — the same object encoding/json would write, without
 // reflection (a run of thousands of visits writes it at its end).
-func (b *usageBook) encode() []byte {
+func (b *usageBook) encode(sp *spool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]byte, 0, 256+160*(len(b.visits)+len(b.nodes)+len(b.agents)))
 	total := b.overall.usage()
-	out = append(out, `{"agents":`...)
-	out = appendTallies(out, b.agents)
-	out = append(out, `,"nodes":`...)
-	out = appendTallies(out, b.nodes)
-	out = append(out, `,"total":`...)
-	out = appendUsageValue(out, &total)
-	out = append(out, `,"visits":{`...)
+	sp.b = append(sp.b, `{"agents":`...)
+	sp.b = appendTallies(sp.b, b.agents)
+	sp.b = append(sp.b, `,"nodes":`...)
+	sp.b = appendTallies(sp.b, b.nodes)
+	sp.b = append(sp.b, `,"total":`...)
+	sp.b = appendUsageValue(sp.b, &total)
+	sp.b = append(sp.b, `,"visits":{`...)
 	sortBy(b.visits, func(v *visitTally) string { return v.visit })
 	for i := 0; i < len(b.visits); {
+		if i > 0 {
+			sp.b = append(sp.b, ',')
+		}
 		v := b.visits[i]
 		for i++; i < len(b.visits) && b.visits[i].visit == v.visit; i++ {
 			v.merge(&b.visits[i].tally) // a visit that ended twice counts once, whole
 		}
-		if out[len(out)-1] != '{' {
-			out = append(out, ',')
-		}
-		out = appendString(out, v.visit)
-		out = append(out, ':')
-		out = v.appendJSON(out)
+		sp.b = appendString(sp.b, v.visit)
+		sp.b = append(sp.b, ':')
+		sp.b = v.appendJSON(sp.b)
+		sp.flush()
 	}
-	return append(out, "}}\n"...)
+	sp.b = append(sp.b, "}}\n"...)
 }
 
 func appendTallies(b []byte, m map[string]*tally) []byte {
