@@ -60,11 +60,22 @@ func renderReport(dir string, info *RunInfo, record []Visit) error {
 		text("</div>\n")
 	}
 	text("<table id=\"visits\">\n<thead><tr><th>visit</th><th>kind</th><th>status</th><th>model</th><th class=n>tokens</th><th class=n>cost</th><th class=n>wall</th><th>timeline</th><th>output</th></tr></thead>\n<tbody>\n")
-	parts := [][]byte{b}
-	parts = append(parts, renderRows(record, reportFrame{start: info.Started, total: float64(max(info.WallMS, 1)), now: time.Now()})...)
+	rows := renderRows(record, reportFrame{start: info.Started, total: float64(max(info.WallMS, 1)), now: time.Now()})
+	parts := make([][]byte, 0, len(rows)+2)
+	parts = append(parts, b)
+	for _, r := range rows {
+		parts = append(parts, *r)
+	}
 	parts = append(parts, []byte("</tbody>\n</table>\n</body>\n</html>\n"))
 	tmp := filepath.Join(dir, ".report.html.tmp")
-	if err := writeParts(tmp, parts); err != nil {
+	err := writeParts(tmp, parts)
+	for _, r := range rows {
+		*r = (*r)[:0]
+		if cap(*r) <= 4*writeBuffer {
+			writeBuffers.Put(r)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("writing report: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, "report.html")); err != nil {
@@ -90,9 +101,10 @@ func writeParts(path string, parts [][]byte) error {
 	return err
 }
 
-// reportChunk is how many rows one goroutine renders. A row takes about
-// a microsecond; a chunk is long enough to be worth a goroutine.
-const reportChunk = 512
+// reportChunk is how many rows one goroutine renders: about a
+// writeBuffer of them, into a buffer from that pool. A row takes under a
+// microsecond; a chunk is long enough to be worth a goroutine.
+const reportChunk = 200
 
 // reportFrame is what places a row on the timeline: the run's start and
 // wall time, and now, for visits still running.
@@ -104,16 +116,18 @@ type reportFrame struct {
 
 // renderRows renders the rows of record, in order, reportChunk at a time:
 // the chunks after the first on goroutines of their own.
-func renderRows(record []Visit, fr reportFrame) [][]byte {
-	chunks := make([][]byte, (len(record)+reportChunk-1)/reportChunk)
+func renderRows(record []Visit, fr reportFrame) []*[]byte {
+	chunks := make([]*[]byte, (len(record)+reportChunk-1)/reportChunk)
 	render := func(i int) {
 		rows := record[i*reportChunk : min((i+1)*reportChunk, len(record))]
-		b := make([]byte, 0, 320*len(rows))
+		buf := writeBuffers.Get().(*[]byte)
+		b := (*buf)[:0]
 		var scratch []byte
 		for _, rec := range rows {
 			b, scratch = appendReportRow(b, scratch, rec, fr)
 		}
-		chunks[i] = b
+		*buf = b
+		chunks[i] = buf
 	}
 	var wg conc.WaitGroup
 	for i := 1; i < len(chunks); i++ {
