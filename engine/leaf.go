@@ -156,10 +156,16 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 	if f := r.budgetRefusal(fr, t.Agent.Name); f != nil {
 		return "", f
 	}
+	// A slot is free most of the time: taking it without a second case
+	// costs no select over two channels.
 	select {
 	case r.live <- struct{}{}:
-	case <-ctx.Done():
-		return "", cancelled(ctx, t.Visit)
+	default:
+		select {
+		case r.live <- struct{}{}:
+		case <-ctx.Done():
+			return "", cancelled(ctx, t.Visit)
+		}
 	}
 	defer func() { <-r.live }()
 	start := time.Now()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
@@ -14,16 +15,21 @@ import (
 // render evaluates a template: strings are inserted as they are, other
 // values as JSON.
 func render(t *flows.Template, vars map[string]any) (string, error) {
-	if t == nil {
-		return "", nil
-	}
 	if t.IsStatic() {
-		if len(t.Parts) == 0 {
+		if t == nil || len(t.Parts) == 0 {
 			return "", nil
 		}
 		return t.Parts[0].Text, nil
 	}
-	b := make([]byte, 0, len(t.Source)+16)
+	b, err := appendRendered(make([]byte, 0, len(t.Source)+16), t, vars)
+	return string(b), err
+}
+
+// appendRendered appends what render returns.
+func appendRendered(b []byte, t *flows.Template, vars map[string]any) ([]byte, error) {
+	if t == nil {
+		return b, nil
+	}
 	for _, p := range t.Parts {
 		if p.Expr == nil {
 			b = append(b, p.Text...)
@@ -31,11 +37,11 @@ func render(t *flows.Template, vars map[string]any) (string, error) {
 		}
 		v, err := eval(p.Expr, vars)
 		if err != nil {
-			return "", err
+			return b, err
 		}
 		b = appendText(b, v)
 	}
-	return string(b), nil
+	return b, nil
 }
 
 // appendText appends a value as a template shows it: a string as it is,
@@ -70,31 +76,34 @@ func jsonFence(v any) string {
 // turnText builds what a turn receives (SPEC 3.3): the prompt, each read
 // under its own heading, the output instruction, the working directory.
 func (r *runner) turnText(n *flows.Node, vars map[string]any) (string, error) {
-	prompt, err := render(n.Prompt, vars)
+	const wdLine = "\n\nWorking directory: "
+	size := len(wdLine) + len(r.opts.WorkDir) + 1
+	if n.Prompt != nil {
+		size += len(n.Prompt.Source) + 16
+	}
+	// One buffer for the whole text, made a string without a copy: it is
+	// never written again.
+	b, err := appendRendered(make([]byte, 0, size), n.Prompt, vars)
 	if err != nil {
 		return "", err
 	}
-	const wdLine = "\n\nWorking directory: "
-	var b strings.Builder
-	b.Grow(len(prompt) + len(wdLine) + len(r.opts.WorkDir) + 1)
-	b.WriteString(prompt)
 	for _, rd := range n.Reads {
 		v, err := eval(rd.Expr, vars)
 		if err != nil {
 			return "", err
 		}
-		b.WriteString("\n\n## ")
-		b.WriteString(rd.Address)
-		b.WriteString("\n")
-		b.WriteString(readText(v, rd.IsNode))
+		b = append(b, "\n\n## "...)
+		b = append(b, rd.Address...)
+		b = append(b, '\n')
+		b = append(b, readText(v, rd.IsNode)...)
 	}
 	if n.Typed {
-		fmt.Fprintf(&b, "\n\n## Answer format\nAnswer with only a JSON value (no prose, no code fence) that fits this JSON Schema:\n```json\n%s\n```", n.OutputSchema)
+		b = fmt.Appendf(b, "\n\n## Answer format\nAnswer with only a JSON value (no prose, no code fence) that fits this JSON Schema:\n```json\n%s\n```", n.OutputSchema)
 	}
-	b.WriteString(wdLine)
-	b.WriteString(r.opts.WorkDir)
-	b.WriteByte('\n')
-	return b.String(), nil
+	b = append(b, wdLine...)
+	b = append(b, r.opts.WorkDir...)
+	b = append(b, '\n')
+	return unsafe.String(unsafe.SliceData(b), len(b)), nil
 }
 
 // readText renders one read: a node's output as text (typed values and
