@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/schema"
 )
 
 // noopDriver answers every turn at once, so a benchmark measures the
@@ -229,7 +230,7 @@ func BenchmarkJournalAppend(b *testing.B) {
 	ok := true
 	f := &Fact{Type: "end", Time: time.Now(), Visit: "look[12]/check", Node: "check", OK: &ok,
 		Output: map[string]any{"passed": true, "exit": 0, "report": "ok\n"}, WallMS: 3}
-	row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: "look[12]/check", Node: "check", Kind: "run"}, true)
+	row, err := st.begin(time.Now(), &flows.Node{ID: "check", Kind: schema.KindRun}, "look[12]/check", true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -297,14 +298,18 @@ func BenchmarkJournalVisits(b *testing.B) {
 	runs := benchRunsDir(b)
 	ok := true
 	usage := &Usage{}
+	nodes := make([]*flows.Node, 1000)
+	for j := range nodes {
+		nodes[j] = &flows.Node{ID: "n" + strconv.Itoa(j), Kind: schema.KindAgent}
+	}
 	for i := 0; b.Loop(); i++ {
 		st, err := openStore(filepath.Join(runs, fmt.Sprint(i)), false, false)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for j := range 1000 {
-			visit := "n" + strconv.Itoa(j)
-			row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: visit, Node: visit, Kind: "agent"}, true)
+			visit := nodes[j].ID
+			row, err := st.begin(time.Now(), nodes[j], visit, true)
 			if err == nil {
 				err = st.end(row, &Fact{Type: "end", Time: time.Now(), Visit: visit, Node: visit, Kind: "agent", OK: &ok, Output: "ok",
 					Usage: usage, Timeout: "30m0s", Attempts: 1, WallMS: 1})
@@ -327,17 +332,15 @@ func BenchmarkReport(b *testing.B) {
 	dir := b.TempDir()
 	start := time.Now()
 	one := int64(1)
-	record := make([]Visit, 0, 1001)
-	loopStart := &Fact{Type: "start", Time: start, Visit: "again", Node: "again", Kind: "loop"}
-	record = append(record, Visit{Start: loopStart, End: &Fact{Type: "end", Time: start.Add(10 * time.Millisecond), Visit: "again", Node: "again", Kind: "loop", OK: boolRef(true), WallMS: 10}})
+	record := make([]reportRow, 0, 1001)
+	record = append(record, reportRow{start: start, path: "again", kind: "loop",
+		end: &Fact{Type: "end", Time: start.Add(10 * time.Millisecond), Visit: "again", Node: "again", Kind: "loop", OK: boolRef(true), WallMS: 10}})
 	for i := range 1000 {
 		t := start.Add(time.Duration(i) * 10 * time.Microsecond)
 		path := "again#" + strconv.Itoa(i+1) + "/work"
-		record = append(record, Visit{
-			Start: &Fact{Type: "start", Time: t, Visit: path, Node: "work", Kind: "agent"},
-			End: &Fact{Type: "end", Time: t.Add(8 * time.Microsecond), Visit: path, Node: "work", Kind: "agent", OK: boolRef(true), Output: "ok",
-				Usage: &Usage{Turns: &one}, Timeout: "30m0s", Attempts: 1},
-		})
+		record = append(record, reportRow{start: t, path: path, kind: "agent",
+			end: &Fact{Type: "end", Time: t.Add(8 * time.Microsecond), Visit: path, Node: "work", Kind: "agent", OK: boolRef(true), Output: "ok",
+				Usage: &Usage{Turns: &one}, Timeout: "30m0s", Attempts: 1}})
 	}
 	info := &RunInfo{ID: "bench", Flow: "again", Status: "succeeded", Started: start, WallMS: 10}
 	b.ReportAllocs()

@@ -93,7 +93,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	fr = fr.withBudget(n.Budget, path)
 	start := time.Now()
-	row, err := r.store.begin(&Fact{Type: "start", Time: start, Visit: path, Node: n.ID, Kind: string(n.Kind)}, isLeaf(n) || n.Kind == schema.KindAsk)
+	row, err := r.store.begin(start, n, path, isLeaf(n) || n.Kind == schema.KindAsk)
 	if err != nil {
 		return nodeValue(&outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}})
 	}

@@ -25,14 +25,26 @@ func WriteReport(dir string) error {
 		return err
 	}
 	_, visits := records(pointers(info.Facts))
-	return renderReport(dir, info, visits)
+	rows := make([]reportRow, len(visits))
+	for i, v := range visits {
+		rows[i] = reportRow{start: v.Start.Time, path: v.Start.Visit, kind: v.Start.Kind, end: v.End}
+	}
+	return renderReport(dir, info, rows)
+}
+
+// reportRow is a visit as report.html shows it: when it started, where,
+// and its end fact, if it ended.
+type reportRow struct {
+	start      time.Time
+	path, kind string
+	end        *Fact
 }
 
 // renderReport writes the page. It is appended into byte slices with
 // every value escaped by appendHTML — no templates, no per-row formatting —
 // so that a run of thousands of visits renders in a few milliseconds: its
 // rows in parallel, reportChunk at a time, when there are many.
-func renderReport(dir string, info *RunInfo, record []Visit) error {
+func renderReport(dir string, info *RunInfo, record []reportRow) error {
 	b := make([]byte, 0, len(reportCSS)+4096)
 	text := func(parts ...string) {
 		for _, p := range parts {
@@ -116,7 +128,7 @@ type reportFrame struct {
 
 // renderRows renders the rows of record, in order, reportChunk at a time:
 // the chunks after the first on goroutines of their own.
-func renderRows(record []Visit, fr reportFrame) []*[]byte {
+func renderRows(record []reportRow, fr reportFrame) []*[]byte {
 	chunks := make([]*[]byte, (len(record)+reportChunk-1)/reportChunk)
 	render := func(i int) {
 		rows := record[i*reportChunk : min((i+1)*reportChunk, len(record))]
@@ -159,9 +171,8 @@ func init() {
 // appendReportRow appends one visit's row. Optional end tags are left out
 // and attribute values unquoted where HTML allows: a run of thousands of
 // visits writes this page at its end.
-func appendReportRow(b, scratch []byte, rec Visit, fr reportFrame) ([]byte, []byte) {
-	s, e := rec.Start, rec.End
-	path := s.Visit
+func appendReportRow(b, scratch []byte, rec reportRow, fr reportFrame) ([]byte, []byte) {
+	e, path := rec.end, rec.path
 	status, wall := "running", int64(0)
 	var errText, out string
 	var value any
@@ -189,7 +200,7 @@ func appendReportRow(b, scratch []byte, rec Visit, fr reportFrame) ([]byte, []by
 			value = e.Output
 		}
 	} else {
-		wall = fr.now.Sub(s.Time).Milliseconds()
+		wall = fr.now.Sub(rec.start).Milliseconds()
 	}
 	parts := rowStatus[status]
 	b = append(b, "<tr data-visit=\""...)
@@ -203,7 +214,7 @@ func appendReportRow(b, scratch []byte, rec Visit, fr reportFrame) ([]byte, []by
 	b = append(b, '>')
 	b = appendHTML(b, path)
 	b = append(b, "<td>"...)
-	b = append(b, s.Kind...)
+	b = append(b, rec.kind...)
 	b = append(b, parts[1]...)
 	if e != nil {
 		b = appendHTML(b, e.Model)
@@ -219,7 +230,7 @@ func appendReportRow(b, scratch []byte, rec Visit, fr reportFrame) ([]byte, []by
 	b = append(b, "<td class=n>"...)
 	b = appendMS(b, wall)
 	b = append(b, parts[2]...)
-	b = appendPercent(b, float64(s.Time.Sub(fr.start).Milliseconds())/fr.total)
+	b = appendPercent(b, float64(rec.start.Sub(fr.start).Milliseconds())/fr.total)
 	b = append(b, "%;width:"...)
 	b = appendPercent(b, max(float64(wall)/fr.total, 0.002))
 	b = append(b, "%\"></span></div><td>"...)

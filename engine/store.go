@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc"
+
+	"github.com/flowrun/flow/flows"
 )
 
 // store is one run directory (SPEC 5). Its files are append-only where the
@@ -85,10 +87,22 @@ func openStore(dir string, resume, noJournal bool) (*store, error) {
 }
 
 // visitRow is a visit as the store keeps it for report.html, and whether
-// its start fact is in the journal yet.
+// its start fact is in the journal yet. A leaf's start fact is made only
+// if it is journaled: until then the row holds what it would say.
 type visitRow struct {
-	Visit
+	Visit     // Start is nil for a leaf whose start is not journaled
+	started   time.Time
+	path      string
+	node      *flows.Node
 	journaled bool
+}
+
+// startFact returns the row's start fact, made if it has none yet.
+func (v *visitRow) startFact() *Fact {
+	if v.Start == nil {
+		v.Start = &Fact{Type: "start", Time: v.started, Visit: v.path, Node: v.node.ID, Kind: string(v.node.Kind)}
+	}
+	return v.Start
 }
 
 // fact appends a run fact to the journal. The line is in the kernel's page
@@ -100,7 +114,8 @@ func (s *store) fact(f *Fact) error {
 	return s.journalFact(f)
 }
 
-// begin records that a visit started, and returns its row for end.
+// begin records that a visit of n at path started, and returns its row
+// for end.
 //
 // A block's start is journaled at once. A leaf's is journaled only if the
 // leaf is still running at the next flushStarts (every flushEvery): a leaf
@@ -108,23 +123,24 @@ func (s *store) fact(f *Fact) error {
 // time. Resume needs only end facts, and most leaves end quickly; a start
 // fact is for showing a visit that runs. Blocks are journaled at once so
 // that a block comes before its children in the journal.
-func (s *store) begin(f *Fact, leaf bool) (int, error) {
+func (s *store) begin(started time.Time, n *flows.Node, path string, leaf bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	row, again := s.rows[f.Visit]
+	v := visitRow{started: started, path: path, node: n}
+	row, again := s.rows[path]
 	if again {
-		delete(s.rows, f.Visit) // an earlier attempt's visit, running again
-		s.visits[row] = visitRow{Visit: Visit{Start: f}}
+		delete(s.rows, path) // an earlier attempt's visit, running again
+		s.visits[row] = v
 		s.unflushed = min(s.unflushed, row)
 	} else {
 		row = len(s.visits)
-		s.visits = append(s.visits, visitRow{Visit: Visit{Start: f}})
+		s.visits = append(s.visits, v)
 	}
 	if leaf {
 		return row, nil
 	}
 	s.visits[row].journaled = true
-	return row, s.journalFact(f)
+	return row, s.journalFact(s.visits[row].startFact())
 }
 
 // end journals that the visit begun at row ended.
@@ -148,7 +164,7 @@ func (s *store) flushStarts() error {
 			}
 			continue
 		}
-		errs = append(errs, s.journalFact(v.Start))
+		errs = append(errs, s.journalFact(v.startFact()))
 		v.journaled = true
 	}
 	return errors.Join(errs...)
@@ -194,16 +210,21 @@ func (s *store) remember(facts []*Fact) {
 	s.unflushed = len(s.visits)
 }
 
-// record returns the record so far. Its facts are never changed, so it may
-// be read while the run goes on.
-func (s *store) record() (runs []*Fact, visits []Visit) {
+// record returns the record so far, as report.html shows it. Its facts
+// are never changed, so it may be read while the run goes on.
+func (s *store) record() (runs []*Fact, rows []reportRow) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	visits = make([]Visit, len(s.visits))
+	rows = make([]reportRow, len(s.visits))
 	for i := range s.visits {
-		visits[i] = s.visits[i].Visit
+		v := &s.visits[i]
+		if v.Start != nil {
+			rows[i] = reportRow{start: v.Start.Time, path: v.Start.Visit, kind: v.Start.Kind, end: v.End}
+		} else {
+			rows[i] = reportRow{start: v.started, path: v.path, kind: string(v.node.Kind), end: v.End}
+		}
 	}
-	return s.runs[:len(s.runs):len(s.runs)], visits
+	return s.runs[:len(s.runs):len(s.runs)], rows
 }
 
 // event appends one line to events.jsonl.

@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/schema"
 )
 
 // A lock left by a dead process is taken over, and only one of several
@@ -72,7 +75,7 @@ func TestConcurrentFactsLoseNothing(t *testing.T) {
 			for i := range each {
 				visit := fmt.Sprintf("w%d[%d]", w, i)
 				ok := true
-				row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: visit}, false)
+				row, err := st.begin(time.Now(), &flows.Node{ID: "w", Kind: schema.KindMap}, visit, false)
 				if err != nil {
 					t.Error(err)
 				}
@@ -129,7 +132,7 @@ func TestJournalOfADeadEngineIsContinued(t *testing.T) {
 	big := strings.Repeat("x", 4000)
 	n := 3 * journalMapping / 4000
 	for i := range n {
-		if _, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: fmt.Sprint("v", i), Node: big}, false); err != nil {
+		if _, err := st.begin(time.Now(), &flows.Node{ID: big, Kind: schema.KindMap}, fmt.Sprint("v", i), false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,7 +190,7 @@ func TestJournalPagesAreReadyAhead(t *testing.T) {
 	ok := true
 	for i := range 2000 {
 		visit := "n" + strconv.Itoa(i)
-		row, err := st.begin(&Fact{Type: "start", Time: time.Now(), Visit: visit, Node: visit, Kind: "agent"}, false)
+		row, err := st.begin(time.Now(), &flows.Node{ID: visit, Kind: schema.KindAgent}, visit, false)
 		if err == nil {
 			err = st.end(row, &Fact{Type: "end", Time: time.Now(), Visit: visit, Node: visit, OK: &ok, Output: "ok", Usage: &Usage{}})
 		}
@@ -238,7 +241,7 @@ func TestQuickLeavesHaveOnlyAnEndFact(t *testing.T) {
 	}
 	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	begin := func(visit, kind string, leaf bool) int {
-		row, err := st.begin(&Fact{Type: "start", Time: at, Visit: visit, Node: visit, Kind: kind}, leaf)
+		row, err := st.begin(at, &flows.Node{ID: visit, Kind: schema.Kind(kind)}, visit, leaf)
 		if err != nil {
 			t.Fatal(err)
 		}
