@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -138,8 +139,14 @@ func TestUsageJSONMatchesEncodingJSON(t *testing.T) {
 	book.add("a#2/x", "x", "coder", Usage{Input: &in, WallMS: 3})
 	book.add("b", "b", "tool <&>", Usage{WallMS: 1})
 	book.add("a#1/x", "x", "coder", Usage{Output: &out, WallMS: 2}) // the same visit again counts once, summed
+	for i := range 600 {                                            // enough to fill several chunks
+		book.add(fmt.Sprintf("m[%d]/w", i), "w", "coder", Usage{Turns: &turns, WallMS: int64(i)})
+	}
+	if len(book.visits) < 3 {
+		t.Fatalf("%d chunks of visits, want several", len(book.visits))
+	}
 	visits := map[string]*tally{}
-	for _, v := range book.visits {
+	for _, v := range book.allVisits() {
 		if visits[v.visit] == nil {
 			visits[v.visit] = &tally{}
 		}

@@ -130,8 +130,11 @@ func (t *tally) usage() Usage {
 // a map of thousands of visits, grown under the lock that every ending
 // visit takes, kept the visits of a map block waiting on each other.
 type usageBook struct {
-	mu      sync.Mutex
-	visits  []visitTally
+	mu sync.Mutex
+	// visits are kept in chunks, each new one twice as long as the one
+	// before up to usageChunk: an append never copies what the book has
+	// under the lock every ending visit takes.
+	visits  [][]visitTally
 	nodes   map[string]*tally
 	agents  map[string]*tally
 	overall tally
@@ -140,9 +143,11 @@ type usageBook struct {
 
 // newUsageBook returns a book sized for a flow of about nodes nodes.
 func newUsageBook(nodes int) *usageBook {
-	return &usageBook{visits: make([]visitTally, 0, nodes), nodes: make(map[string]*tally, nodes), agents: map[string]*tally{},
-		slab: make([]tally, 0, min(nodes, 1024))}
+	return &usageBook{visits: [][]visitTally{make([]visitTally, 0, min(max(nodes, 16), usageChunk))}, nodes: make(map[string]*tally, nodes),
+		agents: map[string]*tally{}, slab: make([]tally, 0, min(nodes, 1024))}
 }
+
+const usageChunk = 256
 
 // visitTally is one visit's usage.
 type visitTally struct {
@@ -155,7 +160,12 @@ func (b *usageBook) add(visit, node, agent string, u Usage) {
 	v.add(&u)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.visits = append(b.visits, v)
+	last := &b.visits[len(b.visits)-1]
+	if len(*last) == cap(*last) {
+		b.visits = append(b.visits, make([]visitTally, 0, min(2*cap(*last), usageChunk)))
+		last = &b.visits[len(b.visits)-1]
+	}
+	*last = append(*last, v)
 	b.tally(b.nodes, node).add(&u)
 	b.tally(b.agents, agent).add(&u)
 	b.overall.add(&u)
@@ -196,14 +206,15 @@ func (b *usageBook) encode(sp *spool) {
 	sp.b = append(sp.b, `,"total":`...)
 	sp.b = appendUsageValue(sp.b, &total)
 	sp.b = append(sp.b, `,"visits":{`...)
-	sortBy(b.visits, func(v *visitTally) string { return v.visit })
-	for i := 0; i < len(b.visits); {
+	visits := b.allVisits()
+	sortBy(visits, func(v *visitTally) string { return v.visit })
+	for i := 0; i < len(visits); {
 		if i > 0 {
 			sp.b = append(sp.b, ',')
 		}
-		v := b.visits[i]
-		for i++; i < len(b.visits) && b.visits[i].visit == v.visit; i++ {
-			v.merge(&b.visits[i].tally) // a visit that ended twice counts once, whole
+		v := visits[i]
+		for i++; i < len(visits) && visits[i].visit == v.visit; i++ {
+			v.merge(&visits[i].tally) // a visit that ended twice counts once, whole
 		}
 		sp.b = appendString(sp.b, v.visit)
 		sp.b = append(sp.b, ':')
@@ -211,6 +222,22 @@ func (b *usageBook) encode(sp *spool) {
 		sp.flush()
 	}
 	sp.b = append(sp.b, "}}\n"...)
+}
+
+// allVisits returns the visits' tallies in one slice; b.mu is held.
+func (b *usageBook) allVisits() []visitTally {
+	if len(b.visits) == 1 {
+		return b.visits[0]
+	}
+	n := 0
+	for _, c := range b.visits {
+		n += len(c)
+	}
+	all := make([]visitTally, 0, n)
+	for _, c := range b.visits {
+		all = append(all, c...)
+	}
+	return all
 }
 
 func appendTallies(b []byte, m map[string]*tally) []byte {
