@@ -24,7 +24,8 @@ import (
 type store struct {
 	dir       string
 	abs       string     // dir made absolute: homes are handed to programs that run elsewhere
-	mu        sync.Mutex // serialises journal writes and guards the record
+	mu        sync.Mutex // guards the record; taken before jmu where both are
+	jmu       sync.Mutex // serialises journal writes and guards journal
 	journal   *journalFile
 	sealing   conc.WaitGroup // the journal's close, after seal
 	sealErr   error          // how it went; read after sealing.Wait
@@ -109,8 +110,10 @@ func (v *visitRow) startFact() *Fact {
 // cache, which survives the engine's death, before fact returns.
 func (s *store) fact(f *Fact) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.runs = append(s.runs, f)
+	s.mu.Unlock()
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
 	return s.journalFact(f)
 }
 
@@ -125,8 +128,7 @@ func (s *store) fact(f *Fact) error {
 // that a block comes before its children in the journal.
 func (s *store) begin(started time.Time, n *flows.Node, path string, leaf bool) (int, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	v := visitRow{started: started, path: path, node: n}
+	v := visitRow{started: started, path: path, node: n, journaled: !leaf}
 	row, again := s.rows[path]
 	if again {
 		delete(s.rows, path) // an earlier attempt's visit, running again
@@ -136,25 +138,56 @@ func (s *store) begin(started time.Time, n *flows.Node, path string, leaf bool) 
 		row = len(s.visits)
 		s.visits = append(s.visits, v)
 	}
+	var start *Fact
+	if !leaf {
+		start = s.visits[row].startFact()
+	}
+	s.mu.Unlock()
 	if leaf {
 		return row, nil
 	}
-	s.visits[row].journaled = true
-	return row, s.journalFact(s.visits[row].startFact())
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
+	return row, s.journalFact(start)
 }
 
-// end journals that the visit begun at row ended.
+// end journals that the visit begun at row ended. The fact is encoded
+// under the journal's lock, straight into the journal, unless another
+// visit holds the lock (the items of a map end together): then it is
+// encoded while waiting, and only copied in under the lock.
 func (s *store) end(row int, f *Fact) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.visits[row].End = f
-	return s.journalFact(f)
+	s.mu.Unlock()
+	if s.jmu.TryLock() {
+		defer s.jmu.Unlock()
+		return s.journalFact(f)
+	}
+	var line *[]byte
+	if !s.noJournal {
+		line = lineBuffers.Get().(*[]byte)
+		defer release(line)
+		var err error
+		if *line, err = appendFact((*line)[:0], f); err != nil {
+			line = nil // journalFact says what is wrong
+		}
+	}
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
+	if line == nil || s.journal == nil {
+		return s.journalFact(f)
+	}
+	return s.journal.append(*line)
 }
 
 // flushStarts journals the start facts of leaves still running.
 func (s *store) flushStarts() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The journal's lock is held too: a leaf that ends meanwhile waits
+	// for mu to record its end, so its start is journaled before its end.
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
 	var errs []error
 	for i := s.unflushed; i < len(s.visits); i++ {
 		v := &s.visits[i]
@@ -170,7 +203,7 @@ func (s *store) flushStarts() error {
 	return errors.Join(errs...)
 }
 
-// journalFact writes f to the journal; s.mu is held. A fact is encoded
+// journalFact writes f to the journal; s.jmu is held. A fact is encoded
 // under the lock, straight into the journal where there is room.
 func (s *store) journalFact(f *Fact) error {
 	switch {
@@ -265,10 +298,10 @@ func (s *store) writeFile(name string, b []byte) error {
 // and closed in the background, while the run writes its report; close
 // waits for it.
 func (s *store) seal() {
-	s.mu.Lock()
+	s.jmu.Lock()
 	j := s.journal
 	s.journal = nil
-	s.mu.Unlock()
+	s.jmu.Unlock()
 	if j != nil {
 		s.sealing.Go(func() { s.sealErr = j.close() })
 	}
