@@ -354,11 +354,25 @@ func (r *runner) mapNode(ctx context.Context, fr *frame, n *flows.Node, vars map
 		return &outcome{fail: &Failure{Kind: schema.FailTooMany, Message: fmt.Sprintf("%d items, more than max %d; nothing ran", len(items), n.Max)}}
 	}
 	results := make([]any, len(items))
+	// Items whose body is only leaves leave nothing pointing at their
+	// environment (see loop): an ended item's is taken by the next, its
+	// body's values taken out, instead of copying vars for every item.
+	reuse := leavesOnly(n.Body)
+	var envs sync.Pool
 	fails := r.block(ctx, len(items), n.Concurrency, n.FailFast, func(ctx context.Context, i int) *Failure {
-		iv := nested(vars, len(n.Body)+2)
+		iv, _ := envs.Get().(map[string]any)
+		if iv == nil {
+			iv = nested(vars, len(n.Body)+2)
+		}
 		iv["item"], iv["index"] = items[i], i+1
 		out, fail := r.sequence(ctx, fr, n.Body, iv, path+"["+strconv.Itoa(i+1)+"]")
 		results[i] = map[string]any{"item": items[i], "ok": fail == nil, "output": out, "error": fail.value()}
+		if reuse {
+			for _, b := range n.Body {
+				delete(iv, b.ID)
+			}
+			envs.Put(iv)
+		}
 		return fail
 	})
 	for i, res := range results {

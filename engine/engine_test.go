@@ -838,3 +838,48 @@ input: {a: {b: {c: string}}, list: [string], flag: boolean}
 		t.Error("a guard's plain path to a string gave no error")
 	}
 }
+
+// Items of a map of leaves take over the environments of ended items:
+// each must still see only its own item and its own nodes' values.
+func TestMapItemsSeeTheirOwnValues(t *testing.T) {
+	p := load(t, "fan", `name: fan
+input: {items: [integer]}
+`+agents+`nodes:
+  - id: each
+    map: input.items
+    max: 100
+    concurrency: 4
+    do:
+      - {id: a, agent: worker, prompt: "a ${{ item }}"}
+      - {id: b, agent: worker, prompt: "b ${{ a.output }} ${{ index }} ${{ item }}"}
+`)
+	d := &fakeDriver{answer: func(t *Turn) (string, error) {
+		return "answer to " + strings.SplitN(t.Prompt, "\n", 2)[0], nil
+	}}
+	items := make([]any, 60)
+	for i := range items {
+		items[i] = 1000 + i
+	}
+	res, _ := execute(t, p, d, Options{Input: map[string]any{"items": items}})
+	if !res.OK {
+		t.Fatalf("run failed: %v", res.Failure)
+	}
+	for _, tn := range d.turns {
+		if !strings.HasSuffix(tn.Visit, "/b") {
+			continue
+		}
+		var i int
+		if _, err := fmt.Sscanf(tn.Visit, "each[%d]/b", &i); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("b answer to a %d %d %d", 999+i, i, 999+i)
+		if got := strings.SplitN(tn.Prompt, "\n", 2)[0]; got != want {
+			t.Errorf("%s: prompt %q, want %q", tn.Visit, got, want)
+		}
+	}
+	for i, r := range res.Output.([]any) {
+		if got, want := r.(map[string]any)["output"], fmt.Sprintf("answer to b answer to a %d %d %d", 1000+i, i+1, 1000+i); got != want {
+			t.Errorf("item %d: output %v, want %v", i+1, got, want)
+		}
+	}
+}
