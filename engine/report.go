@@ -79,8 +79,14 @@ func renderReport(dir string, info *RunInfo, record []reportRow) error {
 		parts = append(parts, *r)
 	}
 	parts = append(parts, []byte("</tbody>\n</table>\n</body>\n</html>\n"))
-	tmp := filepath.Join(dir, ".report.html.tmp")
-	err := writeParts(tmp, parts)
+	err := writeAside(filepath.Join(dir, "report.html"), func(f *os.File) error {
+		for _, p := range parts {
+			if _, err := f.Write(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	for _, r := range rows {
 		*r = (*r)[:0]
 		if cap(*r) <= 4*writeBuffer {
@@ -90,27 +96,7 @@ func renderReport(dir string, info *RunInfo, record []reportRow) error {
 	if err != nil {
 		return fmt.Errorf("writing report: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, "report.html")); err != nil {
-		return fmt.Errorf("writing report: %w", err)
-	}
 	return nil
-}
-
-// writeParts creates path with the parts, one after another.
-func writeParts(path string, parts [][]byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	for _, p := range parts {
-		if _, err = f.Write(p); err != nil {
-			break
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // reportChunk is how many rows one goroutine renders: about a

@@ -281,14 +281,13 @@ func (s *store) writeJSON(name string, v any) error {
 	return s.writeFile(name, append(b, '\n'))
 }
 
-// writeFile writes a file whole: aside, then renamed into place, so that a
-// reader never sees half of it.
+// writeFile writes a file of the run directory whole (see writeAside).
 func (s *store) writeFile(name string, b []byte) error {
-	tmp := filepath.Join(s.dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(s.dir, name)); err != nil {
+	err := writeAside(filepath.Join(s.dir, name), func(f *os.File) error {
+		_, err := f.Write(b)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil
