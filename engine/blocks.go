@@ -360,7 +360,10 @@ func (r *runner) mapNode(ctx context.Context, fr *frame, n *flows.Node, vars map
 	reuse := leavesOnly(n.Body)
 	var envs sync.Pool
 	fails := r.block(ctx, len(items), n.Concurrency, n.FailFast, func(ctx context.Context, i int) *Failure {
-		iv, _ := envs.Get().(map[string]any)
+		var iv map[string]any
+		if reuse {
+			iv, _ = envs.Get().(map[string]any)
+		}
 		if iv == nil {
 			iv = nested(vars, len(n.Body)+2)
 		}
