@@ -27,7 +27,7 @@ func WriteReport(dir string) error {
 	_, visits := records(pointers(info.Facts))
 	rows := make([]reportRow, len(visits))
 	for i, v := range visits {
-		rows[i] = reportRow{start: v.Start.Time, path: v.Start.Visit, kind: v.Start.Kind, end: v.End}
+		rows[i] = v.reportRow()
 	}
 	return renderReport(dir, info, rows)
 }
@@ -38,6 +38,10 @@ type reportRow struct {
 	start      time.Time
 	path, kind string
 	end        *Fact
+}
+
+func (v Visit) reportRow() reportRow {
+	return reportRow{start: v.Start.Time, path: v.Start.Visit, kind: v.Start.Kind, end: v.End}
 }
 
 // renderReport writes the page. It is appended into byte slices with

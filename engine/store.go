@@ -252,7 +252,7 @@ func (s *store) record() (runs []*Fact, rows []reportRow) {
 	for i := range s.visits {
 		v := &s.visits[i]
 		if v.Start != nil {
-			rows[i] = reportRow{start: v.Start.Time, path: v.Start.Visit, kind: v.Start.Kind, end: v.End}
+			rows[i] = v.Visit.reportRow()
 		} else {
 			rows[i] = reportRow{start: v.started, path: v.path, kind: string(v.node.Kind), end: v.End}
 		}
