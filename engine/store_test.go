@@ -308,6 +308,32 @@ func TestJournalWriterCatchesUp(t *testing.T) {
 	closeAndCompare(t, j, path, want.Bytes())
 }
 
+// Pages let go behind the writer keep what was written on them: the
+// journal read back holds every fact, those before the pages were let go
+// and those after.
+func TestJournalPagesLetGoKeepTheirFacts(t *testing.T) {
+	j, path := openMappedJournal(t)
+	j.stopWorker() // let go here, not when the worker's timer says
+	var want bytes.Buffer
+	add := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			line := fmt.Sprintf("{\"type\":\"end\",\"visit\":\"n%d\",\"output\":%q}\n", i, strings.Repeat("x", 200))
+			want.WriteString(line)
+			if err := j.append([]byte(line)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add(0, 4*letGoStride/220)
+	j.letGo()
+	if j.kept < 2*letGoStride {
+		t.Fatalf("%d bytes written, pages let go up to %d: want more than %d", j.size, j.kept, 2*letGoStride)
+	}
+	add(4*letGoStride/220, 5*letGoStride/220)
+	closeAndCompare(t, j, path, want.Bytes())
+}
+
 // A fact is encoded straight into the mapping where there is room; one
 // that turns out longer than the room is written whole after all, and the
 // journal holds every fact once, in order.
