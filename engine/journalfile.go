@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/sourcegraph/conc"
@@ -44,6 +43,8 @@ type journalFile struct {
 	length   int           // the file's length; guarded by mapMu
 	kept     int           // the pages before mem[kept] have been let go; guarded by mapMu
 	stop     chan struct{} // closed to end the worker; nil: no worker
+	nudge    chan struct{} // the writer's call for more room; holds one at most
+	nudged   int           // the ready mark the writer last nudged at; the writer's
 	worker   conc.WaitGroup
 }
 
@@ -72,12 +73,6 @@ const (
 	populateStride = 64 << 10
 	catchUpAhead   = 16 << 10
 	letGoStride    = 1 << 20
-	// The worker looks at the writer every populateTick while the journal
-	// grows (in practice about every millisecond: Go's timers sleep in
-	// whole milliseconds when nothing else runs), less and less often,
-	// down to every populateIdle, while it does not.
-	populateTick = 250 * time.Microsecond
-	populateIdle = 50 * time.Millisecond
 )
 
 var pageSize = os.Getpagesize()
@@ -115,36 +110,31 @@ func openJournalFile(path string) (*journalFile, error) {
 		return j, nil // the kernel cannot make pages ready: write(2)
 	}
 	j.mem = mem
-	j.stop = make(chan struct{})
+	j.stop, j.nudge = make(chan struct{}), make(chan struct{}, 1)
 	j.worker.Go(j.work)
 	return j, nil
 }
 
 // work makes pages ready ahead of the writer and lets them go behind it,
-// until close. It looks at where the writer is on a timer rather than
-// being woken by the writer: a goroutine woken from the writer's thread is
-// queued on that thread's processor, and would run in place of the visits
-// it is meant to spare. If making pages ready fails, the worker stops, and
-// the writer meets the error itself when it gets there.
+// until close: once at the start, then each time the writer nudges it,
+// when less than nudgeRoom is left (see wrote). It sleeps in between, for
+// the whole of a slow agent turn. It used to look on a timer instead,
+// which sleeps in whole milliseconds, and later still while the collector
+// runs: the worker slept through the first 128 KiB of quick visits in
+// most 1,000-visit runs, and the writer made room itself, 16 KiB and
+// 16 µs at a time. A nudge is one non-blocking send per 64 KiB or so of
+// facts. If making pages ready fails, the worker stops, and the writer
+// meets the error itself when it gets there.
 func (j *journalFile) work() {
-	tick := time.NewTimer(0)
-	defer tick.Stop()
-	wait := populateTick
 	last := int(j.written.Load())
 	lead, caughtUp := populateAhead, int64(0)
 	for {
-		select {
-		case <-j.stop:
-			return
-		case <-tick.C:
-		}
 		written := int(j.written.Load())
 		if n := j.caughtUp.Load(); n != caughtUp {
 			lead, caughtUp = min(2*lead, populateMax), n
 		}
 		ahead := min(max(lead, 2*(written-last)), populateMax)
 		last = written
-		busy := false
 		for {
 			more, err := j.readyStep(written + ahead)
 			if err != nil {
@@ -153,15 +143,13 @@ func (j *journalFile) work() {
 			if !more {
 				break
 			}
-			busy = true
 		}
 		j.letGo()
-		if busy {
-			wait = populateTick
-		} else {
-			wait = min(2*wait, populateIdle)
+		select {
+		case <-j.stop:
+			return
+		case <-j.nudge:
 		}
-		tick.Reset(wait)
 	}
 }
 
@@ -232,7 +220,7 @@ func (j *journalFile) appendFact(f *Fact) error {
 			if unsafe.SliceData(line) != unsafe.SliceData(room) {
 				return j.append(line)
 			}
-			j.wrote(j.size + len(line))
+			j.wrote(j.size+len(line), ready)
 			return nil
 		}
 	}
@@ -260,45 +248,68 @@ func (j *journalFile) append(line []byte) error {
 		return nil
 	}
 	end := j.size + len(line)
-	if end > int(j.ready.Load()) {
+	ready := int(j.ready.Load())
+	if end > ready {
 		if err := j.catchUp(end); err != nil {
 			return fmt.Errorf("writing journal: %w", err)
 		}
+		ready = int(j.ready.Load())
 	}
 	// The newline goes in last, by a store of its own: a reader that sees
 	// it sees the whole line before it (string copies may store out of
 	// order on some processors).
 	copy(j.mem[j.size:end-1], line[:len(line)-1])
 	j.mem[end-1] = line[len(line)-1]
-	j.wrote(end)
+	j.wrote(end, ready)
 	return nil
 }
 
-// wrote moves the end of the facts to end, and tells the worker only when
-// the writer has moved to another page: the worker looks only at pages,
-// and an atomic store is a fence (XCHG on amd64) that waits for the
-// fact's stores into cold lines of the mapping. Once a page rather than
-// once a fact took 20 ns off a visit (perf, 600 runs of the chain).
-func (j *journalFile) wrote(end int) {
+// nudgeRoom is how little room left makes the writer nudge the worker.
+const nudgeRoom = populateAhead / 2
+
+// wrote moves the end of the facts to end; ready is the ready mark the
+// fact was written under. It tells the worker where the writer is only
+// when the writer has moved to another page: the worker looks only at
+// pages, and an atomic store is a fence (XCHG on amd64) that waits for
+// the fact's stores into cold lines of the mapping. Once a page rather
+// than once a fact took 20 ns off a visit (perf, 600 runs of the chain).
+// When less than nudgeRoom is left, it nudges the worker, once per ready
+// mark.
+func (j *journalFile) wrote(end, ready int) {
 	if (j.size^end)&^(pageSize-1) != 0 {
 		j.written.Store(int64(end))
 	}
 	j.size = end
+	if ready-end < nudgeRoom && ready != j.nudged && j.nudge != nil {
+		j.nudged = ready
+		j.written.Store(int64(end))
+		select {
+		case j.nudge <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // catchUp makes the bytes up to end ready, and catchUpAhead more, in the
-// writer's place: the worker is behind, or gone.
+// writer's place: the worker is behind, or gone. A worker nudged and not
+// come since has no processor to run on (every one runs visits, as in a
+// map): then the writer makes a whole stride ready, as the worker would
+// have, at half the cost per page of smaller steps.
 func (j *journalFile) catchUp(end int) error {
 	j.caughtUp.Add(1)
 	j.mapMu.Lock()
 	defer j.mapMu.Unlock()
-	if want := end + catchUpAhead; want > len(j.mem) {
+	ahead := catchUpAhead
+	if j.nudged >= int(j.ready.Load()) {
+		ahead = populateStride
+	}
+	if want := end + ahead; want > len(j.mem) {
 		if err := j.remap(want); err != nil {
 			return err
 		}
 	}
 	for int(j.ready.Load()) < end {
-		if _, err := j.makeReady(end + catchUpAhead); err != nil {
+		if _, err := j.makeReady(end + ahead); err != nil {
 			return err
 		}
 	}
