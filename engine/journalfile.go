@@ -110,6 +110,15 @@ func openJournalFile(path string) (*journalFile, error) {
 		return j, nil // the kernel cannot make pages ready: write(2)
 	}
 	j.mem = mem
+	// The run's first facts come before the worker's first round has
+	// made room: two pages are made ready here, so that they do not wait
+	// for that round under mapMu (two of three runs of the loop waited,
+	// 33 µs each).
+	if _, err := j.readyStep(size + firstRoom); err != nil {
+		_ = syscall.Munmap(mem)
+		_ = f.Close()
+		return nil, err
+	}
 	j.stop, j.nudge = make(chan struct{}), make(chan struct{}, 1)
 	j.worker.Go(j.work)
 	return j, nil
@@ -264,8 +273,12 @@ func (j *journalFile) append(line []byte) error {
 	return nil
 }
 
-// nudgeRoom is how little room left makes the writer nudge the worker.
-const nudgeRoom = populateAhead / 2
+// nudgeRoom is how little room left makes the writer nudge the worker;
+// firstRoom is the room made ready when the journal opens.
+const (
+	nudgeRoom = populateAhead / 2
+	firstRoom = 8 << 10
+)
 
 // wrote moves the end of the facts to end; ready is the ready mark the
 // fact was written under. It tells the worker where the writer is only
