@@ -203,7 +203,7 @@ func TestJournalPagesAreReadyAhead(t *testing.T) {
 	j.mapMu.Lock()
 	defer j.mapMu.Unlock()
 	// The worker makes whole pages ready: up to a page past its lead.
-	if ready := int(j.ready.Load()); ready > j.size+populateMax+pageSize {
+	if ready := int(j.ready.Load()); ready > j.size+populateAhead+pageSize {
 		t.Fatalf("%d bytes of the journal are ready, %d written: the worker is too far ahead", ready, j.size)
 	}
 }
