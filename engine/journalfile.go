@@ -43,7 +43,7 @@ type journalFile struct {
 	kept    int           // the pages before mem[kept] have been let go; guarded by mapMu
 	stop    chan struct{} // closed to end the worker; nil: no worker
 	nudge   chan struct{} // the writer's call for more room; holds one at most
-	nudged  int           // the ready mark the writer last nudged at; the writer's
+	nudged  int           // the ready mark the writer last nudged at; only the writer uses it
 	worker  conc.WaitGroup
 }
 
@@ -127,12 +127,11 @@ func openJournalFile(path string) (*journalFile, error) {
 // work makes pages ready ahead of the writer and lets them go behind it,
 // until close: once at the start, then each time the writer nudges it,
 // when less than nudgeRoom is left (see wrote). It sleeps in between, for
-// the whole of a slow agent turn. It used to look on a timer instead,
-// which sleeps in whole milliseconds, and later still while the collector
-// runs: the worker slept through the first 128 KiB of quick visits in
-// most 1,000-visit runs, and the writer made room itself, 16 KiB and
-// 16 µs at a time. A nudge is one non-blocking send per 64 KiB or so of
-// facts. If making pages ready fails, the worker stops, and the writer
+// the whole of a slow agent turn. It is not on a timer: Go's timers sleep
+// in whole milliseconds, later still while the collector runs, and a
+// worker on one slept through the first 128 KiB of quick visits in most
+// 1,000-visit runs, while the writer made room itself, 16 KiB and 16 µs
+// at a time. A nudge is one non-blocking send per 64 KiB or so of facts. If making pages ready fails, the worker stops, and the writer
 // meets the error itself when it gets there.
 func (j *journalFile) work() {
 	for {
@@ -282,13 +281,14 @@ const (
 // When less than nudgeRoom is left, it nudges the worker, once per ready
 // mark.
 func (j *journalFile) wrote(end, ready int) {
-	if (j.size^end)&^(pageSize-1) != 0 {
+	newPage := (j.size^end)&^(pageSize-1) != 0
+	nudge := ready-end < nudgeRoom && ready != j.nudged && j.nudge != nil
+	j.size = end
+	if newPage || nudge {
 		j.written.Store(int64(end))
 	}
-	j.size = end
-	if ready-end < nudgeRoom && ready != j.nudged && j.nudge != nil {
+	if nudge {
 		j.nudged = ready
-		j.written.Store(int64(end))
 		select {
 		case j.nudge <- struct{}{}:
 		default:

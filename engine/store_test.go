@@ -314,7 +314,7 @@ func TestJournalWriterCatchesUp(t *testing.T) {
 // and those after.
 func TestJournalPagesLetGoKeepTheirFacts(t *testing.T) {
 	j, path := openMappedJournal(t)
-	j.stopWorker() // let go here, not when the worker's timer says
+	j.stopWorker() // let go here, not when the worker is nudged
 	var want bytes.Buffer
 	add := func(from, to int) {
 		t.Helper()
