@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,10 +93,15 @@ func TestReportCountsMissedTargets(t *testing.T) {
 			floor:    samples(2*ms, 1<<20), flow: samples(50*ms, 30<<20),
 		},
 	}
+	engine := []engineBench{
+		{name: "SequenceNoop", metrics: map[string][]float64{"visits/s": {150e3, 90e3, 120e3}, "journal-%": {9, 12, 9.5}}},
+		{name: "MapNoop", metrics: map[string][]float64{"visits/s": {95e3, 99e3}, "journal-%": {11, 10.2}}}, // two misses
+		{name: "MapMemory", metrics: map[string][]float64{"peak-heap-B/item": {1500, 1600, 1550}}},
+	}
 	var out bytes.Buffer
-	missed := report(&out, config{rounds: 1, chain: 100, items: 1000, concurrency: 8, nodes: 1000}, results)
-	if missed != 2 {
-		t.Errorf("missed = %d, want 2\n%s", missed, &out)
+	missed := report(&out, config{rounds: 1, chain: 100, items: 1000, concurrency: 8, nodes: 1000, engine: 3}, results, engine)
+	if missed != 4 {
+		t.Errorf("missed = %d, want 4\n%s", missed, &out)
 	}
 	for _, want := range [][]string{
 		{"PASS", "chain of 100: flow / floor", "1.20×", "≤ 1.25×"},
@@ -103,10 +109,40 @@ func TestReportCountsMissedTargets(t *testing.T) {
 		{"MISS", "map of 1000 at 8: flow / floor", "1.30×", "≤ 1.25×"},
 		{"MISS", "map of 1000 at 8: flow peak RSS", "70.0 MiB", "≤ 64.0 MiB"},
 		{"PASS", "validate 1000 nodes: whole process", "50.0 ms", "≤ 100 ms"},
+		{"PASS", "SequenceNoop: visits/s, journal on", "120k", "≥ 100k"},
+		{"PASS", "SequenceNoop: the journal's cost", "9.5%", "≤ 10%"},
+		{"MISS", "MapNoop: visits/s, journal on", "97k", "≥ 100k"},
+		{"MISS", "MapNoop: the journal's cost", "10.6%", "≤ 10%"},
+		{"PASS", "MapMemory: peak heap per item", "1.5 KiB", "≤ 4 KiB"},
+		{"median of 3 invocations"},
 	} {
 		if !hasLine(out.String(), want...) {
 			t.Errorf("the report has no line with %q:\n%s", want, &out)
 		}
+	}
+}
+
+func TestParseBenchmarks(t *testing.T) {
+	out := []byte(`goos: linux
+BenchmarkSequenceNoop-2   	     300	   8815974 ns/op	         6.369 journal-%	      4537 ns/visit	    220396 visits/s	 5392746 B/op
+BenchmarkMapNoop-2        	     300	   9815974 ns/op	        10.50 journal-%	      5537 ns/visit	    180000 visits/s
+BenchmarkSequenceNoop-2   	     300	   8915974 ns/op	         8.000 journal-%	      4637 ns/visit	    210000 visits/s	 5392746 B/op
+BenchmarkMapMemory        	       3	  50000000 ns/op	      1506 peak-heap-B/item
+PASS
+ok  	github.com/flowrun/flow/engine	12.3s
+`)
+	got := parseBenchmarks(out)
+	if len(got) != 3 || got[0].name != "SequenceNoop" || got[1].name != "MapNoop" || got[2].name != "MapMemory" {
+		t.Fatalf("parsed %+v", got)
+	}
+	if v := got[0].metrics["journal-%"]; !slices.Equal(v, []float64{6.369, 8}) {
+		t.Errorf("SequenceNoop journal-%% = %v, want [6.369 8]", v)
+	}
+	if v := got[0].metrics["visits/s"]; medianOf(v) != 215198 {
+		t.Errorf("SequenceNoop visits/s %v: median %v, want 215198", v, medianOf(v))
+	}
+	if v := got[2].metrics["peak-heap-B/item"]; !slices.Equal(v, []float64{1506}) {
+		t.Errorf("MapMemory peak-heap-B/item = %v", v)
 	}
 }
 
@@ -137,11 +173,12 @@ func TestEndToEnd(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	args := []string{"-rounds", "1", "-chain", "3", "-items", "10", "-concurrency", "2", "-nodes", "20", "-dir", dir}
+	args := []string{"-rounds", "1", "-chain", "3", "-items", "10", "-concurrency", "2", "-nodes", "20", "-dir", dir, "-engine", "1"}
 	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, &stderr, &stdout)
 	}
-	for _, want := range []string{"chain of 3", "map of 10 at 2", "validate 20 nodes", "targets (issue 5)"} {
+	for _, want := range []string{"chain of 3", "map of 10 at 2", "validate 20 nodes", "targets (issue 5)",
+		"SequenceNoop: the journal's cost", "MapNoop: visits/s", "LoopNoop", "MapMemory: peak heap per item"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the output lacks %q:\n%s", want, &stdout)
 		}

@@ -16,6 +16,12 @@
 //     templates and guards that read earlier nodes; no agents), against the
 //     floor starting and exiting (the cost of any Go process).
 //
+// Then it runs the engine's Go benchmarks that issue 5 sets targets for,
+// -engine times each (0 skips them): in-process no-op visits per second
+// with the journal on, and what the journal costs (SequenceNoop, MapNoop,
+// LoopNoop at -benchtime=300x), and the peak heap per item of a
+// 10,000-item map (MapMemory). Their targets are checked on the medians.
+//
 // Floor and flow alternate, A B A B, for -rounds rounds each after one
 // untimed warm-up pair, so drift in the machine's load hits both alike.
 // Every process starts in a fresh working directory under a temporary
@@ -73,6 +79,7 @@ type config struct {
 	dir         string
 	keep        bool
 	strict      bool
+	engine      int
 }
 
 // isDefault reports whether the workloads are the sizes issue 5 sets its
@@ -93,14 +100,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.dir, "dir", ".", "where to make the temporary directory (keep it on the disk your runs use)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (binaries, flows, the last runs)")
 	fs.BoolVar(&c.strict, "strict", false, "exit 1 if a target is missed")
+	fs.IntVar(&c.engine, "engine", 8, "invocations of the engine's Go benchmarks (0: skip them)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	if c.rounds < 1 || c.chain < 1 || c.items < 1 || c.concurrency < 1 || c.nodes < 10 {
-		return c, errors.New("-rounds, -chain, -items and -concurrency must be at least 1, -nodes at least 10")
+	if c.rounds < 1 || c.chain < 1 || c.items < 1 || c.concurrency < 1 || c.nodes < 10 || c.engine < 0 {
+		return c, errors.New("-rounds, -chain, -items and -concurrency must be at least 1, -nodes at least 10, -engine at least 0")
 	}
 	return c, nil
 }
@@ -115,12 +123,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "benchflow:", err)
 		return 2
 	}
-	res, err := bench(ctx, c, stderr)
+	res, engine, err := bench(ctx, c, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "benchflow:", err)
 		return 2
 	}
-	missed := report(stdout, c, res)
+	missed := report(stdout, c, res, engine)
 	if c.strict && missed > 0 {
 		return 1
 	}
@@ -148,18 +156,18 @@ type result struct {
 
 // bench builds, generates and measures; the temporary directory is gone
 // when it returns unless c.keep.
-func bench(ctx context.Context, c config, log io.Writer) (_ []result, err error) {
+func bench(ctx context.Context, c config, log io.Writer) (_ []result, _ []engineBench, err error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	parent, err := filepath.Abs(c.dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tmp, err := os.MkdirTemp(parent, ".bench-*")
 	if err != nil {
-		return nil, fmt.Errorf("making the temporary directory: %w", err)
+		return nil, nil, fmt.Errorf("making the temporary directory: %w", err)
 	}
 	if c.keep {
 		fmt.Fprintf(log, "keeping %s\n", tmp)
@@ -172,7 +180,7 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, err error)
 	fmt.Fprintln(log, "building flow and the floor program")
 	for _, b := range [][2]string{{flowBin, "./cmd/flow"}, {floorBin, "./internal/benchflow/floor"}} {
 		if err := build(ctx, root, b[0], b[1]); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 
@@ -183,17 +191,17 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, err error)
 		"large.yaml": largeFlow("large", c.nodes),
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for name, src := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			return nil, fmt.Errorf("writing %s: %w", name, err)
+			return nil, nil, fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
 
 	env, err := childEnv(tmp)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	work := []workload{
 		{
@@ -226,11 +234,11 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, err error)
 		for round := 0; round <= c.rounds; round++ { // round 0 warms up
 			f, err := r.measure(ctx, w.floor)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			g, err := r.measure(ctx, w.flow)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if round > 0 {
 				res.floor, res.flow = append(res.floor, f), append(res.flow, g)
@@ -240,7 +248,17 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, err error)
 		fmt.Fprintln(log)
 		results = append(results, res)
 	}
-	return results, nil
+	if c.engine == 0 {
+		return results, nil, nil
+	}
+	// The Go benchmarks are built and run with the user's Go environment
+	// (its build cache under HOME), without FLOW_* variables.
+	goEnv := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "FLOW_") })
+	engine, err := benchEngine(ctx, root, tmp, c.engine, goEnv, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return results, engine, nil
 }
 
 // moduleRoot is the directory of flow's go.mod.

@@ -50,7 +50,7 @@ func median(d []time.Duration) time.Duration {
 
 // report writes the table and the targets, and returns how many targets
 // (not compass goals) were missed.
-func report(w io.Writer, c config, results []result) (missed int) {
+func report(w io.Writer, c config, results []result, engine []engineBench) (missed int) {
 	fmt.Fprintf(w, "\nflow against the os/exec floor: median of %d rounds each, interleaved; %s/%s, %d CPUs, %s\n\n",
 		c.rounds, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().Format("2006-01-02 15:04"))
 	width := len("workload")
@@ -110,7 +110,11 @@ func report(w io.Writer, c config, results []result) (missed int) {
 			line(r.flow.wall <= r.maxWall, false, r.name+": whole process", ms(r.flow.wall), "≤ "+ms(r.maxWall))
 		}
 	}
+	engineTargets(engine, func(pass bool, what, got, want string) { line(pass, false, what, got, want) })
 	_ = tw.Flush()
+	if len(engine) > 0 {
+		fmt.Fprintf(w, "  (the engine's lines: Go benchmarks in ./engine, median of %d invocations)\n", c.engine)
+	}
 	if !c.isDefault() {
 		fmt.Fprintln(w, "  (the targets are set for the default sizes: -chain 100 -items 1000 -concurrency 8 -nodes 1000)")
 	}

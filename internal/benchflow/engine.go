@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Targets of issue 5 that the engine's Go benchmarks measure.
+const (
+	targetVisitsPerSecond = 100_000 // in-process no-op visits, journal on
+	targetJournalShare    = 10.0    // percent more time with the journal than without
+	targetBytesPerItem    = 4 << 10 // peak heap per item of a 10,000-item map
+)
+
+// engineRuns are the engine's benchmarks: the no-op sequence, map and loop
+// at -benchtime=300x (the command docs/performance.md gives), and the
+// 10,000-item map's memory.
+var engineRuns = [][]string{
+	{"-bench", "Noop$", "-benchtime", "300x"},
+	{"-bench", "MapMemory$", "-benchtime", "3x"},
+}
+
+// engineBench is one Go benchmark's metrics, one value per invocation.
+type engineBench struct {
+	name    string
+	metrics map[string][]float64 // by unit: "visits/s", "journal-%", …
+}
+
+// benchEngine runs the engine's Go benchmarks count times each, their runs
+// kept under tmp, on the disk the flows run on.
+func benchEngine(ctx context.Context, root, tmp string, count int, env []string, log io.Writer) ([]engineBench, error) {
+	runs := filepath.Join(tmp, "engine")
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		return nil, err
+	}
+	var all []engineBench
+	for _, args := range engineRuns {
+		fmt.Fprintf(log, "go test %s -count %d ./engine\n", strings.Join(args, " "), count)
+		argv := append([]string{"test", "-run", "^$", "-count", strconv.Itoa(count)}, args...)
+		cmd := exec.CommandContext(ctx, "go", append(argv, "./engine")...)
+		cmd.Dir, cmd.Env = root, append(slices.Clone(env), "FLOW_BENCH_DIR="+runs)
+		out, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("go test %s ./engine: %w\n%s", strings.Join(args, " "), err, tail(out, 2000))
+		}
+		all = append(all, parseBenchmarks(out)...)
+	}
+	return all, nil
+}
+
+// parseBenchmarks reads `go test -bench` output: each line
+// "BenchmarkName-2  300  8815974 ns/op  6.369 journal-%  …" adds its values
+// to the benchmark's metrics, in order of first appearance.
+func parseBenchmarks(out []byte) []engineBench {
+	var benches []engineBench
+	s := bufio.NewScanner(bytes.NewReader(out))
+	for s.Scan() {
+		f := strings.Fields(s.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := strings.TrimPrefix(f[0], "Benchmark")
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			name = name[:i] // the GOMAXPROCS suffix
+		}
+		i := slices.IndexFunc(benches, func(b engineBench) bool { return b.name == name })
+		if i < 0 {
+			benches = append(benches, engineBench{name: name, metrics: map[string][]float64{}})
+			i = len(benches) - 1
+		}
+		for j := 2; j+1 < len(f); j += 2 {
+			if v, err := strconv.ParseFloat(f[j], 64); err == nil {
+				benches[i].metrics[f[j+1]] = append(benches[i].metrics[f[j+1]], v)
+			}
+		}
+	}
+	return benches
+}
+
+// medianOf is the median of a non-empty list.
+func medianOf(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// engineTargets calls line for each target an engine benchmark measures:
+// pass, what, the median measured, the target.
+func engineTargets(benches []engineBench, line func(pass bool, what, got, want string)) {
+	for _, b := range benches {
+		if v := b.metrics["visits/s"]; len(v) > 0 {
+			m := medianOf(v)
+			line(m >= targetVisitsPerSecond, b.name+": visits/s, journal on", fmt.Sprintf("%.0fk", m/1000), fmt.Sprintf("≥ %dk", targetVisitsPerSecond/1000))
+		}
+		if v := b.metrics["journal-%"]; len(v) > 0 {
+			m := medianOf(v)
+			line(m <= targetJournalShare, b.name+": the journal's cost", fmt.Sprintf("%.1f%%", m), fmt.Sprintf("≤ %.0f%%", targetJournalShare))
+		}
+		if v := b.metrics["peak-heap-B/item"]; len(v) > 0 {
+			m := medianOf(v)
+			line(m <= targetBytesPerItem, b.name+": peak heap per item", fmt.Sprintf("%.1f KiB", m/1024), fmt.Sprintf("≤ %d KiB", targetBytesPerItem>>10))
+		}
+	}
+}
