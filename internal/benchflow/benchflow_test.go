@@ -138,8 +138,8 @@ ok  	github.com/flowrun/flow/engine	12.3s
 	if v := got[0].metrics["journal-%"]; !slices.Equal(v, []float64{6.369, 8}) {
 		t.Errorf("SequenceNoop journal-%% = %v, want [6.369 8]", v)
 	}
-	if v := got[0].metrics["visits/s"]; medianOf(v) != 215198 {
-		t.Errorf("SequenceNoop visits/s %v: median %v, want 215198", v, medianOf(v))
+	if v := got[0].metrics["visits/s"]; median(v) != 215198 {
+		t.Errorf("SequenceNoop visits/s %v: median %v, want 215198", v, median(v))
 	}
 	if v := got[2].metrics["peak-heap-B/item"]; !slices.Equal(v, []float64{1506}) {
 		t.Errorf("MapMemory peak-heap-B/item = %v", v)

@@ -89,31 +89,20 @@ func parseBenchmarks(out []byte) []engineBench {
 	return benches
 }
 
-// medianOf is the median of a non-empty list.
-func medianOf(v []float64) float64 {
-	v = slices.Clone(v)
-	slices.Sort(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
-}
-
 // engineTargets calls line for each target an engine benchmark measures:
 // pass, what, the median measured, the target.
 func engineTargets(benches []engineBench, line func(pass bool, what, got, want string)) {
 	for _, b := range benches {
 		if v := b.metrics["visits/s"]; len(v) > 0 {
-			m := medianOf(v)
+			m := median(v)
 			line(m >= targetVisitsPerSecond, b.name+": visits/s, journal on", fmt.Sprintf("%.0fk", m/1000), fmt.Sprintf("≥ %dk", targetVisitsPerSecond/1000))
 		}
 		if v := b.metrics["journal-%"]; len(v) > 0 {
-			m := medianOf(v)
+			m := median(v)
 			line(m <= targetJournalShare, b.name+": the journal's cost", fmt.Sprintf("%.1f%%", m), fmt.Sprintf("≤ %.0f%%", targetJournalShare))
 		}
 		if v := b.metrics["peak-heap-B/item"]; len(v) > 0 {
-			m := medianOf(v)
+			m := median(v)
 			line(m <= targetBytesPerItem, b.name+": peak heap per item", fmt.Sprintf("%.1f KiB", m/1024), fmt.Sprintf("≤ %d KiB", targetBytesPerItem>>10))
 		}
 	}

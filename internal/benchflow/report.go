@@ -38,7 +38,7 @@ func summarize(s []sample) stats {
 }
 
 // median of a non-empty list; the mean of the middle two for an even count.
-func median(d []time.Duration) time.Duration {
+func median[T ~int64 | ~float64](d []T) T {
 	d = slices.Clone(d)
 	slices.Sort(d)
 	n := len(d)
