@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/flowrun/flow/steps/proc"
 )
 
 // Targets of issue 5 that the engine's Go benchmarks measure.
@@ -46,16 +47,20 @@ func benchEngine(ctx context.Context, root, tmp string, count int, env []string,
 	for _, args := range engineRuns {
 		fmt.Fprintf(log, "go test %s -count %d ./engine\n", strings.Join(args, " "), count)
 		argv := append([]string{"test", "-run", "^$", "-count", strconv.Itoa(count)}, args...)
-		cmd := exec.CommandContext(ctx, "go", append(argv, "./engine")...)
-		cmd.Dir, cmd.Env = root, append(slices.Clone(env), "FLOW_BENCH_DIR="+runs)
-		out, err := cmd.CombinedOutput()
+		// go test runs the benchmarks in a child of its own: the command
+		// runs in a process group, so that a cancellation ends both.
+		cmd := proc.Command(ctx, "benchflow", "go", append(argv, "./engine")...)
+		var out bytes.Buffer
+		cmd.Cmd.Dir, cmd.Cmd.Env = root, append(slices.Clone(env), "FLOW_BENCH_DIR="+runs)
+		cmd.Cmd.Stdout, cmd.Cmd.Stderr = &out, &out
+		err := cmd.Run()
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("go test %s ./engine: %w\n%s", strings.Join(args, " "), err, tail(out, 2000))
+			return nil, fmt.Errorf("go test %s ./engine: %w\n%s", strings.Join(args, " "), err, tail(out.Bytes(), 2000))
 		}
-		all = append(all, parseBenchmarks(out)...)
+		all = append(all, parseBenchmarks(out.Bytes())...)
 	}
 	return all, nil
 }
