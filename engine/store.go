@@ -177,6 +177,7 @@ func (s *store) end(row int, f *Fact) error {
 	if line == nil || s.journal == nil {
 		return s.journalFact(f)
 	}
+	s.journal.shared()
 	return s.journal.append(*line)
 }
 
