@@ -303,7 +303,8 @@ const (
 // the fact's stores into cold lines of the mapping. Once a page rather
 // than once a fact took 20 ns off a visit (perf, 600 runs of the chain).
 // When less than nudgeRoom is left, it nudges the worker, once per ready
-// mark.
+// mark. Unless visits write side by side, it asks for the lines the next
+// fact goes into (see prefetchAhead).
 func (j *journalFile) wrote(end, ready int) {
 	newPage := (j.size^end)&^(pageSize-1) != 0
 	nudge := ready-end < nudgeRoom && ready != j.nudged && j.nudge != nil
