@@ -310,8 +310,10 @@ func (j *journalFile) wrote(end, ready int) {
 	nudge := ready-end < nudgeRoom && ready != j.nudged && j.nudge != nil
 	j.size = end
 	j.alone++
-	if next := (end + cacheLine - 1) &^ (cacheLine - 1); j.alone > prefetchAlone && next+prefetchAhead <= ready {
-		prefetchForWriting(&j.mem[next], prefetchAhead)
+	if canPrefetchForWriting && j.alone > prefetchAlone {
+		if next := (end + cacheLine - 1) &^ (cacheLine - 1); next+prefetchAhead <= ready {
+			prefetchForWriting(&j.mem[next], prefetchAhead)
+		}
 	}
 	if newPage || nudge {
 		j.written.Store(int64(end))
