@@ -132,8 +132,9 @@ func openJournalFile(path string) (*journalFile, error) {
 // in whole milliseconds, later still while the collector runs, and a
 // worker on one slept through the first 128 KiB of quick visits in most
 // 1,000-visit runs, while the writer made room itself, 16 KiB and 16 µs
-// at a time. A nudge is one non-blocking send per 64 KiB or so of facts. If making pages ready fails, the worker stops, and the writer
-// meets the error itself when it gets there.
+// at a time. A nudge is one non-blocking send per 64 KiB or so of facts.
+// If making pages ready fails, the worker stops, and the writer meets the
+// error itself when it gets there.
 func (j *journalFile) work() {
 	for {
 		written := int(j.written.Load())
