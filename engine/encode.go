@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/flowrun/flow/schema"
 )
 
 // appendEvent encodes an event as one JSON line. Events are written for
@@ -24,7 +26,7 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendOptField(b, `,"run":`, e.Run)
 	b = appendOptField(b, `,"visit":`, e.Visit)
 	b = appendOptField(b, `,"node":`, e.Node)
-	b = appendOptField(b, `,"kind":`, e.Kind)
+	b = appendKind(b, e.Kind)
 	b = appendOptField(b, `,"driver":`, e.Driver)
 	b = appendOptField(b, `,"model":`, e.Model)
 	b = appendOptField(b, `,"activity":`, e.Activity)
@@ -54,44 +56,66 @@ func appendEvent(b []byte, e *Event) []byte {
 // appendTime appends t as encoding/json would (RFC 3339 with nanoseconds,
 // trailing zeros cut). Every fact and event has a time, and formatting one
 // was a third of encoding a fact, so the part that changes once a second
-// is formatted once a second.
+// is formatted once a second. Each part is copied whole, at a size the
+// compiler knows, and what is past its end cut back: a copy of a size
+// known only when running is a call to memmove, and a time made three.
 func appendTime(b []byte, t time.Time) []byte {
 	sec, loc := t.Unix(), t.Location()
 	c := lastSecond.Load()
 	if c == nil || c.sec != sec || c.loc != loc {
 		whole := t.AppendFormat(nil, time.RFC3339)
-		if len(whole) < 20 || whole[19] != 'Z' && whole[19] != '+' && whole[19] != '-' {
+		zone := whole[min(19, len(whole)):]
+		if len(whole) < 20 || whole[19] != 'Z' && whole[19] != '+' && whole[19] != '-' || len(zone) >= len(secondText{}.zone) {
 			// A year past 9999 or before 0: no fast path (and no JSON).
+			// (Nor for a zone longer than RFC 3339's, which none is.)
 			b = append(b, '"')
 			b = t.AppendFormat(b, time.RFC3339Nano)
 			return append(b, '"')
 		}
-		c = &secondText{sec: sec, loc: loc, date: string(whole[:19]), zone: string(whole[19:])}
+		c = &secondText{sec: sec, loc: loc, zoneLen: len(zone) + 1}
+		c.date[0] = '"'
+		copy(c.date[1:], whole[:19])
+		copy(c.zone[:], zone)
+		c.zone[len(zone)] = '"'
 		lastSecond.Store(c)
 	}
-	b = append(b, '"')
-	b = append(b, c.date...)
+	n := len(b)
+	if cap(b)-n < maxTimeLen {
+		b = slices.Grow(b, maxTimeLen)
+	}
+	b = b[:n+maxTimeLen]
+	*(*[len(c.date)]byte)(b[n:]) = c.date
+	n += len(c.date)
 	if ns := t.Nanosecond(); ns != 0 {
-		frac := [10]byte{'.', byte('0' + ns/1e8)}
-		for i, pair := range [4]int{ns / 1e6 % 100, ns / 1e4 % 100, ns / 100 % 100, ns % 100} {
-			frac[2+2*i], frac[3+2*i] = digitPairs[2*pair], digitPairs[2*pair+1]
-		}
-		n := 10
-		for frac[n-1] == '0' {
+		pair := func(p int) (byte, byte) { return digitPairs[2*p], digitPairs[2*p+1] }
+		frac := (*[10]byte)(b[n:])
+		frac[0], frac[1] = '.', byte('0'+ns/1e8)
+		frac[2], frac[3] = pair(ns / 1e6 % 100)
+		frac[4], frac[5] = pair(ns / 1e4 % 100)
+		frac[6], frac[7] = pair(ns / 100 % 100)
+		frac[8], frac[9] = pair(ns % 100)
+		n += len(frac)
+		for b[n-1] == '0' {
 			n--
 		}
-		b = append(b, frac[:n]...)
 	}
-	b = append(b, c.zone...)
-	return append(b, '"')
+	*(*[len(c.zone)]byte)(b[n:]) = c.zone
+	return b[:n+c.zoneLen]
 }
 
-// secondText is one second formatted: "2006-01-02T15:04:05" and the zone,
-// "Z" or "-07:00".
+// maxTimeLen is the most appendTime's fast path appends: a quote, the
+// date, the fraction, the zone and a quote.
+const maxTimeLen = len(secondText{}.date) + 10 + len(secondText{}.zone)
+
+// secondText is one second formatted: `"2006-01-02T15:04:05` and the zone
+// with the closing quote, `Z"` or `-07:00"`, the first zoneLen bytes of
+// zone.
 type secondText struct {
-	sec        int64
-	loc        *time.Location
-	date, zone string
+	sec     int64
+	loc     *time.Location
+	date    [20]byte
+	zone    [8]byte
+	zoneLen int
 }
 
 var lastSecond atomic.Pointer[secondText]
@@ -127,6 +151,33 @@ func appendOptField(b []byte, key, value string) []byte {
 	return appendField(b, key, value)
 }
 
+// appendKind appends a node kind's field, unless it is empty. A kind is
+// one of a few words, appended whole, as the compiler spells it out.
+func appendKind(b []byte, kind string) []byte {
+	const key = `,"kind":"`
+	switch schema.Kind(kind) {
+	case "":
+		return b
+	case schema.KindAgent:
+		return append(b, key+schema.KindAgent+`"`...)
+	case schema.KindRun:
+		return append(b, key+schema.KindRun+`"`...)
+	case schema.KindMap:
+		return append(b, key+schema.KindMap+`"`...)
+	case schema.KindLoop:
+		return append(b, key+schema.KindLoop+`"`...)
+	case schema.KindParallel:
+		return append(b, key+schema.KindParallel+`"`...)
+	case schema.KindChoice:
+		return append(b, key+schema.KindChoice+`"`...)
+	case schema.KindFlow:
+		return append(b, key+schema.KindFlow+`"`...)
+	case schema.KindAsk:
+		return append(b, key+schema.KindAsk+`"`...)
+	}
+	return appendField(b, `,"kind":`, kind)
+}
+
 // appendJSON appends a field encoded by encoding/json; key is its whole
 // `,"name":`, as for appendField.
 func appendJSON(b []byte, key string, v any) []byte {
@@ -143,16 +194,22 @@ const hexDigits = "0123456789abcdef"
 const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
 // appendInt appends v in decimal. Most numbers in facts and events are
-// small: attempts, turns, milliseconds.
+// small — attempts, turns, milliseconds — and are appended from a table.
 func appendInt(b []byte, v int64) []byte {
-	if uint64(v) < 10 {
+	switch {
+	case uint64(v) < 10:
 		return append(b, byte('0'+v))
+	case uint64(v) < 100:
+		return append(b, digitPairs[2*v], digitPairs[2*v+1])
 	}
 	return strconv.AppendInt(b, v, 10)
 }
 
-// plainByte says which ASCII bytes go into a JSON string as they are.
-var plainByte = func() (t [utf8.RuneSelf]bool) {
+// plainByte says which bytes go into a JSON string as they are: ASCII
+// but for control characters, '"', '\\' and the three that encoding/json
+// escapes for HTML. Bytes of multi-byte runes are not plain: they are
+// checked for invalid UTF-8 and U+2028, U+2029.
+var plainByte = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
 	}
@@ -160,11 +217,47 @@ var plainByte = func() (t [utf8.RuneSelf]bool) {
 }()
 
 // appendString appends s as a JSON string, escaped as encoding/json does
-// (including <, > and &, and invalid UTF-8 as U+FFFD).
+// (including <, > and &, and invalid UTF-8 as U+FFFD). Nearly every string
+// a fact holds — visit paths, node ids, kinds, short outputs — is plain
+// throughout: it is checked in one tight loop and copied in one piece,
+// with its quotes, into room grown once.
 func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
+	n := len(b)
+	if cap(b)-n < len(s)+2 {
+		b = slices.Grow(b, len(s)+2)
+	}
+	b = b[:n+len(s)+2]
+	b[n] = '"'
+	out := b[n+1 : n+1+len(s)]
+	i := 0
+	if len(s) <= shortString {
+		// Copied as checked: a short string costs less so than by a call
+		// to copy it.
+		for i < len(s) && plainByte[s[i]] {
+			out[i] = s[i]
+			i++
+		}
+	} else {
+		for i < len(s) && plainByte[s[i]] {
+			i++
+		}
+		copy(out, s[:i])
+	}
+	if i < len(s) {
+		return appendEscaped(b[:n+1+i], s, i)
+	}
+	b[n+1+len(s)] = '"'
+	return b
+}
+
+// shortString is how long a string may be to be copied byte by byte.
+const shortString = 32
+
+// appendEscaped appends the rest of the JSON string s and its closing
+// quote; b holds the opening quote and the plain bytes of s before i.
+func appendEscaped(b []byte, s string, i int) []byte {
+	start := i
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if plainByte[c] {
@@ -229,14 +322,14 @@ func appendFact(b []byte, f *Fact) ([]byte, error) {
 	b = appendTime(b, f.Time)
 	b = appendOptField(b, `,"visit":`, f.Visit)
 	b = appendOptField(b, `,"node":`, f.Node)
-	b = appendOptField(b, `,"kind":`, f.Kind)
+	b = appendKind(b, f.Kind)
 	if f.OK != nil {
 		b = append(b, `,"ok":`...)
 		b = strconv.AppendBool(b, *f.OK)
 	}
 	var err error
 	if f.Output != nil {
-		if b, err = appendValue(b, "output", f.Output); err != nil {
+		if b, err = appendAny(append(b, `,"output":`...), f.Output); err != nil {
 			return b, err
 		}
 	}
@@ -265,7 +358,7 @@ func appendFact(b []byte, f *Fact) ([]byte, error) {
 	b = appendOptField(b, `,"run":`, f.RunID)
 	b = appendOptField(b, `,"status":`, f.Status)
 	if f.Input != nil {
-		if b, err = appendValue(b, "input", f.Input); err != nil {
+		if b, err = appendAny(append(b, `,"input":`...), f.Input); err != nil {
 			return b, err
 		}
 	}
@@ -273,15 +366,6 @@ func appendFact(b []byte, f *Fact) ([]byte, error) {
 		b = append(b, `,"resumed":true`...)
 	}
 	return append(b, "}\n"...), nil
-}
-
-// appendValue encodes a flow value; strings, the most common output, skip
-// reflection.
-func appendValue(b []byte, name string, v any) ([]byte, error) {
-	b = append(b, ',', '"')
-	b = append(b, name...)
-	b = append(b, '"', ':')
-	return appendAny(b, v)
 }
 
 // appendAny encodes the values flows pass around — strings, numbers,

@@ -59,13 +59,19 @@ func TestAppendTimeMatchesEncodingJSON(t *testing.T) {
 }
 
 func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", "\"quoted\"", "<b>&</b>", "\x00\x1f", "é\u2028\u2029", "\xff\xfe"} {
+	long := strings.Repeat("look[12]/check ", 4)
+	for _, s := range []string{"", "plain", "\"quoted\"", "<b>&</b>", "\x00\x1f", "é\u2028\u2029", "\xff\xfe", long, long + "\n", "\t" + long} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		want, _ := json.Marshal(s)
-		if got := appendString(nil, s); string(got) != string(want) {
-			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
+		// Appended to nothing, and after bytes already there, with room
+		// for the string and without.
+		for _, b := range [][]byte{nil, []byte(`{"a":`), make([]byte, 3, 8), make([]byte, 1, 1<<10)} {
+			prefix := string(b)
+			if got := appendString(b, s); string(got) != prefix+string(want) {
+				t.Fatalf("appendString(%q, %q) = %s, want %s", prefix, s, got, prefix+string(want))
+			}
 		}
 	})
 }
