@@ -215,6 +215,9 @@ const directRoom = 1 << 10
 func (j *journalFile) appendFact(f *Fact) error {
 	if j.f != nil && j.mem != nil {
 		if ready := int(j.ready.Load()); ready-j.size >= directRoom {
+			if canPrefetchForWriting && j.alone <= prefetchAlone {
+				prefetchForWriting(&j.mem[j.size&^(cacheLine-1)], prefetchAhead)
+			}
 			room := j.mem[j.size:j.size:ready]
 			line, err := appendFact(room, f)
 			if err != nil {
@@ -279,7 +282,11 @@ func (j *journalFile) append(line []byte) error {
 // the next fact is as likely written on the other processor, which then
 // takes the lines from this one: there the cost rose by half a point to a
 // point. So a fact asks only after prefetchAlone facts in a row were
-// written without a visit waiting.
+// written without a visit waiting. Until then, a fact encoded straight
+// into the mapping asks for its own lines first: they move while it is
+// encoded, rather than one by one as its stores reach them (the map's
+// journal cost 0.6-0.7 points less, in two sets of 14 and 16 interleaved
+// invocations).
 const (
 	cacheLine     = 64
 	prefetchAhead = 6 * cacheLine
