@@ -135,3 +135,30 @@ func interrupt(t *testing.T, cmd *exec.Cmd, out *bytes.Buffer) time.Duration {
 	}
 	return took
 }
+
+// TestRunEndsDaemons: a run that ends on its own ends the daemons its steps
+// left, before flow exits, also when a visit came after the daemon's.
+func TestRunEndsDaemons(t *testing.T) {
+	dir := t.TempDir()
+	// Unusual sleep lengths mark this test's processes.
+	flow := `name: daemon
+nodes:
+  - {id: start, run: "setsid sleep 4343.1 >/dev/null 2>&1 & true"}
+  - {id: after, run: "sleep 0.1"}
+`
+	if err := os.WriteFile(filepath.Join(dir, "daemon.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(flowBinary(t), "run", "daemon.yaml")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("flow run: %v\n%s", err, out)
+	}
+	if left := marked("4343."); len(left) > 0 {
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Fatalf("daemons left after the run: %v", left)
+	}
+}
