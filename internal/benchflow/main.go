@@ -274,10 +274,12 @@ func moduleRoot(ctx context.Context) (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-// build compiles the package pkg of the module at root into out.
+// build compiles the package pkg of the module at root into out, static
+// (CGO_ENABLED=0), as `task build` builds flow.
 func build(ctx context.Context, root, out, pkg string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building %s: %w\n%s", pkg, err, msg)
 	}
