@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
@@ -416,3 +417,27 @@ func TestJournalWithoutAMapping(t *testing.T) {
 		t.Fatal("a closed journal took a fact")
 	}
 }
+
+// The journal writer's per-fact fields fill the first cache line of a
+// journalFile, and journalFiles start on a cache line: 192 bytes is a size
+// class whose objects lie at multiples of 192 from a page.
+func TestJournalFileLayout(t *testing.T) {
+	var j journalFile
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the padding is measured for 64-bit platforms")
+	}
+	if size := unsafe.Sizeof(j); size != 192 {
+		t.Errorf("journalFile is %d bytes, want 192: change its padding", size)
+	}
+	if off := unsafe.Offsetof(j.alone) + unsafe.Sizeof(j.alone); off > cacheLine {
+		t.Errorf("the writer's fields end at byte %d, past the first cache line", off)
+	}
+	for range 8 {
+		heapJournalFile = &journalFile{} // on the heap, as openJournalFile's
+		if p := uintptr(unsafe.Pointer(heapJournalFile)); p%cacheLine != 0 {
+			t.Fatalf("a journalFile at %#x does not start on a cache line", p)
+		}
+	}
+}
+
+var heapJournalFile *journalFile
