@@ -231,8 +231,8 @@ func appendString(b []byte, s string) []byte {
 	out := b[n+1 : n+1+len(s)]
 	i := 0
 	if len(s) <= shortString {
-		// Copied as checked: a short string costs less so than by a call
-		// to copy it.
+		// A short string is copied byte by byte as it is checked, which
+		// costs less than a call to copy it.
 		for i < len(s) && plainByte[s[i]] {
 			out[i] = s[i]
 			i++
