@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -89,7 +89,7 @@ func load(t *testing.T, name, src string) *flows.Plan {
 	return p
 }
 
-func execute(t *testing.T, p *flows.Plan, d *fakeDriver, opts Options) (*Result, []Fact) {
+func execute(t *testing.T, p *flows.Plan, d *fakeDriver, opts Options) (*Result, []*Fact) {
 	t.Helper()
 	opts.Drivers = map[string]Driver{"exec": d}
 	opts.Commands = fakeCommands{}
@@ -99,14 +99,14 @@ func execute(t *testing.T, p *flows.Plan, d *fakeDriver, opts Options) (*Result,
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}
-	facts, err := ReadJournal(res.Dir)
+	facts, err := rundir.ReadJournal(res.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res, facts
 }
 
-func ended(facts []Fact) []string {
+func ended(facts []*Fact) []string {
 	var out []string
 	for _, f := range facts {
 		if f.Type == "end" {
@@ -306,7 +306,7 @@ func TestParallelFailFastCancelsSiblings(t *testing.T) {
 	if res.OK || res.Failure.Root().Kind != schema.FailProvider || res.Failure.Root().Visit != "checks/bad/b" {
 		t.Fatalf("want provider at checks/bad/b, got %+v", res.Failure.Root())
 	}
-	facts, _ := ReadJournal(res.Dir)
+	facts, _ := rundir.ReadJournal(res.Dir)
 	for _, f := range facts {
 		if f.Type == "end" && f.Visit == "checks/slow/s" && (f.Error == nil || f.Error.Kind != schema.FailCancelled) {
 			t.Fatalf("slow sibling should end cancelled: %+v", f.Error)
@@ -497,14 +497,14 @@ func TestTornJournalLineIsIgnored(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "journal.jsonl"), []byte(good+`{"type":"end","vis`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	facts, err := ReadJournal(dir)
+	facts, err := rundir.ReadJournal(dir)
 	if err != nil || len(facts) != 1 {
 		t.Fatalf("torn line: %v %v", facts, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "journal.jsonl"), []byte(`{bad`+"\n"+good), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadJournal(dir); err == nil {
+	if _, err := rundir.ReadJournal(dir); err == nil {
 		t.Fatal("a bad line in the middle must be an error")
 	}
 }
@@ -548,7 +548,7 @@ func TestBudgetStopsARunningTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	facts, _ := ReadJournal(res.Dir)
+	facts, _ := rundir.ReadJournal(res.Dir)
 	if !res.OK || !slices.Contains(ended(facts), "after/noted") {
 		t.Fatalf("a budget failure should be a value on_fail and guards can act on: %+v %v", res.Failure, ended(facts))
 	}
@@ -611,7 +611,7 @@ func TestResumeReplaysEndedVisits(t *testing.T) {
 	if err != nil || res.OK || res.Failure.Root().Kind != schema.FailProvider {
 		t.Fatalf("first attempt: %v %+v", err, res.Failure)
 	}
-	facts, err := ReadJournal(res.Dir)
+	facts, err := rundir.ReadJournal(res.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -621,7 +621,10 @@ func TestResumeReplaysEndedVisits(t *testing.T) {
 		}
 		return "done", nil
 	}}
-	res, err = Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": second}, RunsDir: dir, RunID: "r1", Resume: &Resume{Facts: facts}})
+	if len(facts) == 0 {
+		t.Fatal("the first attempt journaled nothing")
+	}
+	res, err = Resume(context.Background(), res.Dir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": second}})
 	if err != nil || !res.OK {
 		t.Fatalf("resume: %v %+v", err, res.Failure)
 	}
@@ -648,32 +651,6 @@ func TestResumeReplaysEndedVisits(t *testing.T) {
 	}
 	if n := strings.Count(string(page), `data-visit="review#2/check"`); n != 1 {
 		t.Errorf("report.html has %d rows for review#2/check, want 1", n)
-	}
-}
-
-// With the journal off, report.html still shows every visit: it is rendered
-// from the engine's memory, not from the journal.
-func TestReportWithoutJournal(t *testing.T) {
-	p := load(t, "nj", `name: nj
-`+agents+`nodes:
-  - {id: a, agent: worker, prompt: one}
-  - {id: b, agent: worker, prompt: two}
-`)
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": &fakeDriver{}}, RunsDir: t.TempDir(), NoJournal: true})
-	if err != nil || !res.OK {
-		t.Fatalf("run: %v %+v", err, res)
-	}
-	if facts, err := ReadJournal(res.Dir); err != nil || len(facts) != 0 {
-		t.Fatalf("the journal should be empty, read %d facts (%v)", len(facts), err)
-	}
-	page, err := os.ReadFile(filepath.Join(res.Dir, "report.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, row := range []string{`data-visit="a" data-status="ok"`, `data-visit="b" data-status="ok"`, `class="status succeeded"`} {
-		if !strings.Contains(string(page), row) {
-			t.Errorf("report.html lacks %s", row)
-		}
 	}
 }
 
@@ -792,54 +769,6 @@ timeout: 20ms
 	}
 }
 
-// A plain path is walked through the environment's maps instead of being
-// run on expr's machine: the two must agree on every value, and the walk
-// must leave every error to the machine.
-func TestPlainPathsAgreeWithExpr(t *testing.T) {
-	p := load(t, "paths", `name: paths
-input: {a: {b: {c: string}}, list: [string], flag: boolean}
-`+agents+`nodes:
-  - id: n
-    agent: worker
-    prompt: "${{ input }} ${{ input.a }} ${{ input.a.b.c }} ${{ input['a'].b }} ${{ input.list }} ${{ input.flag }} ${{ input.list[0] }} ${{ input.a?.b }}"
-`)
-	parts := p.Root.Nodes[0].Prompt.Parts
-	var paths int
-	envs := []map[string]any{
-		{"input": map[string]any{"a": map[string]any{"b": map[string]any{"c": "x"}}, "list": []any{"y"}, "flag": true}},
-		{"input": map[string]any{"a": map[string]any{"b": map[string]any{}}, "list": []any{}, "flag": false}},
-		{"input": map[string]any{"a": map[string]any{}}},
-		{"input": map[string]any{"a": nil}},
-		{"input": map[string]any{"a": "not a map"}},
-		{"input": nil},
-		{},
-	}
-	for _, part := range parts {
-		e := part.Expr
-		if e == nil {
-			continue
-		}
-		if e.Path != nil {
-			paths++
-		}
-		for _, env := range envs {
-			got, gotErr := eval(e, env)
-			want, wantErr := run(e, env)
-			if (gotErr != nil) != (wantErr != nil) || !reflect.DeepEqual(got, want) {
-				t.Errorf("%s on %v: got %v, %v; expr's machine gave %v, %v", e.Source, env, got, gotErr, want, wantErr)
-			}
-		}
-	}
-	if paths != 6 {
-		t.Errorf("%d of the expressions are plain paths, want 6 (input, input.a, input.a.b.c, input['a'].b, input.list, input.flag)", paths)
-	}
-	guard := &flows.Expr{Source: "input.flag", Program: parts[10].Expr.Program, Path: []string{"input", "flag"}}
-	if _, err := evalBool(guard, map[string]any{"input": map[string]any{"flag": "yes"}}); err == nil {
-		t.Error("a guard's plain path to a string gave no error")
-	}
-}
-
-// Items of a map of leaves take over the environments of ended items:
 // each must still see only its own item and its own nodes' values.
 func TestMapItemsSeeTheirOwnValues(t *testing.T) {
 	p := load(t, "fan", `name: fan

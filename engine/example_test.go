@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/rundir"
 )
 
 // shout is a Driver that answers every turn in capitals: the smallest
@@ -49,9 +50,9 @@ nodes:
 		fmt.Println(err)
 		return
 	}
-	facts, _ := engine.ReadJournal(res.Dir)
+	facts, _ := rundir.ReadJournal(res.Dir)
 	for _, f := range facts {
-		if f.Type == "end" && f.Output != nil {
+		if f.Type == rundir.FactEnd && f.Output != nil {
 			fmt.Println(f.Visit, f.Output)
 		}
 	}

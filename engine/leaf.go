@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -20,7 +22,7 @@ type session struct {
 	id string
 }
 
-func (r *runner) session(key string) *session {
+func (r *runner) session(key rundir.Scope) *session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.sessions[key]
@@ -34,12 +36,7 @@ func (r *runner) session(key string) *session {
 // cancelled names why ctx ended, as a failure of the visit at path. The
 // visit fills in its node's position when the failure reaches it.
 func cancelled(ctx context.Context, path string) *Failure {
-	return causeFailure(context.Cause(ctx), path)
-}
-
-// causeFailure is the failure of the visit at path whose context ended
-// for cause.
-func causeFailure(cause error, path string) *Failure {
+	cause := context.Cause(ctx)
 	if cause == nil {
 		cause = context.Canceled
 	}
@@ -55,94 +52,52 @@ func causeFailure(cause error, path string) *Failure {
 	return &Failure{Kind: kind, Message: cause.Error(), Visit: path}
 }
 
-// model resolves the model of an agent turn (SPEC 3.6): --model, then the
-// flow's model, then each calling flow's, then the agent's own.
-func (r *runner) model(fr *frame, a *flows.Agent) string {
-	if r.opts.Model != "" {
-		return r.opts.Model
-	}
-	for f := fr; f != nil; f = f.parent {
-		if f.flow.Model != "" {
-			return f.flow.Model
-		}
-	}
-	return a.Model
-}
-
-// turnTimeout resolves the bound on one turn: --timeout, the node, the flow,
-// each calling flow, then 30 minutes.
-func (r *runner) turnTimeout(fr *frame, n *flows.Node) time.Duration {
-	if r.opts.Timeout > 0 {
-		return r.opts.Timeout
-	}
-	if n.Timeout > 0 {
-		return n.Timeout
-	}
-	for f := fr; f != nil; f = f.parent {
-		if f.flow.Timeout > 0 {
-			return f.flow.Timeout
-		}
-	}
-	if r.opts.DefaultTimeout > 0 {
-		return r.opts.DefaultTimeout
-	}
-	return defaultTurnTimeout
-}
-
 func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
 	prompt, err := r.turnText(n, vars)
 	if err != nil {
 		return condition(err)
 	}
 	a := n.Agent
-	o := &outcome{model: r.model(fr, a)}
+	o := &outcome{agent: a.Name, model: r.opts.Settings.ResolveModel(fr.calls, a), timeout: r.opts.Settings.ResolveTimeout(fr.calls, n)}
 	homePath := path
 	var sess *session
 	if n.Memory != "" {
-		scope := fr.scopes[n.Memory]
-		homePath = scope
-		o.scope = scope + "\x00" + a.Name
-		sess = r.session(o.scope)
+		o.scope = &rundir.Scope{Path: fr.scopes[n.Memory], Agent: a.Name}
+		homePath = o.scope.Path
+		sess = r.session(*o.scope)
 		sess.mu.Lock()
 		defer sess.mu.Unlock()
 	}
-	home := r.store.home(homePath)
-	timeout := r.turnTimeout(fr, n)
-	o.timeout = timeout
+	home := r.dir.Home(homePath)
 	driver := r.opts.Drivers[a.Driver]
 	var usage Usage
+	o.usage = &usage
 	delay := r.opts.Backoff
 	for attempt := 1; ; attempt++ {
 		o.attempts = attempt
 		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: n.OutputSchema,
-			Home: home, WorkDir: r.opts.WorkDir, Timeout: timeout, Progress: r.progress(path, a.Driver, o.model)}
-		if sess != nil {
-			t.Session = sess.id
-		}
+			Home: home, WorkDir: r.opts.WorkDir, Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model)}
 		answer, fail := r.turn(ctx, fr, driver, t, &usage, sess)
 		var out any = answer
 		if fail == nil && n.Typed {
 			out, fail = r.typed(ctx, fr, driver, t, answer, n, &usage, sess)
 		}
+		if sess != nil {
+			o.session = sess.id
+		}
 		if fail == nil {
-			o.output, o.usage = out, &usage
-			if sess != nil {
-				o.session = sess.id
-			}
-			r.usage.add(path, n.ID, a.Name, usage)
-			r.overflow(o, home, a.Name)
+			o.output = out
+			o.file = overflow(answer, home, a.Name)
 			return o
 		}
 		retriable := fail.Kind == schema.FailProvider || fail.Kind == schema.FailTimeout || fail.Kind == schema.FailSchema
 		if !retriable || attempt > n.Retry || ctx.Err() != nil {
-			o.fail, o.usage = fail, &usage
-			r.usage.add(path, n.ID, a.Name, usage)
+			o.fail = fail
 			return o
 		}
 		select {
 		case <-ctx.Done():
-			o.fail, o.usage = cancelled(ctx, path), &usage
-			r.usage.add(path, n.ID, a.Name, usage)
+			o.fail = cancelled(ctx, path)
 			return o
 		case <-time.After(delay):
 		}
@@ -150,40 +105,34 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 }
 
-// turn runs one driver turn under the run-wide cap and the turn timeout,
-// and classifies how it ended.
+// turn runs one driver turn under the run-wide cap, the turn timeout and
+// the budgets, and classifies how it ended.
 func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *Usage, sess *session) (string, *Failure) {
 	if f := r.budgetRefusal(fr, t.Agent.Name); f != nil {
 		return "", f
 	}
-	// A slot is free most of the time: taking it without a second case
-	// costs no select over two channels.
 	select {
 	case r.live <- struct{}{}:
-	default:
-		select {
-		case r.live <- struct{}{}:
-		case <-ctx.Done():
-			return "", cancelled(ctx, t.Visit)
-		}
+	case <-ctx.Done():
+		return "", cancelled(ctx, t.Visit)
 	}
 	defer func() { <-r.live }()
-	start := time.Now()
-	tc := newTurnContext(ctx, start.Add(t.Timeout))
-	defer tc.release()
-	var tctx context.Context = tc
-	watched := t
-	if len(fr.meters) > 0 {
-		bctx, stop := context.WithCancelCause(tctx)
-		defer stop(nil)
-		tctx = bctx
-		w := *t
-		w.Progress = watchBudget(fr, stop, t.Progress)
-		watched = &w
+	if sess != nil {
+		t.Session = sess.id
 	}
-	res, err := d.Turn(tctx, watched)
+	tctx, cancelTimeout := context.WithTimeoutCause(ctx, t.Timeout, errTimeout)
+	defer cancelTimeout()
+	tctx, stop := context.WithCancelCause(tctx)
+	defer stop(nil)
+	t.Progress = watchBudget(fr, stop, t.Progress)
+	start := time.Now()
+	res, err := d.Turn(tctx, t)
 	if res != nil {
-		usage.addTurn(res.Usage, time.Since(start))
+		u := res.Usage
+		if u.WallMS <= 0 {
+			u.WallMS = time.Since(start).Milliseconds()
+		}
+		usage.Add(u)
 		fr.charge(&res.Usage)
 		r.noteTurn(t.Agent.Name, res.Usage)
 		if sess != nil && res.Session != "" {
@@ -191,11 +140,7 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 		}
 	}
 	if tctx.Err() != nil {
-		cause := tc.cause()
-		if tctx != context.Context(tc) { // the budget's, around tc
-			cause = context.Cause(tctx)
-		}
-		return "", causeFailure(cause, t.Visit)
+		return "", cancelled(tctx, t.Visit)
 	}
 	switch {
 	case errors.Is(err, ErrUnavailable):
@@ -223,9 +168,6 @@ func (r *runner) typed(ctx context.Context, fr *frame, d Driver, t *Turn, answer
 	}
 	retry := *t
 	retry.Prompt = fmt.Sprintf("%s\n\n## Your previous answer did not fit\n%v\n\nYour previous answer was:\n%s\n\nAnswer again with only the JSON value.", t.Prompt, err, fence(answer))
-	if sess != nil {
-		retry.Session = sess.id
-	}
 	answer2, fail := r.turn(ctx, fr, d, &retry, usage, sess)
 	if fail != nil {
 		return nil, fail
@@ -239,25 +181,24 @@ func (r *runner) typed(ctx context.Context, fr *frame, d Driver, t *Turn, answer
 
 func (r *runner) progress(path, driver, model string) func(Progress) {
 	return func(p Progress) {
-		r.emit(&Event{Type: "progress", Visit: path, Driver: driver, Model: model, Activity: p.Activity, Tokens: p.Tokens})
+		r.emit(&Event{Type: rundir.EventProgress, Visit: path, Driver: driver, Model: model, Activity: p.Activity, Tokens: p.Tokens})
 	}
 }
 
 // overflowLimit is the size above which an answer is handed on as a file.
 const overflowLimit = 50 << 10
 
-func (r *runner) overflow(o *outcome, home, agent string) {
-	s, ok := o.output.(string)
-	if !ok || len(s) <= overflowLimit {
-		return
+// overflow writes an answer longer than overflowLimit to the home, and
+// returns its path ("" when it is short, or could not be written).
+func overflow(answer, home, agent string) string {
+	if len(answer) <= overflowLimit || os.MkdirAll(home, 0o755) != nil {
+		return ""
 	}
-	path := home + "/" + agent + "-answer.md"
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return
+	path := filepath.Join(home, agent+"-answer.md")
+	if os.WriteFile(path, []byte(answer), 0o644) != nil {
+		return ""
 	}
-	if err := os.WriteFile(path, []byte(s), 0o644); err == nil {
-		o.file = path
-	}
+	return path
 }
 
 func (r *runner) command(ctx context.Context, n *flows.Node, vars map[string]any, path string) *outcome {
@@ -284,19 +225,13 @@ func (r *runner) command(ctx context.Context, n *flows.Node, vars map[string]any
 	if err != nil {
 		return condition(err)
 	}
-	c.Home = r.store.home(path)
-	timeout := n.Timeout
-	if timeout <= 0 {
-		timeout = defaultRunTimeout
-	}
-	tctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
+	c.Home = r.dir.Home(path)
+	tctx, cancel := context.WithTimeoutCause(ctx, flows.RunTimeout(n), errTimeout)
 	defer cancel()
 	res, err := r.opts.Commands.Run(tctx, c)
 	switch {
 	case tctx.Err() != nil:
 		return &outcome{fail: cancelled(tctx, path)}
-	case errors.Is(err, ErrUnavailable):
-		return &outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error()}}
 	case err != nil:
 		return &outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error()}}
 	}

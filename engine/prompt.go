@@ -6,59 +6,45 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
 
-// render evaluates a template: strings are inserted as they are, other
-// values as JSON.
+// render evaluates a template: strings are inserted as they are, null as
+// nothing, other values as JSON.
 func render(t *flows.Template, vars map[string]any) (string, error) {
-	if t.IsStatic() {
-		if t == nil || len(t.Parts) == 0 {
-			return "", nil
-		}
-		return t.Parts[0].Text, nil
-	}
-	b, err := appendRendered(make([]byte, 0, len(t.Source)+16), t, vars)
-	return string(b), err
-}
-
-// appendRendered appends what render returns.
-func appendRendered(b []byte, t *flows.Template, vars map[string]any) ([]byte, error) {
 	if t == nil {
-		return b, nil
+		return "", nil
 	}
+	var b strings.Builder
 	for _, p := range t.Parts {
 		if p.Expr == nil {
-			b = append(b, p.Text...)
+			b.WriteString(p.Text)
 			continue
 		}
 		v, err := eval(p.Expr, vars)
 		if err != nil {
-			return b, err
+			return "", err
 		}
-		b = appendText(b, v)
+		b.WriteString(text(v))
 	}
-	return b, nil
+	return b.String(), nil
 }
 
-// appendText appends a value as a template shows it: a string as it is,
-// nothing for null, anything else as JSON (as encoding/json writes it).
-func appendText(b []byte, v any) []byte {
+// text is a value as a template shows it.
+func text(v any) string {
 	switch x := v.(type) {
 	case string:
-		return append(b, x...)
+		return x
 	case nil:
-		return b
+		return ""
 	}
-	start := len(b)
-	b, err := appendAny(b, v)
+	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Append(b[:start], v)
+		return fmt.Sprint(v)
 	}
-	return b
+	return string(b)
 }
 
 func fence(s string) string {
@@ -76,34 +62,24 @@ func jsonFence(v any) string {
 // turnText builds what a turn receives (SPEC 3.3): the prompt, each read
 // under its own heading, the output instruction, the working directory.
 func (r *runner) turnText(n *flows.Node, vars map[string]any) (string, error) {
-	const wdLine = "\n\nWorking directory: "
-	size := len(wdLine) + len(r.opts.WorkDir) + 1
-	if n.Prompt != nil {
-		size += len(n.Prompt.Source) + 16
-	}
-	// One buffer for the whole text, made a string without a copy: it is
-	// never written again.
-	b, err := appendRendered(make([]byte, 0, size), n.Prompt, vars)
+	prompt, err := render(n.Prompt, vars)
 	if err != nil {
 		return "", err
 	}
+	var b strings.Builder
+	b.WriteString(prompt)
 	for _, rd := range n.Reads {
 		v, err := eval(rd.Expr, vars)
 		if err != nil {
 			return "", err
 		}
-		b = append(b, "\n\n## "...)
-		b = append(b, rd.Address...)
-		b = append(b, '\n')
-		b = append(b, readText(v, rd.IsNode)...)
+		fmt.Fprintf(&b, "\n\n## %s\n%s", rd.Address, readText(v, rd.IsNode))
 	}
 	if n.Typed {
-		b = fmt.Appendf(b, "\n\n## Answer format\nAnswer with only a JSON value (no prose, no code fence) that fits this JSON Schema:\n```json\n%s\n```", n.OutputSchema)
+		fmt.Fprintf(&b, "\n\n## Answer format\nAnswer with only a JSON value (no prose, no code fence) that fits this JSON Schema:\n```json\n%s\n```", n.OutputSchema)
 	}
-	b = append(b, wdLine...)
-	b = append(b, r.opts.WorkDir...)
-	b = append(b, '\n')
-	return unsafe.String(unsafe.SliceData(b), len(b)), nil
+	fmt.Fprintf(&b, "\n\nWorking directory: %s\n", r.opts.WorkDir)
+	return b.String(), nil
 }
 
 // readText renders one read: a node's output as text (typed values and

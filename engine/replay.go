@@ -1,33 +1,94 @@
 package engine
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/proc"
+	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
-// Resume continues an earlier run in its own directory: visits that ended
-// there are not run again (SPEC 5).
-type Resume struct {
-	// Facts is the run's journal as read by ReadJournal.
-	Facts []Fact
+// Resume continues the run in dir from its first unended visit (SPEC 5):
+// it runs the run's snapshot (the flows and agents as they were read, the
+// same input and model), and every visit that ended keeps its recorded
+// outcome and is not run again. Processes the dead engine left are ended
+// first. load says where agents come from and which drivers exist; opts
+// gives the drivers, the live view and a new --timeout (Settings.Timeout)
+// if any; its RunID, RunsDir, Input and Settings.Model are the run's own.
+func Resume(ctx context.Context, dir string, load flows.Options, opts Options) (*Result, error) {
+	info, err := rundir.Inspect(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Resumable {
+		return nil, &RefusedError{Msg: fmt.Sprintf("run %s cannot be resumed: %s", info.ID, info.Why)}
+	}
+	snap, err := rundir.ReadSnapshot(dir)
+	if err != nil {
+		return nil, err
+	}
+	plan, diags := snap.Load(load)
+	if diags.HasErrors() {
+		return nil, &RefusedError{Msg: fmt.Sprintf("the snapshot of run %s does not load any more:\n%s", info.ID, diags.Error())}
+	}
+	timeout, turnTimeout := snap.Settings.Durations()
+	if opts.Settings.Timeout == 0 {
+		opts.Settings.Timeout = timeout
+	}
+	opts.Settings.Model, opts.Settings.TurnTimeout = snap.Settings.Model, turnTimeout
+	opts.Input, opts.WorkDir, opts.Config = snap.Input, snap.Settings.WorkDir, snap.Settings.Config
+	opts.RunID, opts.RunsDir = info.ID, filepath.Dir(dir)
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = snap.Settings.Concurrency
+	}
+	input, err := checkInput(plan.Root, opts.Input)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.check(plan); err != nil {
+		return nil, err
+	}
+	w, earlier, err := rundir.Reopen(dir)
+	if err != nil {
+		return nil, err
+	}
+	notes := []string{fmt.Sprintf("resuming run %s (%s, %s)", info.ID, info.Flow, info.Status)}
+	for _, f := range snap.Changed() {
+		notes = append(notes, f+" changed since the run started; resuming the run's snapshot of it")
+	}
+	if n := endLeftovers(info.ID); n > 0 {
+		notes = append(notes, fmt.Sprintf("ended %d process(es) left by the interrupted run", n))
+	}
+	return run(ctx, plan, opts, w, input, earlier, notes...)
 }
 
-// ended indexes the last end fact of each visit of a resumed run.
-func (r *runner) loadReplay(facts []Fact) {
+// endLeftovers ends every process still carrying the run's tag: daemons a
+// step left, or what a dead engine's visits were running.
+// It returns how many it found.
+func endLeftovers(runID string) int {
+	n, _ := proc.KillTagged(runID, proc.DefaultGrace)
+	return n
+}
+
+// replay indexes the last end fact of each visit of earlier attempts and
+// takes back their sessions and spending.
+func (r *runner) replay(facts []*Fact) {
+	if facts == nil {
+		return
+	}
 	r.ended = map[string]*Fact{}
-	r.store.remember(pointers(facts))
-	for i := range facts {
-		f := &facts[i]
-		if f.Type != "end" {
+	for _, f := range facts {
+		if f.Type != rundir.FactEnd {
 			continue
 		}
 		r.ended[f.Visit] = f
-		// Every attempt's usage counts, also of visits that run again.
-		if f.Usage != nil {
-			r.usage.add(f.Visit, f.Node, "", *f.Usage)
-		}
-		if f.Scope != "" && f.Session != "" {
-			r.session(f.Scope).id = f.Session
+		r.spent(f.Usage) // every attempt's usage counts, also of visits that run again
+		if f.Scope != nil && f.Session != "" {
+			r.session(*f.Scope).id = f.Session
 		}
 	}
 }
@@ -39,13 +100,13 @@ func (r *runner) loadReplay(facts []Fact) {
 // again.
 func (r *runner) replayed(n *flows.Node, path string) (*outcome, bool) {
 	f := r.ended[path]
-	if f == nil || !(isLeaf(n) || n.Kind == schema.KindAsk) {
+	if f == nil || !isLeaf(n) {
 		// Blocks are always entered again: their children replay, and
 		// guards and lists are evaluated again over the same values, so the
 		// block comes to the same end without running anything twice.
 		return nil, false
 	}
-	ok := f.OK != nil && *f.OK
+	ok := f.Succeeded()
 	if !ok {
 		if !n.Continue || f.Error == nil {
 			return nil, false
@@ -56,10 +117,20 @@ func (r *runner) replayed(n *flows.Node, path string) (*outcome, bool) {
 		}
 	}
 	o := &outcome{output: normalize(n.Output, f.Output), skipped: f.Skipped, usage: f.Usage, model: f.Model,
-		attempts: f.Attempts, session: f.Session, scope: f.Scope}
+		attempts: f.Attempts, session: f.Session, scope: f.Scope, file: f.File}
 	if !ok {
 		o.fail = f.Error
 	}
-	r.emit(&Event{Type: "visit.replayed", Visit: path, Node: n.ID, Kind: string(n.Kind), OK: &ok, Error: o.fail})
+	r.emit(&Event{Type: rundir.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok, Error: o.fail})
 	return o, true
 }
+
+// Causes of cancellation, read back with context.Cause to tell the kinds apart.
+var (
+	// ErrStopped is the cause to cancel a run with when its user interrupts
+	// it (Ctrl-C, SIGTERM): running visits end as `stopped`.
+	ErrStopped   = errors.New("the run was interrupted")
+	errCancelled = errors.New("a sibling failed first (fail_fast)")
+	errTimeout   = errors.New("timed out")
+	errBudget    = errors.New("budget exhausted")
+)

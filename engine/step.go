@@ -65,19 +65,6 @@ type TurnResult struct {
 	Session     string // the session to continue for memory, if the driver has one
 }
 
-// Usage is what an agent reported. A nil field was not reported: it is
-// recorded as null, never as zero (SPEC 4).
-type Usage struct {
-	Input      *int64   `json:"input"`
-	Output     *int64   `json:"output"`
-	CacheRead  *int64   `json:"cache_read"`
-	CacheWrite *int64   `json:"cache_write"`
-	Cost       *float64 `json:"cost"`
-	Turns      *int64   `json:"turns"`
-	WallMS     int64    `json:"wall_ms"`
-	BusyMS     int64    `json:"busy_ms"`
-}
-
 // Progress is one live update from a running visit: what it is doing now.
 type Progress struct {
 	Activity string // e.g. "running go test", "using grep", "writing"

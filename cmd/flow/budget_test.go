@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/modelserver"
+	"github.com/flowrun/flow/rundir"
 )
 
 // Four turns of about 550 input tokens under a budget of 1200: the run
@@ -34,7 +34,7 @@ nodes:
 	if err == nil {
 		t.Fatalf("the run should fail on its budget:\n%s", out)
 	}
-	info, ierr := engine.Inspect(run)
+	info, ierr := rundir.Inspect(run)
 	if ierr != nil {
 		t.Fatal(ierr)
 	}

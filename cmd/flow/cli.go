@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -169,9 +170,15 @@ func (a *app) loadOptions() flows.Options {
 	return flows.Options{ProjectAgents: a.cfg.GetBool("project_agents"), DefaultDriver: a.cfg.GetString("driver")}
 }
 
-// settings is the resolved configuration for the snapshot, without secrets:
+// runSettings are the run-wide overrides of model and timeout (SPEC 3.6):
+// the command line's, and the configuration's bound on a turn.
+func (a *app) runSettings(model string, timeout time.Duration) flows.Settings {
+	return flows.Settings{Model: model, Timeout: timeout, TurnTimeout: a.cfg.GetDuration("timeout")}
+}
+
+// config is the resolved configuration for the snapshot, without secrets:
 // keys whose name says they hold one are left out.
-func (a *app) settings() map[string]any {
+func (a *app) config() map[string]any {
 	out := map[string]any{}
 	for _, k := range a.cfg.AllKeys() {
 		lk := strings.ToLower(k)

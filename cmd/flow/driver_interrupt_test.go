@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/internal/modelserver"
-	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/internal/proc"
 )
 
 // Ctrl-C while a real agent waits for its model: exit 130 within 8 s, the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/modelserver"
+	"github.com/flowrun/flow/rundir"
 )
 
 // cliKey is the fake key of these tests: it must appear in no file of a run.
@@ -204,9 +205,9 @@ func answers(t *testing.T, run string) map[string]any {
 }
 
 // journal returns the facts of the run's journal.
-func journal(t *testing.T, run string) []engine.Fact {
+func journal(t *testing.T, run string) []*rundir.Fact {
 	t.Helper()
-	facts, err := engine.ReadJournal(run)
+	facts, err := rundir.ReadJournal(run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/rundir"
 )
 
 func (a *app) runsCmd() *cobra.Command {
@@ -25,7 +24,7 @@ func (a *app) runsCmd() *cobra.Command {
 		Short: "List the runs of this directory, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			runs, err := engine.ListRuns(a.cfg.GetString("runs_dir"))
+			runs, err := rundir.List(a.cfg.GetString("runs_dir"))
 			if err != nil {
 				return err
 			}
@@ -33,7 +32,7 @@ func (a *app) runsCmd() *cobra.Command {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
 				if runs == nil {
-					runs = []*engine.RunInfo{}
+					runs = []*rundir.RunInfo{}
 				}
 				return enc.Encode(runs)
 			}
@@ -41,27 +40,13 @@ func (a *app) runsCmd() *cobra.Command {
 			fmt.Fprintln(tw, "RUN\tFLOW\tSTATUS\tSTARTED\tWALL\tTOKENS\tCOST")
 			for _, r := range runs {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.Status, r.Started.Local().Format("2006-01-02 15:04:05"),
-					fmtMS(r.WallMS), tokensText(r.Usage), costText(r.Usage))
+					fmtMS(r.WallMS), rundir.TokensText(r.Usage), rundir.CostText(r.Usage))
 			}
 			return tw.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
 	return cmd
-}
-
-func tokensText(u engine.Usage) string {
-	if u.Input == nil && u.Output == nil {
-		return "-"
-	}
-	return fmt.Sprint(u.Tokens())
-}
-
-func costText(u engine.Usage) string {
-	if u.Cost == nil {
-		return "-"
-	}
-	return fmt.Sprintf("$%.4f", *u.Cost)
 }
 
 func (a *app) showCmd() *cobra.Command {
@@ -74,24 +59,24 @@ func (a *app) showCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			info, err := engine.Inspect(dir)
+			info, err := rundir.Inspect(dir)
 			if err != nil {
 				return err
 			}
 			// An engine that died left report.html as of its last refresh:
 			// bring it up to date with the journal.
-			if info.Status == "interrupted" {
-				if err := engine.WriteReport(dir); err != nil {
+			if info.Status == rundir.StatusInterrupted {
+				if err := rundir.WriteReport(dir); err != nil {
 					fmt.Fprintf(a.stderr, "warning: refreshing report.html: %v\n", err)
 				}
 			}
 			fmt.Fprintf(a.stdout, "run %s  flow %s  %s  %s  tokens %s  cost %s\n", info.ID, info.Flow, info.Status,
-				fmtMS(info.WallMS), tokensText(info.Usage), costText(info.Usage))
+				fmtMS(info.WallMS), rundir.TokensText(info.Usage), rundir.CostText(info.Usage))
 			if info.Failure != nil {
 				root := info.Failure.Root()
 				fmt.Fprintf(a.stdout, "failed at %s: %s: %s\n", root.Visit, root.Kind, firstLine(root.Message))
 			}
-			if !info.Resumable && info.Status != "succeeded" {
+			if !info.Resumable && info.Status != rundir.StatusSucceeded {
 				fmt.Fprintf(a.stdout, "not resumable: %s\n", info.Why)
 			}
 			for _, v := range visitRows(info.Facts) {
@@ -103,18 +88,17 @@ func (a *app) showCmd() *cobra.Command {
 }
 
 // visitRows renders the visits in the order they started, indented by depth.
-func visitRows(facts []engine.Fact) []string {
-	visits := engine.JournalVisits(facts)
+func visitRows(facts []*rundir.Fact) []string {
+	visits := rundir.Visits(facts)
 	rows := make([]string, 0, len(visits))
 	for _, visit := range visits {
 		v := visit.Start.Visit
-		depth := strings.Count(v, "/")
 		mark, detail := "…", "running or interrupted"
 		if e := visit.End; e != nil {
 			switch {
-			case e.OK != nil && *e.OK && e.Skipped:
+			case e.Succeeded() && e.Skipped:
 				mark, detail = "-", "skipped"
-			case e.OK != nil && *e.OK:
+			case e.Succeeded():
 				mark, detail = "✓", outputStart(e.Output)
 			default:
 				mark, detail = "✗", fmt.Sprintf("%s: %s", e.Error.Kind, firstLine(e.Error.Message))
@@ -127,7 +111,7 @@ func visitRows(facts []engine.Fact) []string {
 			}
 			detail = fmtMS(e.WallMS) + "  " + detail
 		}
-		rows = append(rows, fmt.Sprintf("%s%s %s  %s", strings.Repeat("  ", depth), mark, v, detail))
+		rows = append(rows, fmt.Sprintf("%s%s %s  %s", strings.Repeat("  ", strings.Count(v, "/")), mark, v, detail))
 	}
 	return rows
 }
@@ -167,7 +151,7 @@ func (a *app) tailCmd() *cobra.Command {
 			if len(args) == 2 {
 				visit = args[1]
 			}
-			path, err := transcriptOf(dir, visit)
+			path, err := rundir.Transcript(dir, visit)
 			if err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
@@ -213,64 +197,6 @@ func commonLines(a, b string) int {
 		off += len(bl[i])
 	}
 	return off
-}
-
-// transcriptOf finds the transcript of visit in a run (the latest visit
-// that has one when visit is ""): the newest *.jsonl or output.log in its
-// home, or in its memory scope's home. Live logs (*.log) count: they are
-// written while the visit runs.
-func transcriptOf(dir, visit string) (string, error) {
-	facts, err := engine.ReadJournal(dir)
-	if err != nil {
-		return "", err
-	}
-	homes := []string{}
-	if visit != "" {
-		homes = append(homes, visit)
-		for _, f := range facts {
-			if f.Type == "end" && f.Visit == visit && f.Scope != "" {
-				scope, _, _ := strings.Cut(f.Scope, "\x00")
-				homes = append(homes, scope)
-			}
-		}
-	} else {
-		visits := engine.JournalVisits(facts)
-		for i := len(visits) - 1; i >= 0; i-- {
-			homes = append(homes, visits[i].Start.Visit)
-		}
-	}
-	for _, h := range homes {
-		home := filepath.Join(dir, "home", filepath.FromSlash(h))
-		if p := newestTranscript(home); p != "" {
-			return p, nil
-		}
-	}
-	if visit == "" {
-		return "", fmt.Errorf("no visit of run %s has a transcript yet", filepath.Base(dir))
-	}
-	for _, f := range facts {
-		if f.Visit == visit {
-			return "", fmt.Errorf("visit %s has no readable transcript in %s (it may have been deleted)", visit, filepath.Join(dir, "home", visit))
-		}
-	}
-	return "", fmt.Errorf("run %s has no visit %s", filepath.Base(dir), visit)
-}
-
-func newestTranscript(home string) string {
-	entries, err := os.ReadDir(home)
-	if err != nil {
-		return ""
-	}
-	best, bestT := "", time.Time{}
-	for _, e := range entries {
-		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".jsonl") || strings.HasSuffix(e.Name(), ".log")) {
-			continue
-		}
-		if st, err := e.Info(); err == nil && st.ModTime().After(bestT) {
-			best, bestT = filepath.Join(home, e.Name()), st.ModTime()
-		}
-	}
-	return best
 }
 
 // tailFile returns the last n lines of path, reading at most tailLimit bytes.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/rundir"
 )
 
 // flowBinary returns a path that runs this test binary as the flow command
@@ -97,7 +97,7 @@ nodes:
 	if len(runs) != 1 {
 		t.Fatalf("run directories: %v", runs)
 	}
-	facts, err := engine.ReadJournal(runs[0])
+	facts, err := rundir.ReadJournal(runs[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,141 +14,56 @@ import (
 
 func (a *app) planCmd() *cobra.Command {
 	var mermaid bool
+	var model string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "plan FILE",
 		Short: "Show a flow's shape with the worst-case turns and time per node",
 		Long: "Show the flow as a tree. For each node: the most agent turns it can take\n" +
 			"and the longest it can run, counting retries, typed-output send-backs,\n" +
-			"loop and map bounds and each turn's timeout. Nothing runs.",
+			"loop and map bounds and each turn's timeout; for each agent node, the\n" +
+			"model and timeout its turns resolve to, as `flow run` resolves them.\n" +
+			"Nothing runs.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			shortLived()
 			plan, err := a.load(args[0])
 			if err != nil {
 				return err
 			}
-			e := &estimator{plan: plan, timeout: timeout}
 			if mermaid {
 				writeMermaid(a.stdout, plan)
 				return nil
 			}
-			total := e.sequence(plan.Root, plan.Root.Nodes)
-			fmt.Fprintf(a.stdout, "%s  (worst case: %d turns, %s)\n", plan.Root.Name, total.turns, total.time)
-			e.print(a.stdout, plan.Root, plan.Root.Nodes, "  ")
+			est := flows.Estimate(plan, a.runSettings(model, timeout))
+			fmt.Fprintf(a.stdout, "%s  (worst case: %d turns, %s)\n", plan.Root.Name, est.Turns, est.Time)
+			printEstimate(a.stdout, est, "  ")
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&mermaid, "mermaid", false, "print a Mermaid flowchart instead")
+	cmd.Flags().StringVar(&model, "model", "", "assume this --model for every agent")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "assume this --timeout for every agent turn")
 	return cmd
 }
 
-// worst is the most a node can cost: agent turns and wall time.
-type worst struct {
-	turns int
-	time  time.Duration
-}
-
-type estimator struct {
-	plan    *flows.Plan
-	timeout time.Duration
-	calls   []string // flow call stack (cycles are refused at load time)
-}
-
-func (e *estimator) turnTimeout(f *flows.Flow, n *flows.Node) time.Duration {
-	switch {
-	case e.timeout > 0:
-		return e.timeout
-	case n.Timeout > 0:
-		return n.Timeout
-	case f.Timeout > 0:
-		return f.Timeout
-	}
-	return 30 * time.Minute
-}
-
-func (e *estimator) sequence(f *flows.Flow, nodes []*flows.Node) worst {
-	var w worst
-	for _, n := range nodes {
-		nw := e.node(f, n)
-		w.turns += nw.turns
-		w.time += nw.time
-	}
-	return w
-}
-
-func (e *estimator) node(f *flows.Flow, n *flows.Node) worst {
-	switch n.Kind {
-	case schema.KindAgent:
-		per := 1
-		if n.Typed {
-			per = 2
-		}
-		turns := per * (n.Retry + 1)
-		return worst{turns: turns, time: time.Duration(turns) * e.turnTimeout(f, n)}
-	case schema.KindRun:
-		if n.Timeout > 0 {
-			return worst{time: n.Timeout}
-		}
-		return worst{time: 10 * time.Minute}
-	case schema.KindChoice:
-		var w worst
-		for _, b := range n.Branches {
-			bw := e.sequence(f, b.Nodes)
-			w.turns, w.time = max(w.turns, bw.turns), max(w.time, bw.time)
-		}
-		return w
-	case schema.KindParallel:
-		var w worst
-		for _, b := range n.Branches {
-			bw := e.sequence(f, b.Nodes)
-			w.turns += bw.turns
-			w.time = max(w.time, bw.time)
-		}
-		return w
-	case schema.KindMap:
-		bw := e.sequence(f, n.Body)
-		waves := (n.Max + n.Concurrency - 1) / n.Concurrency
-		return worst{turns: bw.turns * n.Max, time: bw.time * time.Duration(waves)}
-	case schema.KindLoop:
-		bw := e.sequence(f, n.Body)
-		return worst{turns: bw.turns * n.Max, time: bw.time * time.Duration(n.Max)}
-	case schema.KindFlow:
-		callee := e.plan.Flows[n.Callee]
-		if callee == nil {
-			return worst{}
-		}
-		return e.sequence(callee, callee.Nodes)
-	}
-	return worst{}
-}
-
-func (e *estimator) print(w io.Writer, f *flows.Flow, nodes []*flows.Node, indent string) {
-	for _, n := range nodes {
-		nw := e.node(f, n)
-		fmt.Fprintf(w, "%s%s  %s%s  (%d turns, %s)\n", indent, n.ID, describeNode(n), "", nw.turns, nw.time)
-		switch n.Kind {
-		case schema.KindChoice:
-			for _, b := range n.Branches {
-				label := "else"
-				if !b.Else {
-					label = "when " + b.When.Source
-				}
-				fmt.Fprintf(w, "%s  %s:\n", indent, label)
-				e.print(w, f, b.Nodes, indent+"    ")
+func printEstimate(w io.Writer, seq *flows.SequenceEstimate, indent string) {
+	for _, e := range seq.Nodes {
+		n := e.Node
+		resolved := ""
+		if n.Kind == schema.KindAgent {
+			model := e.Model
+			if model == "" {
+				model = "driver default"
 			}
-		case schema.KindParallel:
-			for _, b := range n.Branches {
-				fmt.Fprintf(w, "%s  %s:\n", indent, b.Name)
-				e.print(w, f, b.Nodes, indent+"    ")
-			}
-		case schema.KindMap, schema.KindLoop:
-			e.print(w, f, n.Body, indent+"  ")
-		case schema.KindFlow:
-			if callee := e.plan.Flows[n.Callee]; callee != nil {
-				e.print(w, callee, callee.Nodes, indent+"  ")
-			}
+			resolved = fmt.Sprintf(" [%s, timeout %s]", model, e.Timeout)
+		}
+		fmt.Fprintf(w, "%s%s  %s%s  (%d turns, %s)\n", indent, n.ID, describeNode(n), resolved, e.Turns, e.Time)
+		for _, b := range e.Branches {
+			fmt.Fprintf(w, "%s  %s:\n", indent, b.Label)
+			printEstimate(w, b.SequenceEstimate, indent+"    ")
+		}
+		if e.Body != nil {
+			printEstimate(w, e.Body, indent+"  ")
 		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/schema"
 )
 
 // progressView shows a run's events as they happen. Event is called from
@@ -59,27 +61,31 @@ func (v *plainView) Event(e *engine.Event) {
 
 func (v *plainView) Close() {}
 
-func isLeaf(kind string) bool { return kind == "agent" || kind == "run" || kind == "ask" }
+func isLeaf(kind schema.Kind) bool {
+	return kind == schema.KindAgent || kind == schema.KindRun || kind == schema.KindAsk
+}
 
 // eventLine renders an event as one plain line, or "" for events that plain
 // output leaves out.
 func eventLine(e *engine.Event) string {
 	switch e.Type {
-	case "run.start":
+	case rundir.EventRunStart:
 		return fmt.Sprintf("run %s started (%s)", e.Run, e.Dir)
-	case "visit.start":
+	case rundir.EventNote:
+		return e.Message
+	case rundir.EventVisitStart:
 		if !isLeaf(e.Kind) {
 			return ""
 		}
 		return fmt.Sprintf("▶ %s", e.Visit)
-	case "visit.end":
+	case rundir.EventVisitEnd:
 		if e.OK != nil && *e.OK {
 			if !isLeaf(e.Kind) {
 				return ""
 			}
 			return fmt.Sprintf("✓ %s  %s%s", e.Visit, fmtMS(e.WallMS), usageText(e.Usage))
 		}
-		if e.Error != nil && e.Error.Kind == "child" {
+		if e.Error != nil && e.Error.Kind == schema.FailChild {
 			return ""
 		}
 		msg := ""
@@ -151,11 +157,11 @@ func (v *liveView) Event(e *engine.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	switch e.Type {
-	case "visit.start":
+	case rundir.EventVisitStart:
 		if isLeaf(e.Kind) {
-			v.running[e.Visit] = &liveLine{visit: e.Visit, what: "starting " + e.Kind, start: e.Time}
+			v.running[e.Visit] = &liveLine{visit: e.Visit, what: "starting " + string(e.Kind), start: e.Time}
 		}
-	case "progress":
+	case rundir.EventProgress:
 		if l := v.running[e.Visit]; l != nil {
 			l.what, l.model = e.Activity, e.Driver
 			if e.Model != "" {
@@ -165,11 +171,11 @@ func (v *liveView) Event(e *engine.Event) {
 				l.tokens = e.Tokens
 			}
 		}
-	case "visit.end":
+	case rundir.EventVisitEnd:
 		delete(v.running, e.Visit)
 	}
 	// Running visits are the live lines; only what ended scrolls above them.
-	if line := eventLine(e); line != "" && e.Type != "visit.start" {
+	if line := eventLine(e); line != "" && e.Type != rundir.EventVisitStart {
 		v.clear()
 		fmt.Fprintln(v.w, line)
 	}

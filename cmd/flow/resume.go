@@ -1,17 +1,13 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/rundir"
 )
 
 func (a *app) resumeCmd() *cobra.Command {
@@ -30,7 +26,10 @@ func (a *app) resumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.resume(cmd, dir, timeout, asJSON)
+			return a.execute(cmd.Context(), asJSON, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
+				opts.Settings.Timeout = timeout
+				return engine.Resume(ctx, dir, a.loadOptions(), opts)
+			})
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "bound on each agent turn from now on")
@@ -43,14 +42,12 @@ func (a *app) resumeCmd() *cobra.Command {
 func (a *app) findRun(args []string, resumable bool) (string, error) {
 	runsDir := a.cfg.GetString("runs_dir")
 	if len(args) == 1 {
-		for _, dir := range []string{args[0], filepath.Join(runsDir, args[0])} {
-			if _, err := os.Stat(filepath.Join(dir, "journal.jsonl")); err == nil {
-				return dir, nil
-			}
+		if dir, ok := rundir.Find(runsDir, args[0]); ok {
+			return dir, nil
 		}
 		return "", invalid("no run %q in %s", args[0], runsDir)
 	}
-	runs, err := engine.ListRuns(runsDir)
+	runs, err := rundir.List(runsDir)
 	if err != nil {
 		return "", err
 	}
@@ -63,54 +60,4 @@ func (a *app) findRun(args []string, resumable bool) (string, error) {
 		return "", invalid("no resumable run in %s", runsDir)
 	}
 	return "", invalid("no runs in %s", runsDir)
-}
-
-func (a *app) resume(cmd *cobra.Command, dir string, timeout time.Duration, asJSON bool) error {
-	info, err := engine.Inspect(dir)
-	if err != nil {
-		return invalid("%v", err)
-	}
-	if !info.Resumable {
-		return invalid("run %s cannot be resumed: %s", info.ID, info.Why)
-	}
-	snap, err := engine.ReadSnapshot(dir)
-	if err != nil {
-		return invalid("%v", err)
-	}
-	opts := a.loadOptions()
-	opts.Sources = map[string][]byte{}
-	for _, f := range snap.Flows {
-		opts.Sources[f.File] = []byte(f.Source)
-		if now, err := os.ReadFile(f.File); err == nil && string(now) != f.Source {
-			fmt.Fprintf(a.stderr, "note: %s changed since the run started; resuming the run's snapshot of it\n", f.File)
-		}
-	}
-	opts.Agents = []*flows.Agent{}
-	for name, raw := range snap.Agents {
-		var ag flows.Agent
-		if err := json.Unmarshal(raw, &ag); err != nil {
-			return invalid("reading snapshot agent %s: %v", name, err)
-		}
-		opts.Agents = append(opts.Agents, &ag)
-	}
-	if snap.Settings.WorkDir != "" {
-		opts.WorkDir = snap.Settings.WorkDir
-	}
-	plan, diags := flows.Load(snap.File, opts)
-	a.printDiagnostics(diags)
-	if diags.HasErrors() {
-		return invalid("the snapshot of run %s does not load any more", info.ID)
-	}
-	if timeout == 0 && snap.Settings.Timeout != "" {
-		timeout, _ = time.ParseDuration(snap.Settings.Timeout)
-	}
-	// Processes the dead engine left are ended before anything runs again.
-	if n, _ := proc.KillTagged(info.ID, proc.DefaultGrace); n > 0 {
-		fmt.Fprintf(a.stderr, "ended %d process(es) left by the interrupted run\n", n)
-	}
-	fmt.Fprintf(a.stderr, "resuming run %s (%s, %s)\n", info.ID, info.Flow, info.Status)
-	return a.execute(cmd.Context(), plan, runSpec{
-		runID: info.ID, runsDir: filepath.Dir(dir), input: snap.Input, model: snap.Settings.Model,
-		timeout: timeout, json: asJSON, workDir: snap.Settings.WorkDir, resume: &engine.Resume{Facts: info.Facts},
-	})
 }

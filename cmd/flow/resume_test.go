@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/rundir"
 )
 
 // startKilled starts `flow run file` in dir and SIGKILLs the engine once
@@ -59,9 +59,9 @@ func waitStarted(t *testing.T, dir, visit string) string {
 }
 
 func journalHas(run, fact, visit string) bool {
-	facts, _ := engine.ReadJournal(run)
+	facts, _ := rundir.ReadJournal(run)
 	for _, f := range facts {
-		if f.Type == fact && f.Visit == visit {
+		if string(f.Type) == fact && f.Visit == visit {
 			return true
 		}
 	}
@@ -135,7 +135,7 @@ func TestResumeAfterKillRunsNothingTwice(t *testing.T) {
 			t.Errorf("%s ran %d times, want exactly once (all runs: %v)", s, ran[s], ran)
 		}
 	}
-	info, err := engine.Inspect(run)
+	info, err := rundir.Inspect(run)
 	if err != nil || info.Status != "succeeded" {
 		t.Fatalf("after resume: %+v %v", info, err)
 	}
@@ -166,7 +166,7 @@ nodes:
 	bin := flowBinary(t)
 	var endedBefore []string
 	run := startKilled(t, bin, dir, "fan.yaml", func(run string) bool {
-		facts, _ := engine.ReadJournal(run)
+		facts, _ := rundir.ReadJournal(run)
 		endedBefore = endedBefore[:0]
 		for _, f := range facts {
 			if f.Type == "end" && strings.HasPrefix(f.Visit, "each[") {

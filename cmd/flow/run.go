@@ -17,13 +17,13 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 	"github.com/flowrun/flow/steps/claude"
 	"github.com/flowrun/flow/steps/codex"
 	"github.com/flowrun/flow/steps/exec"
 	"github.com/flowrun/flow/steps/openai"
 	"github.com/flowrun/flow/steps/pi"
-	"github.com/flowrun/flow/steps/proc"
 	"github.com/flowrun/flow/steps/run"
 )
 
@@ -92,25 +92,16 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	if err != nil {
 		return invalid("%v", err)
 	}
-	return a.execute(ctx, plan, runSpec{input: input, model: f.model, timeout: f.timeout, json: f.json,
-		runsDir: a.cfg.GetString("runs_dir")})
+	return a.execute(ctx, f.json, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
+		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings(f.model, f.timeout), a.cfg.GetString("runs_dir")
+		return engine.Execute(ctx, plan, opts)
+	})
 }
 
-// runSpec is what a run or a resume asks the engine for.
-type runSpec struct {
-	runID   string
-	runsDir string
-	workDir string
-	input   any
-	model   string
-	timeout time.Duration
-	json    bool
-	resume  *engine.Resume
-}
-
-// execute runs a plan with the live view and signal handling, and turns
-// the result into an exit code.
-func (a *app) execute(ctx context.Context, plan *flows.Plan, spec runSpec) error {
+// execute runs a run (or a resume) with the live view and signal
+// handling, and turns the result into an exit code. start is given the
+// options every run shares: drivers, commands, the view, the asker.
+func (a *app) execute(ctx context.Context, asJSON bool, start func(context.Context, engine.Options) (*engine.Result, error)) error {
 	// Ctrl-C or SIGTERM cancels the run with cause ErrStopped: running
 	// visits end as `stopped` and the command exits 130.
 	sigCtx, sigStop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -123,7 +114,7 @@ func (a *app) execute(ctx context.Context, plan *flows.Plan, spec runSpec) error
 	var view progressView
 	tty := term.IsTerminal(int(os.Stderr.Fd()))
 	switch {
-	case spec.json:
+	case asJSON:
 		view = newJSONView(a.stdout)
 	case tty:
 		view = newLiveView(a.stderr)
@@ -131,38 +122,30 @@ func (a *app) execute(ctx context.Context, plan *flows.Plan, spec runSpec) error
 		view = newPlainView(a.stderr)
 	}
 	defer view.Close()
-	opts := engine.Options{
-		Drivers: drivers(a.cfg), Commands: run.New(), Input: spec.input, Model: spec.model, Timeout: spec.timeout,
-		RunsDir: spec.runsDir, RunID: spec.runID, WorkDir: spec.workDir, Resume: spec.resume,
-		Concurrency: a.cfg.GetInt("concurrency"), OnEvent: view.Event, Settings: a.settings(),
-		DefaultTimeout: a.cfg.GetDuration("timeout"),
-	}
-	if tty && term.IsTerminal(int(os.Stdin.Fd())) && !spec.json {
+	opts := engine.Options{Drivers: drivers(a.cfg), Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"),
+		OnEvent: view.Event, Config: a.config()}
+	if tty && term.IsTerminal(int(os.Stdin.Fd())) && !asJSON {
 		opts.Asker = &terminalAsker{in: os.Stdin, out: a.stderr, view: view}
 	}
-	res, err := engine.Execute(ctx, plan, opts)
-	if res != nil {
-		// A run ends every process it started, including daemons a step left.
-		_, _ = proc.KillTagged(res.RunID, proc.DefaultGrace)
-	}
+	res, err := start(ctx, opts)
 	var ie *engine.InputError
 	var re *engine.RefusedError
 	switch {
-	case errors.As(err, &ie), errors.As(err, &re), errors.Is(err, engine.ErrLocked):
+	case errors.As(err, &ie), errors.As(err, &re), errors.Is(err, rundir.ErrLocked):
 		return invalid("%v", err)
 	case err != nil && res == nil:
-		return fmt.Errorf("running %s: %w", plan.Root.Name, err)
+		return err
 	case err != nil:
 		fmt.Fprintf(a.stderr, "warning: %v\n", err)
 	}
 	view.Close()
-	if !spec.json {
+	if !asJSON {
 		a.summary(res)
 	}
 	switch {
 	case res.OK:
 		return nil
-	case res.Failure != nil && res.Failure.Root().Kind == schema.FailStopped:
+	case res.Status() == rundir.StatusStopped:
 		return &exitError{code: exitInterrupted}
 	}
 	return &exitError{code: exitFailed}

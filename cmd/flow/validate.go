@@ -15,7 +15,6 @@ func (a *app) validateCmd() *cobra.Command {
 		Short: "Check flow files whole, reporting every fault at once; run nothing",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			shortLived()
 			bad := false
 			for _, f := range files {
 				_, diags := flows.Load(f, a.loadOptions())

@@ -12,9 +12,12 @@ import (
 
 const module = "github.com/flowrun/flow"
 
-// layers lists the layered top-level directories of the module, lowest first.
-// A package may import packages of its own layer and of lower layers only.
-var layers = []string{"schema", "flows", "engine", "steps", "cmd"}
+// layers lists the layered top-level directories of the module, lowest
+// first (ARCHITECTURE.md); directories on one line are one layer. A package
+// may import packages of its own layer and of lower layers only. Packages
+// outside every layer (internal helpers) are checked through their
+// importers: a package's Deps are transitive.
+var layers = [][]string{{"schema"}, {"flows"}, {"rundir"}, {"engine"}, {"steps"}, {"sweep", "serve", "temporal"}, {"cmd"}}
 
 // pkg is one package of the module with the packages it depends on.
 type pkg struct {
@@ -30,7 +33,13 @@ func layerOf(path string) int {
 		return -1
 	}
 	top, _, _ := strings.Cut(rel, "/")
-	return slices.Index(layers, top)
+	return slices.IndexFunc(layers, func(l []string) bool { return slices.Contains(l, top) })
+}
+
+// topDir is the top-level directory of a package of the module.
+func topDir(path string) string {
+	top, _, _ := strings.Cut(strings.TrimPrefix(path, module+"/"), "/")
+	return top
 }
 
 // violations returns one line per import that points from a layer to a
@@ -44,8 +53,8 @@ func violations(pkgs []pkg) []string {
 		}
 		for _, d := range p.Deps {
 			if to := layerOf(d); to > from {
-				out = append(out, fmt.Sprintf("%s (%s) imports %s (%s): %s may not import %s",
-					p.Path, layers[from], d, layers[to], layers[from], layers[to]))
+				from, to := topDir(p.Path), topDir(d)
+				out = append(out, fmt.Sprintf("%s (%s) imports %s (%s): %s may not import %s", p.Path, from, d, to, from, to))
 			}
 		}
 	}
@@ -65,7 +74,7 @@ func TestViolations(t *testing.T) {
 				{Path: module + "/schema", Deps: []string{"fmt", "github.com/goccy/go-yaml"}},
 				{Path: module + "/flows", Deps: []string{module + "/schema"}},
 				{Path: module + "/engine", Deps: []string{module + "/flows", module + "/schema"}},
-				{Path: module + "/steps/exec", Deps: []string{module + "/engine", module + "/steps/proc"}},
+				{Path: module + "/steps/exec", Deps: []string{module + "/engine", module + "/internal/proc"}},
 				{Path: module + "/cmd/flow", Deps: []string{module + "/steps/exec", module + "/engine", module + "/internal/x"}},
 				{Path: module + "/internal/x", Deps: []string{module + "/cmd/flow"}},
 			},
@@ -85,6 +94,19 @@ func TestViolations(t *testing.T) {
 				module + "/engine (engine) imports " + module + "/steps/run (steps): engine may not import steps",
 				module + "/steps/run (steps) imports " + module + "/cmd/flow (cmd): steps may not import cmd",
 			},
+		},
+		{
+			name: "the run directory below the engine, sweeps beside serve",
+			pkgs: []pkg{
+				{Path: module + "/rundir", Deps: []string{module + "/flows"}},
+				{Path: module + "/sweep", Deps: []string{module + "/engine", module + "/rundir"}},
+				{Path: module + "/serve", Deps: []string{module + "/sweep"}},
+			},
+		},
+		{
+			name: "the run directory imports the engine",
+			pkgs: []pkg{{Path: module + "/rundir", Deps: []string{module + "/engine"}}},
+			want: []string{module + "/rundir (rundir) imports " + module + "/engine (engine): rundir may not import engine"},
 		},
 		{
 			name: "a name that only starts like a layer",
@@ -138,10 +160,10 @@ func TestLayers(t *testing.T) {
 	seen := map[string]bool{}
 	for _, p := range pkgs {
 		if l := layerOf(p.Path); l >= 0 {
-			seen[layers[l]] = true
+			seen[topDir(p.Path)] = true
 		}
 	}
-	for _, l := range layers {
+	for _, l := range slices.Concat(layers...) {
 		if !seen[l] {
 			t.Logf("layer %s has no packages yet", l)
 		}

@@ -12,28 +12,23 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/internal/proc"
 )
 
-// Targets of issue 5 that the engine's Go benchmarks measure.
-const (
-	targetVisitsPerSecond = 100_000 // in-process no-op visits, journal on
-	targetJournalShare    = 10.0    // percent more time with the journal than without
-	targetBytesPerItem    = 4 << 10 // peak heap per item of a 10,000-item map
-)
+// targetBytesPerItem bounds the peak heap per item of a 10,000-item map,
+// which the engine's Go benchmark MapMemory measures.
+const targetBytesPerItem = 4 << 10
 
-// engineRuns are the engine's benchmarks: the no-op sequence, map and loop
-// at -benchtime=300x (the command docs/performance.md gives), and the
+// engineRuns are the engine's benchmarks the targets need: the
 // 10,000-item map's memory.
 var engineRuns = [][]string{
-	{"-bench", "Noop$", "-benchtime", "300x"},
 	{"-bench", "MapMemory$", "-benchtime", "3x"},
 }
 
 // engineBench is one Go benchmark's metrics, one value per invocation.
 type engineBench struct {
 	name    string
-	metrics map[string][]float64 // by unit: "visits/s", "journal-%", …
+	metrics map[string][]float64 // by unit: "peak-heap-B/item", …
 }
 
 // benchEngine runs the engine's Go benchmarks count times each, their runs
@@ -98,14 +93,6 @@ func parseBenchmarks(out []byte) []engineBench {
 // pass, what, the median measured, the target.
 func engineTargets(benches []engineBench, line func(pass bool, what, got, want string)) {
 	for _, b := range benches {
-		if v := b.metrics["visits/s"]; len(v) > 0 {
-			m := median(v)
-			line(m >= targetVisitsPerSecond, b.name+": visits/s, journal on", fmt.Sprintf("%.0fk", m/1000), fmt.Sprintf("≥ %dk", targetVisitsPerSecond/1000))
-		}
-		if v := b.metrics["journal-%"]; len(v) > 0 {
-			m := median(v)
-			line(m <= targetJournalShare, b.name+": the journal's cost", fmt.Sprintf("%.1f%%", m), fmt.Sprintf("≤ %.0f%%", targetJournalShare))
-		}
 		if v := b.metrics["peak-heap-B/item"]; len(v) > 0 {
 			m := median(v)
 			line(m <= targetBytesPerItem, b.name+": peak heap per item", fmt.Sprintf("%.1f KiB", m/1024), fmt.Sprintf("≤ %d KiB", targetBytesPerItem>>10))

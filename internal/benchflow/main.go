@@ -1,5 +1,6 @@
 // Command benchflow measures what `flow run` costs on top of the processes a
-// flow spawns, and how long `flow validate` takes on a large file (issue 5).
+// flow spawns, and how long `flow validate` takes on a large file: the targets
+// of docs/performance.md.
 //
 //	go run ./internal/benchflow            # or: go tool task bench-flow
 //	go run ./internal/benchflow -rounds 11 -strict
@@ -16,11 +17,8 @@
 //     templates and guards that read earlier nodes; no agents), against the
 //     floor starting and exiting (the cost of any Go process).
 //
-// Then it runs the engine's Go benchmarks that issue 5 sets targets for,
-// -engine times each (0 skips them): in-process no-op visits per second
-// with the journal on, and what the journal costs (SequenceNoop, MapNoop,
-// LoopNoop at -benchtime=300x), and the peak heap per item of a
-// 10,000-item map (MapMemory). Their targets are checked on the medians.
+// Then it runs the engine's Go benchmark MapMemory -engine times (0 skips
+// it): the peak heap per item of a 10,000-item map, checked on the median.
 //
 // Floor and flow alternate, A B A B, for -rounds rounds each after one
 // untimed warm-up pair, so drift in the machine's load hits both alike.
@@ -39,7 +37,7 @@
 // resident set of any round. validate has no ratio: its floor is there only
 // to show what starting any Go program costs. Compare figures only within one run: on a
 // small shared machine the floor itself moves by tens of percent between
-// runs. The targets of issue 5 follow the table, PASS or MISS each; the
+// runs. The targets follow the table, PASS or MISS each; the
 // compass lines are goals, not targets.
 //
 // It exits 0 whatever it measures, unless -strict is given: then a MISS of
@@ -82,7 +80,7 @@ type config struct {
 	engine      int
 }
 
-// isDefault reports whether the workloads are the sizes issue 5 sets its
+// isDefault reports whether the workloads are the sizes docs/performance.md sets its
 // targets for.
 func (c config) isDefault() bool {
 	return c.chain == 100 && c.items == 1000 && c.concurrency == 8 && c.nodes == 1000
@@ -136,7 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // workload is one thing timed: the floor's argv against flow's, and the
-// targets issue 5 sets for it (zero: none).
+// targets docs/performance.md sets for it (zero: none).
 type workload struct {
 	name  string
 	procs int // processes spawned by one run; 0 for validate

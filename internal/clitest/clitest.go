@@ -12,7 +12,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/internal/proc"
 )
 
 // Binary returns the agent CLI name: from PATH (`go tool task test` puts the

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/proc"
 	"github.com/flowrun/flow/steps/agentcli"
-	"github.com/flowrun/flow/steps/proc"
 	"github.com/flowrun/flow/steps/transcript"
 )
 

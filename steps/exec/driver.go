@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/internal/proc"
 	"github.com/flowrun/flow/steps/transcript"
 )
 

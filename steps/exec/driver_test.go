@@ -16,7 +16,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/internal/proc"
 )
 
 // turn returns a turn of an agent that runs script with sh.

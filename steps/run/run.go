@@ -14,7 +14,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/internal/proc"
 )
 
 // ReportBytes is the most output a run node's report keeps: the tail.

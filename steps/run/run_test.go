@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/steps/proc"
+	"github.com/flowrun/flow/internal/proc"
 )
 
 // command returns a Command with a fresh home and a progress recorder.

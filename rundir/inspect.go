@@ -1,7 +1,6 @@
-package engine
+package rundir
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,7 +18,7 @@ type RunInfo struct {
 	ID      string    `json:"id"`
 	Dir     string    `json:"dir"`
 	Flow    string    `json:"flow"`
-	Status  string    `json:"status"` // running, succeeded, failed, stopped, interrupted
+	Status  Status    `json:"status"`
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended,omitzero"`
 	WallMS  int64     `json:"wall_ms"`
@@ -27,18 +26,18 @@ type RunInfo struct {
 	Failure *Failure  `json:"error,omitempty"`
 	// Resumable says whether flow resume may continue the run; Why says
 	// why not when it may not.
-	Resumable bool   `json:"resumable"`
-	Why       string `json:"why,omitempty"`
-	Facts     []Fact `json:"-"`
+	Resumable bool    `json:"resumable"`
+	Why       string  `json:"why,omitempty"`
+	Facts     []*Fact `json:"-"`
 }
 
-// Inspect reads a run directory.
+// Inspect reads the run in dir.
 func Inspect(dir string) (*RunInfo, error) {
 	facts, err := ReadJournal(dir)
 	if err != nil {
 		return nil, err
 	}
-	info, err := summarize(dir, pointers(facts))
+	info, err := summarize(dir, facts)
 	if err != nil {
 		return nil, err
 	}
@@ -46,48 +45,38 @@ func Inspect(dir string) (*RunInfo, error) {
 	return info, nil
 }
 
-func pointers(facts []Fact) []*Fact {
-	out := make([]*Fact, len(facts))
-	for i := range facts {
-		out[i] = &facts[i]
-	}
-	return out
-}
-
 // summarize builds a RunInfo (without Facts) from a run's facts.
 func summarize(dir string, facts []*Fact) (*RunInfo, error) {
-	info := &RunInfo{ID: filepath.Base(dir), Dir: dir, Status: "interrupted"}
-	var last *Fact
+	info := &RunInfo{ID: filepath.Base(dir), Dir: dir, Status: StatusInterrupted}
+	seen := false
 	for _, f := range facts {
 		switch f.Type {
-		case "run":
-			if f.Status == "running" {
+		case FactRun:
+			seen = true
+			if f.Status == StatusRunning {
 				if info.Started.IsZero() {
 					info.Started, info.Flow = f.Time, f.Flow
 				}
-				info.Status, info.Failure, info.Ended = "interrupted", nil, time.Time{}
+				info.Status, info.Failure, info.Ended = StatusInterrupted, nil, time.Time{}
 			} else {
 				info.Status, info.Failure, info.Ended = f.Status, f.Error, f.Time
 			}
-			last = f
-		case "end":
+		case FactEnd:
 			if f.Usage != nil {
-				info.Usage.add(*f.Usage)
+				info.Usage.Add(*f.Usage)
 			}
 		}
 	}
-	if last == nil {
-		return nil, fmt.Errorf("reading %s: the journal has no run fact", dir)
+	if !seen {
+		return nil, fmt.Errorf("reading %s: the journal has no run fact", filepath.Join(dir, journalFile))
 	}
 	end := info.Ended
 	if end.IsZero() {
 		end = time.Now()
 	}
 	info.WallMS = end.Sub(info.Started).Milliseconds()
-	if l, err := readLock(dir); err == nil && info.Status == "interrupted" && alive(l.PID) {
-		if host, _ := os.Hostname(); host == l.Host {
-			info.Status = "running"
-		}
+	if info.Status == StatusInterrupted && heldByLiveProcess(dir) {
+		info.Status = StatusRunning
 	}
 	info.Resumable, info.Why = resumable(info)
 	return info, nil
@@ -95,11 +84,11 @@ func summarize(dir string, facts []*Fact) (*RunInfo, error) {
 
 func resumable(info *RunInfo) (bool, string) {
 	switch info.Status {
-	case "running":
+	case StatusRunning:
 		return false, "it is running (another process holds its lock)"
-	case "succeeded":
+	case StatusSucceeded:
 		return false, "it succeeded; there is nothing left to run"
-	case "interrupted", "stopped":
+	case StatusInterrupted, StatusStopped:
 		return true, ""
 	}
 	if info.Failure == nil {
@@ -112,21 +101,9 @@ func resumable(info *RunInfo) (bool, string) {
 	return true, ""
 }
 
-func readLock(dir string) (*Lock, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "lock.json"))
-	if err != nil {
-		return nil, err
-	}
-	var l Lock
-	if err := json.Unmarshal(b, &l); err != nil {
-		return nil, fmt.Errorf("reading lock: %w", err)
-	}
-	return &l, nil
-}
-
-// ListRuns inspects every run under runsDir, newest first. Directories that
+// List inspects every run under runsDir, newest first. Directories that
 // are not runs are skipped.
-func ListRuns(runsDir string) ([]*RunInfo, error) {
+func List(runsDir string) ([]*RunInfo, error) {
 	entries, err := os.ReadDir(runsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -154,36 +131,13 @@ func ListRuns(runsDir string) ([]*RunInfo, error) {
 	return out, nil
 }
 
-// Snapshot is snapshot.json as a resume reads it.
-type Snapshot struct {
-	Run      string                     `json:"run"`
-	Flow     string                     `json:"flow"`
-	File     string                     `json:"file"`
-	Flows    map[string]SnapshotFlow    `json:"flows"`
-	Agents   map[string]json.RawMessage `json:"agents"`
-	Input    any                        `json:"input"`
-	Settings struct {
-		Model   string `json:"model"`
-		Timeout string `json:"timeout"`
-		WorkDir string `json:"workdir"`
-	} `json:"settings"`
-}
-
-// SnapshotFlow is one flow file as the run read it.
-type SnapshotFlow struct {
-	File   string `json:"file"`
-	Source string `json:"source"`
-}
-
-// ReadSnapshot reads a run's snapshot.json.
-func ReadSnapshot(dir string) (*Snapshot, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "snapshot.json"))
-	if err != nil {
-		return nil, fmt.Errorf("reading snapshot: %w", err)
+// Find resolves a run named on the command line: a run directory, or an id
+// under runsDir. It reports false if there is no such run.
+func Find(runsDir, name string) (string, bool) {
+	for _, dir := range []string{name, filepath.Join(runsDir, name)} {
+		if _, err := os.Stat(filepath.Join(dir, journalFile)); err == nil {
+			return dir, true
+		}
 	}
-	var s Snapshot
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("reading snapshot: %w", err)
-	}
-	return &s, nil
+	return "", false
 }

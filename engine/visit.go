@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/expr-lang/expr"
+
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/schema"
+)
+
+// outcome is what one visit produced.
+type outcome struct {
+	output   any
+	skipped  bool
+	fail     *Failure
+	usage    *Usage
+	agent    string
+	model    string
+	timeout  time.Duration // an agent turn's resolved timeout
+	attempts int
+	session  string
+	scope    *rundir.Scope // the memory scope the session belongs to
+	file     string        // where an oversized answer was written
+}
+
+// visit runs one node and journals its start and end.
+func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) (map[string]any, *Failure) {
+	if o, ok := r.replayed(n, path); ok {
+		if isLeaf(n) {
+			fr.charge(o.usage)
+		}
+		return nodeValue(o)
+	}
+	if prev := r.ended[path]; prev != nil && isLeaf(n) {
+		fr.charge(prev.Usage) // an earlier attempt's spending counts
+	}
+	fr = fr.withBudget(n.Budget, path)
+	start := time.Now()
+	if err := r.dir.Fact(&Fact{Type: rundir.FactStart, Time: start, Visit: path, Node: n.ID, Kind: n.Kind}); err != nil {
+		return nodeValue(&outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}})
+	}
+	r.emit(&Event{Time: start, Type: rundir.EventVisitStart, Visit: path, Node: n.ID, Kind: n.Kind})
+	var o *outcome
+	if ctx.Err() != nil {
+		o = &outcome{fail: cancelled(ctx, path)}
+	} else {
+		o = r.dispatch(ctx, fr, n, vars, path)
+	}
+	if o.fail != nil && o.fail.Visit == "" {
+		o.fail.Visit = path
+	}
+	if o.fail != nil && o.fail.Visit == path && !o.fail.Pos.IsValid() {
+		o.fail.Pos = n.Pos
+	}
+	end := time.Now()
+	wall := end.Sub(start).Milliseconds()
+	ok := o.fail == nil
+	// A leaf's output is journaled whole: it cannot be had again without
+	// running it. A block's output is made of its children's, so it is
+	// not written twice; a resume rebuilds it by replaying the block.
+	var recorded any
+	if isLeaf(n) {
+		recorded = o.output
+	}
+	f := &Fact{Type: rundir.FactEnd, Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Output: recorded,
+		Error: o.fail, File: o.file, Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session,
+		Scope: o.scope, WallMS: wall}
+	if o.timeout > 0 {
+		f.Timeout = o.timeout.String()
+	}
+	r.spent(o.usage)
+	if err := r.dir.Fact(f); err != nil && o.fail == nil {
+		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
+	}
+	r.emit(&Event{Time: end, Type: rundir.EventVisitEnd, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
+	return nodeValue(o)
+}
+
+// isLeaf reports whether n does its own work, whose outcome the journal
+// keeps whole: an agent turn, a command, a question.
+func isLeaf(n *flows.Node) bool {
+	return n.Kind == schema.KindAgent || n.Kind == schema.KindRun || n.Kind == schema.KindAsk
+}
+
+// nodeValue is how a visit appears to the expressions after it:
+// x.ok, x.output, x.error, x.skipped.
+func nodeValue(o *outcome) (map[string]any, *Failure) {
+	v := map[string]any{"ok": o.fail == nil, "output": o.output, "error": errorValue(o.fail), "skipped": o.skipped}
+	if o.file != "" {
+		v["_file"] = o.file
+	}
+	return v, o.fail
+}
+
+// errorValue is how a failure appears to expressions: x.error.kind and
+// friends, empty strings when there is none.
+func errorValue(f *Failure) map[string]any {
+	if f == nil {
+		return map[string]any{"kind": "", "message": "", "visit": ""}
+	}
+	return map[string]any{"kind": string(f.Kind), "message": f.Message, "visit": f.Visit}
+}
+
+func eval(e *flows.Expr, vars map[string]any) (any, error) {
+	out, err := expr.Run(e.Program, vars)
+	if err != nil {
+		return nil, fmt.Errorf("evaluating %s at %s: %w", e.Source, e.Pos, err)
+	}
+	return out, nil
+}
+
+func evalBool(e *flows.Expr, vars map[string]any) (bool, error) {
+	v, err := eval(e, vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("%s at %s gave %T, not a boolean", e.Source, e.Pos, v)
+	}
+	return b, nil
+}
+
+func condition(err error) *outcome {
+	return &outcome{fail: &Failure{Kind: schema.FailCondition, Message: err.Error()}}
+}

@@ -1,0 +1,115 @@
+package rundir
+
+import (
+	"time"
+
+	"github.com/flowrun/flow/schema"
+)
+
+// FactType names a line of journal.jsonl.
+type FactType string
+
+// The fact types (docs/run-directory.md).
+const (
+	// FactRun marks the run's start (Status running, Input) or end
+	// (Status, OK, Error, WallMS). A resumed attempt adds a start of its own.
+	FactRun FactType = "run"
+	// FactStart marks a visit's start.
+	FactStart FactType = "start"
+	// FactEnd marks a visit's end with its whole outcome: enough to rebuild
+	// its value without running it again.
+	FactEnd FactType = "end"
+)
+
+// Status is a run's status word.
+type Status string
+
+// The run statuses. Running and interrupted are read off a run that has no
+// end fact: its engine is alive (it holds the lock) or it is not.
+const (
+	StatusRunning     Status = "running"
+	StatusSucceeded   Status = "succeeded"
+	StatusFailed      Status = "failed"
+	StatusStopped     Status = "stopped"
+	StatusInterrupted Status = "interrupted"
+)
+
+// Scope names a memory scope's session: the scope's path (also its home)
+// and the agent whose session it is (SPEC 3.4). It is comparable, so it
+// keys the engine's sessions.
+type Scope struct {
+	Path  string `json:"path"`
+	Agent string `json:"agent"`
+}
+
+// Fact is one line of journal.jsonl. Which fields are set depends on Type.
+type Fact struct {
+	Type  FactType    `json:"type"`
+	Time  time.Time   `json:"time"`
+	Visit string      `json:"visit,omitempty"`
+	Node  string      `json:"node,omitempty"`
+	Kind  schema.Kind `json:"kind,omitempty"`
+	// Agent is the agent of an agent visit: usage.json totals per agent.
+	Agent  string   `json:"agent,omitempty"`
+	OK     *bool    `json:"ok,omitempty"`
+	Output any      `json:"output,omitempty"`
+	Error  *Failure `json:"error,omitempty"`
+	// File is where an answer too long to hand on whole was written.
+	File     string `json:"file,omitempty"`
+	Skipped  bool   `json:"skipped,omitempty"`
+	Usage    *Usage `json:"usage,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Timeout  string `json:"timeout,omitempty"` // the resolved bound on each turn
+	Attempts int    `json:"attempts,omitempty"`
+	Session  string `json:"session,omitempty"`
+	Scope    *Scope `json:"scope,omitempty"` // the memory scope the session belongs to
+	WallMS   int64  `json:"wall_ms,omitempty"`
+
+	// Run facts.
+	RunID  string `json:"run,omitempty"`
+	Flow   string `json:"flow,omitempty"`
+	Status Status `json:"status,omitempty"`
+	Input  any    `json:"input,omitempty"`
+	// Resumed marks the run fact of a resumed attempt.
+	Resumed bool `json:"resumed,omitempty"`
+}
+
+// Succeeded reports whether an end fact says the visit succeeded.
+func (f *Fact) Succeeded() bool { return f.OK != nil && *f.OK }
+
+// Visit is one visit as the journal tells it: its start and, once it
+// ended, its end.
+type Visit struct {
+	Start *Fact
+	End   *Fact // nil while it runs, or if its engine died first
+}
+
+// Visits pairs facts into visits, one per visit path, in the order the
+// visits first started, each with its latest start and end: a visit that
+// ran again in a resumed attempt keeps its place.
+func Visits(facts []*Fact) []Visit {
+	var visits []Visit
+	row := map[string]int{}
+	for _, f := range facts {
+		switch f.Type {
+		case FactStart:
+			if i, ok := row[f.Visit]; ok {
+				visits[i] = Visit{Start: f}
+				continue
+			}
+			row[f.Visit] = len(visits)
+			visits = append(visits, Visit{Start: f})
+		case FactEnd:
+			if i, ok := row[f.Visit]; ok {
+				visits[i].End = f
+				continue
+			}
+			// A journal always has the start before the end; one written
+			// by hand may not: the start is then read off the end.
+			start := &Fact{Type: FactStart, Time: f.Time.Add(-time.Duration(f.WallMS) * time.Millisecond), Visit: f.Visit, Node: f.Node, Kind: f.Kind}
+			row[f.Visit] = len(visits)
+			visits = append(visits, Visit{Start: start, End: f})
+		}
+	}
+	return visits
+}

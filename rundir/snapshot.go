@@ -1,0 +1,104 @@
+package rundir
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/schema"
+)
+
+// Snapshot is snapshot.json: the flow and every flow it can call as read,
+// the agents as resolved, the input and the resolved settings. A resume
+// runs the snapshot, not the files as they are now (SPEC 5).
+type Snapshot struct {
+	Run      string                  `json:"run"`
+	Flow     string                  `json:"flow"`
+	File     string                  `json:"file"`
+	Flows    map[string]SnapshotFlow `json:"flows"`
+	Agents   map[string]*flows.Agent `json:"agents"`
+	Input    any                     `json:"input"`
+	Settings Settings                `json:"settings"`
+}
+
+// SnapshotFlow is one flow file as the run read it.
+type SnapshotFlow struct {
+	File   string `json:"file"`
+	Source string `json:"source"`
+}
+
+// Settings are the run-wide settings as resolved when the run started:
+// the command line's overrides and the configuration (without secrets).
+type Settings struct {
+	Model       string `json:"model"`
+	Timeout     string `json:"timeout"`         // --timeout, "" if not given
+	TurnTimeout string `json:"default_timeout"` // the configuration's bound on a turn
+	Concurrency int    `json:"concurrency"`
+	WorkDir     string `json:"workdir"`
+	// Config is the resolved configuration, secrets left out.
+	Config map[string]any `json:"config,omitempty"`
+}
+
+// NewSnapshot records plan as a run of it starts.
+func NewSnapshot(runID string, plan *flows.Plan, input any, s Settings) *Snapshot {
+	fl := make(map[string]SnapshotFlow, len(plan.Flows))
+	for name, f := range plan.Flows {
+		fl[name] = SnapshotFlow{File: f.File, Source: string(f.Doc.Source)}
+	}
+	return &Snapshot{Run: runID, Flow: plan.Root.Name, File: plan.Root.File, Flows: fl, Agents: plan.Agents, Input: input, Settings: s}
+}
+
+// ReadSnapshot reads the snapshot of the run in dir.
+func ReadSnapshot(dir string) (*Snapshot, error) {
+	b, err := os.ReadFile(filepath.Join(dir, snapshotFile))
+	if err != nil {
+		return nil, fmt.Errorf("reading snapshot: %w", err)
+	}
+	var s Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, snapshotFile), err)
+	}
+	return &s, nil
+}
+
+// Load compiles the snapshot's flows and agents into a plan again, as
+// they were when the run started.
+func (s *Snapshot) Load(opts flows.Options) (*flows.Plan, schema.Diagnostics) {
+	opts.Sources = make(map[string][]byte, len(s.Flows))
+	for _, f := range s.Flows {
+		opts.Sources[f.File] = []byte(f.Source)
+	}
+	opts.Agents = make([]*flows.Agent, 0, len(s.Agents))
+	for _, a := range s.Agents {
+		opts.Agents = append(opts.Agents, a)
+	}
+	if s.Settings.WorkDir != "" {
+		opts.WorkDir = s.Settings.WorkDir
+	}
+	return flows.Load(s.File, opts)
+}
+
+// Changed lists the flow files whose content on disk is no longer what the
+// run read, sorted.
+func (s *Snapshot) Changed() []string {
+	var out []string
+	for _, f := range s.Flows {
+		if now, err := os.ReadFile(f.File); err == nil && string(now) != f.Source {
+			out = append(out, f.File)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Durations reads the snapshot's --timeout and configured turn timeout;
+// an absent or unreadable one is 0.
+func (s Settings) Durations() (timeout, turnTimeout time.Duration) {
+	timeout, _ = time.ParseDuration(s.Timeout)
+	turnTimeout, _ = time.ParseDuration(s.TurnTimeout)
+	return timeout, turnTimeout
+}

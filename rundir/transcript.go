@@ -1,0 +1,67 @@
+package rundir
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Transcript finds the transcript of visit in the run in dir: the newest
+// *.jsonl or *.log in the visit's home, or in its memory scope's home.
+// With visit "", it finds the latest visit that has one. Live logs count:
+// they are written while the visit runs. Only visits the journal names are
+// looked up, so a visit path cannot lead outside the run directory.
+func Transcript(dir, visit string) (string, error) {
+	facts, err := ReadJournal(dir)
+	if err != nil {
+		return "", err
+	}
+	var homes []string
+	named := false
+	for _, v := range Visits(facts) {
+		if visit == "" {
+			homes = append([]string{v.Start.Visit}, homes...) // latest first
+			continue
+		}
+		if v.Start.Visit != visit {
+			continue
+		}
+		named = true
+		homes = append(homes, visit)
+		if v.End != nil && v.End.Scope != nil {
+			homes = append(homes, v.End.Scope.Path)
+		}
+	}
+	if visit != "" && !named {
+		return "", fmt.Errorf("run %s has no visit %s", filepath.Base(dir), visit)
+	}
+	home := func(path string) string { return filepath.Join(dir, homesDir, filepath.FromSlash(path)) }
+	for _, h := range homes {
+		if p := newestTranscript(home(h)); p != "" {
+			return p, nil
+		}
+	}
+	if visit == "" {
+		return "", fmt.Errorf("no visit of run %s has a transcript yet", filepath.Base(dir))
+	}
+	return "", fmt.Errorf("visit %s has no readable transcript in %s (it may have been deleted)", visit, home(visit))
+}
+
+func newestTranscript(home string) string {
+	entries, err := os.ReadDir(home)
+	if err != nil {
+		return ""
+	}
+	best, bestT := "", time.Time{}
+	for _, e := range entries {
+		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".jsonl") || strings.HasSuffix(e.Name(), ".log")) {
+			continue
+		}
+		if st, err := e.Info(); err == nil && st.ModTime().After(bestT) {
+			best, bestT = filepath.Join(home, e.Name()), st.ModTime()
+		}
+	}
+	return best
+}

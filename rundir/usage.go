@@ -1,0 +1,93 @@
+package rundir
+
+// Usage is what agents reported, in the one vocabulary of SPEC 4. A nil
+// field was not reported: it is recorded as null, never as zero.
+type Usage struct {
+	Input      *int64   `json:"input"`
+	Output     *int64   `json:"output"`
+	CacheRead  *int64   `json:"cache_read"`
+	CacheWrite *int64   `json:"cache_write"`
+	Cost       *float64 `json:"cost"`
+	Turns      *int64   `json:"turns"`
+	WallMS     int64    `json:"wall_ms"`
+	BusyMS     int64    `json:"busy_ms"`
+}
+
+// Add adds what o reports to u. A field stays nil (not reported) until
+// some usage added reports it.
+func (u *Usage) Add(o Usage) {
+	u.Input = addInt(u.Input, o.Input)
+	u.Output = addInt(u.Output, o.Output)
+	u.CacheRead = addInt(u.CacheRead, o.CacheRead)
+	u.CacheWrite = addInt(u.CacheWrite, o.CacheWrite)
+	u.Turns = addInt(u.Turns, o.Turns)
+	if o.Cost != nil {
+		c := *o.Cost
+		if u.Cost != nil {
+			c += *u.Cost
+		}
+		u.Cost = &c
+	}
+	u.WallMS += o.WallMS
+	u.BusyMS += o.BusyMS
+}
+
+func addInt(a, b *int64) *int64 {
+	if b == nil {
+		return a
+	}
+	s := *b
+	if a != nil {
+		s += *a
+	}
+	return &s
+}
+
+// Tokens is input plus output tokens, as far as reported.
+func (u Usage) Tokens() int64 {
+	var n int64
+	if u.Input != nil {
+		n += *u.Input
+	}
+	if u.Output != nil {
+		n += *u.Output
+	}
+	return n
+}
+
+// Spent reports whether u records tokens or cost: a visit that spent
+// something is fsynced (docs/run-directory.md).
+func (u *Usage) Spent() bool {
+	return u != nil && (u.Tokens() > 0 || u.Cost != nil && *u.Cost > 0)
+}
+
+// Totals is usage.json: usage in all, and per visit, node and agent.
+type Totals struct {
+	Total  Usage            `json:"total"`
+	Visits map[string]Usage `json:"visits"`
+	Nodes  map[string]Usage `json:"nodes"`
+	Agents map[string]Usage `json:"agents"`
+}
+
+// Tally totals the usage of every end fact: every attempt's spending
+// counts, also that of a visit that ran again after a resume.
+func Tally(facts []*Fact) *Totals {
+	t := &Totals{Visits: map[string]Usage{}, Nodes: map[string]Usage{}, Agents: map[string]Usage{}}
+	add := func(m map[string]Usage, key string, u Usage) {
+		sum := m[key]
+		sum.Add(u)
+		m[key] = sum
+	}
+	for _, f := range facts {
+		if f.Type != FactEnd || f.Usage == nil {
+			continue
+		}
+		t.Total.Add(*f.Usage)
+		add(t.Visits, f.Visit, *f.Usage)
+		add(t.Nodes, f.Node, *f.Usage)
+		if f.Agent != "" {
+			add(t.Agents, f.Agent, *f.Usage)
+		}
+	}
+	return t
+}

@@ -1,0 +1,242 @@
+package rundir
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+)
+
+// Writer is a run directory open for writing. One engine holds it, by
+// lock.json, from Create or Reopen to Close. It is safe for concurrent
+// use.
+type Writer struct {
+	dir     string // absolute: homes are handed to programs that run elsewhere
+	journal *lineFile
+	events  *lineFile
+
+	mu       sync.Mutex
+	facts    []*Fact    // every fact, earlier attempts' too: what report.html and usage.json are made of
+	reportMu sync.Mutex // one writer of report.html at a time
+
+	stop      chan struct{} // closed by Close to end the refresher
+	refresher conc.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewRunID returns a sortable, unique run id: time, then randomness.
+func NewRunID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// Create makes the directory of a new run under runsDir and takes its
+// lock. The directory is created exclusively: an id that is taken is an
+// error, and with id "" a fresh id is drawn until one is free.
+func Create(runsDir, id string) (*Writer, error) {
+	if err := os.MkdirAll(runsDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating runs directory: %w", err)
+	}
+	fresh := id == ""
+	for attempt := 0; ; attempt++ {
+		if fresh {
+			id = NewRunID(time.Now())
+		}
+		err := os.Mkdir(filepath.Join(runsDir, id), 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || !fresh || attempt == 10 {
+			return nil, fmt.Errorf("creating run directory: %w", err)
+		}
+	}
+	return open(filepath.Join(runsDir, id), nil)
+}
+
+// Reopen takes over the directory of an earlier run to continue it (a
+// resume): it takes the lock, cuts a torn last line off the journal, and
+// returns the facts of the earlier attempts.
+func Reopen(dir string) (*Writer, []*Fact, error) {
+	if _, err := os.Stat(filepath.Join(dir, journalFile)); err != nil {
+		return nil, nil, fmt.Errorf("resuming %s: %w", dir, err)
+	}
+	if err := acquireLock(dir); err != nil {
+		return nil, nil, err
+	}
+	facts, err := func() ([]*Fact, error) {
+		if err := dropTornLine(filepath.Join(dir, journalFile)); err != nil {
+			return nil, fmt.Errorf("cutting the torn journal line: %w", err)
+		}
+		return ReadJournal(dir)
+	}()
+	if err != nil {
+		_ = releaseLock(dir)
+		return nil, nil, err
+	}
+	w, err := open(dir, facts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, facts, nil
+}
+
+// open opens the run's files, taking the lock unless facts says the
+// caller (Reopen) has it.
+func open(dir string, facts []*Fact) (*Writer, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("finding the run directory: %w", err)
+	}
+	if facts == nil {
+		if err := acquireLock(abs); err != nil {
+			return nil, err
+		}
+	}
+	w := &Writer{dir: abs, facts: facts, stop: make(chan struct{})}
+	if w.journal, err = openLineFile(filepath.Join(abs, journalFile)); err == nil {
+		w.events, err = openLineFile(filepath.Join(abs, eventsFile))
+	}
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("opening run directory: %w", err)
+	}
+	w.refresher.Go(w.refresh)
+	return w, nil
+}
+
+// Dir is the run directory's absolute path.
+func (w *Writer) Dir() string { return w.dir }
+
+// ID is the run's id.
+func (w *Writer) ID() string { return filepath.Base(w.dir) }
+
+// Home returns the home directory of a visit or memory scope at path. It
+// is not created here: whoever writes there first creates it.
+func (w *Writer) Home(path string) string {
+	return filepath.Join(w.dir, homesDir, filepath.FromSlash(path))
+}
+
+// WriteSnapshot writes snapshot.json, before the first visit starts.
+func (w *Writer) WriteSnapshot(s *Snapshot) error {
+	return writeAside(filepath.Join(w.dir, snapshotFile), func(bw *bufio.Writer) error {
+		return json.NewEncoder(bw).Encode(s)
+	})
+}
+
+// Fact appends f to the journal: when Fact returns, the line is in the
+// kernel's page cache, which outlives the engine. The end of a visit that
+// spent tokens or money is also fsynced, so a paid turn survives a power
+// cut. f must not change afterwards.
+func (w *Writer) Fact(f *Fact) error {
+	w.mu.Lock()
+	w.facts = append(w.facts, f)
+	w.mu.Unlock()
+	return w.journal.append(f, f.Type == FactEnd && f.Usage.Spent())
+}
+
+// Event appends e to events.jsonl. Events are for watching a run; a resume
+// relies on the journal only.
+func (w *Writer) Event(e *Event) error { return w.events.append(e, false) }
+
+// Finish writes what a run leaves when it ends: output.json, usage.json
+// and report.html.
+func (w *Writer) Finish(output any) error {
+	w.mu.Lock()
+	facts := w.facts[:len(w.facts):len(w.facts)]
+	w.mu.Unlock()
+	outErr := writeAside(filepath.Join(w.dir, outputFile), func(bw *bufio.Writer) error {
+		return json.NewEncoder(bw).Encode(output)
+	})
+	usageErr := writeAside(filepath.Join(w.dir, usageFile), func(bw *bufio.Writer) error {
+		return json.NewEncoder(bw).Encode(Tally(facts))
+	})
+	return errors.Join(outErr, usageErr, w.report(facts))
+}
+
+// refresh rewrites report.html every reportEvery while the run goes on.
+func (w *Writer) refresh() {
+	t := time.NewTicker(reportEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.mu.Lock()
+			facts := w.facts[:len(w.facts):len(w.facts)]
+			w.mu.Unlock()
+			_ = w.report(facts) // best effort: Finish reports errors
+		}
+	}
+}
+
+// reportEvery is how often report.html is refreshed while a run goes on.
+const reportEvery = 2 * time.Second
+
+func (w *Writer) report(facts []*Fact) error {
+	w.reportMu.Lock()
+	defer w.reportMu.Unlock()
+	info, err := summarize(w.dir, facts)
+	if err != nil {
+		return err
+	}
+	if info.Status == StatusInterrupted { // the fact that ends it is not written yet
+		info.Status = StatusRunning
+	}
+	return writeReport(w.dir, info, facts)
+}
+
+// Close ends the refresher, closes the files and removes the lock. It is
+// idempotent.
+func (w *Writer) Close() error {
+	w.closeOnce.Do(func() {
+		close(w.stop)
+		w.refresher.Wait()
+		var errs []error
+		for _, l := range []*lineFile{w.journal, w.events} {
+			if l != nil {
+				errs = append(errs, l.close())
+			}
+		}
+		errs = append(errs, releaseLock(w.dir))
+		w.closeErr = errors.Join(errs...)
+	})
+	return w.closeErr
+}
+
+// writeAside writes the file at path whole: write fills a file beside it,
+// which is then renamed into place, so a reader never sees half of it.
+func writeAside(path string, write func(*bufio.Writer) error) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
