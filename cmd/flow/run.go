@@ -72,14 +72,14 @@ func drivers(cfg *viper.Viper) map[string]engine.Driver {
 		return 1
 	}
 	return map[string]engine.Driver{
-		"exec": exec.New(),
+		"exec": exec.New(exec.Options{}),
 		"pi": pi.New(pi.Options{Binary: get("pi", "binary"), AgentDir: get("pi", "agent_dir"), BaseURL: get("pi", "base_url"),
 			API: get("pi", "api"), APIKeyEnv: get("pi", "api_key_env"), MaxRetries: retries("pi")}),
 		"claude": claude.New(claude.Options{Binary: get("claude", "binary"), BaseURL: get("claude", "base_url"),
 			APIKeyEnv: get("claude", "api_key_env"), MaxRetries: retries("claude")}),
-		"codex": codex.New().WithBinary(get("codex", "binary")).WithBaseURL(get("codex", "base_url")).
-			WithKeyEnv(get("codex", "api_key_env")).WithMaxRetries(retries("codex")).WithCodexHome(get("codex", "codex_home")),
-		"openai": openai.New().WithBaseURL(get("openai", "base_url")).WithKeyEnv(get("openai", "api_key_env")),
+		"codex": codex.New(codex.Options{Binary: get("codex", "binary"), BaseURL: get("codex", "base_url"),
+			APIKeyEnv: get("codex", "api_key_env"), MaxRetries: retries("codex"), CodexHome: get("codex", "codex_home")}),
+		"openai": openai.New(openai.Options{BaseURL: get("openai", "base_url"), APIKeyEnv: get("openai", "api_key_env")}),
 	}
 }
 
