@@ -12,17 +12,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/viper"
 	"golang.org/x/term"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
-	"github.com/flowrun/flow/steps/claude"
-	"github.com/flowrun/flow/steps/codex"
-	"github.com/flowrun/flow/steps/exec"
-	"github.com/flowrun/flow/steps/openai"
-	"github.com/flowrun/flow/steps/pi"
 	"github.com/flowrun/flow/steps/proc"
 	"github.com/flowrun/flow/steps/run"
 )
@@ -57,32 +51,6 @@ func (a *app) runCmd() *cobra.Command {
 	return cmd
 }
 
-// drivers are the agent drivers this build provides, by name, configured
-// from drivers.<name>.* (binary, base_url, api_key_env, max_retries; pi also
-// api and agent_dir; codex also codex_home; openai only base_url and
-// api_key_env), e.g. FLOW_DRIVERS_CLAUDE_BASE_URL. With nothing
-// configured each CLI runs with its own configuration and login; the CLIs'
-// own retries default to 1, flow's `retry:` being the retry policy.
-func drivers(cfg *viper.Viper) map[string]engine.Driver {
-	get := func(name, key string) string { return cfg.GetString("drivers." + name + "." + key) }
-	retries := func(name string) int {
-		if k := "drivers." + name + ".max_retries"; cfg.IsSet(k) {
-			return cfg.GetInt(k)
-		}
-		return 1
-	}
-	return map[string]engine.Driver{
-		"exec": exec.New(exec.Options{}),
-		"pi": pi.New(pi.Options{Binary: get("pi", "binary"), AgentDir: get("pi", "agent_dir"), BaseURL: get("pi", "base_url"),
-			API: get("pi", "api"), APIKeyEnv: get("pi", "api_key_env"), MaxRetries: retries("pi")}),
-		"claude": claude.New(claude.Options{Binary: get("claude", "binary"), BaseURL: get("claude", "base_url"),
-			APIKeyEnv: get("claude", "api_key_env"), MaxRetries: retries("claude")}),
-		"codex": codex.New(codex.Options{Binary: get("codex", "binary"), BaseURL: get("codex", "base_url"),
-			APIKeyEnv: get("codex", "api_key_env"), MaxRetries: retries("codex"), CodexHome: get("codex", "codex_home")}),
-		"openai": openai.New(openai.Options{BaseURL: get("openai", "base_url"), APIKeyEnv: get("openai", "api_key_env")}),
-	}
-}
-
 func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	plan, err := a.load(file)
 	if err != nil {
@@ -111,6 +79,10 @@ type runSpec struct {
 // execute runs a plan with the live view and signal handling, and turns
 // the result into an exit code.
 func (a *app) execute(ctx context.Context, plan *flows.Plan, spec runSpec) error {
+	drivers, err := buildDrivers(a.drivers, a.cfg)
+	if err != nil {
+		return invalid("%v", err)
+	}
 	// Ctrl-C or SIGTERM cancels the run with cause ErrStopped: running
 	// visits end as `stopped` and the command exits 130.
 	sigCtx, sigStop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -132,7 +104,7 @@ func (a *app) execute(ctx context.Context, plan *flows.Plan, spec runSpec) error
 	}
 	defer view.Close()
 	opts := engine.Options{
-		Drivers: drivers(a.cfg), Commands: run.New(), Input: spec.input, Model: spec.model, Timeout: spec.timeout,
+		Drivers: drivers, Commands: run.New(), Input: spec.input, Model: spec.model, Timeout: spec.timeout,
 		RunsDir: spec.runsDir, RunID: spec.runID, WorkDir: spec.workDir, Resume: spec.resume,
 		Concurrency: a.cfg.GetInt("concurrency"), OnEvent: view.Event, Settings: a.settings(),
 		DefaultTimeout: a.cfg.GetDuration("timeout"),
