@@ -8,7 +8,7 @@ import "github.com/flowrun/flow/schema"
 type Agent struct {
 	Name        string   `json:"name"`
 	Description string   `json:"description"`
-	Driver      string   `json:"driver"`             // pi | claude | codex | openai | exec
+	Driver      string   `json:"driver"`             // a registered driver: pi, claude, codex, openai, exec, …
 	Model       string   `json:"model,omitempty"`    // the frontmatter's model; see Plan for precedence
 	Thinking    string   `json:"thinking,omitempty"` // passed to drivers that support it
 	Tools       []string `json:"tools,omitempty"`    // allowlist; nil means the read-only set

@@ -66,20 +66,20 @@ func ProjectAgentDirs(workDir string) []string {
 func NewCatalogue(opts Options, extraDirs []string) *Catalogue {
 	c := &Catalogue{agents: map[string]*Agent{}, broken: map[string]schema.Diagnostics{}}
 	for _, d := range opts.userDirs() {
-		c.addDir(d, "user", opts.DefaultDriver)
+		c.addDir(d, "user", opts)
 	}
 	for _, d := range extraDirs {
-		c.addDir(d, "flow", opts.DefaultDriver)
+		c.addDir(d, "flow", opts)
 	}
 	if opts.ProjectAgents {
 		for _, d := range ProjectAgentDirs(opts.workDir()) {
-			c.addDir(d, "project", opts.DefaultDriver)
+			c.addDir(d, "project", opts)
 		}
 	}
 	return c
 }
 
-func (c *Catalogue) addDir(dir, scope, defaultDriver string) {
+func (c *Catalogue) addDir(dir, scope string, opts Options) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return // an absent directory is an empty one
@@ -95,6 +95,7 @@ func (c *Catalogue) addDir(dir, scope, defaultDriver string) {
 			continue
 		}
 		doc, diags := schema.ParseAgentFile(path, src)
+		opts.checkDriver(doc, &diags)
 		if diags.HasErrors() {
 			key := doc.Name.Value
 			if key == "" {
@@ -103,7 +104,7 @@ func (c *Catalogue) addDir(dir, scope, defaultDriver string) {
 			c.broken[key] = diags
 			continue
 		}
-		a := agentFromDoc(doc, scope, path, defaultDriver)
+		a := agentFromDoc(doc, scope, path, opts.DefaultDriver)
 		delete(c.broken, a.Name)
 		c.agents[a.Name] = a
 	}

@@ -165,6 +165,7 @@ func (c *checker) agentNode(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 	n.Retry = d.Retry.Value
 	switch {
 	case d.InlineAgent != nil:
+		c.loader.opts.checkDriver(d.InlineAgent, c.diags)
 		n.Agent = agentFromDoc(d.InlineAgent, "inline", "", c.loader.opts.DefaultDriver)
 	case d.Agent.Set():
 		n.Agent = c.cat.Lookup(d.Agent.Value)
@@ -174,7 +175,7 @@ func (c *checker) agentNode(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 	}
 	if n.Agent != nil {
 		c.loader.plan.Agents[n.Agent.Name] = n.Agent
-		if !contains(schema.Drivers, n.Agent.Driver) {
+		if !c.loader.opts.knowsDriver(n.Agent.Driver) {
 			c.diags.Add(d.Agent.Pos, "driver", "set driver: in the agent file, or a default driver in the configuration", "agent %q has driver %q, which flow does not know", n.Agent.Name, n.Agent.Driver)
 		}
 	}

@@ -33,7 +33,7 @@ func FuzzLoad(f *testing.F) {
 	// directory keeps the fuzzer away from the seeds' neighbours.
 	dir := f.TempDir()
 	file := filepath.Join(dir, "fuzz.yaml")
-	opts := Options{UserAgentDirs: []string{}, WorkDir: dir}
+	opts := Options{UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		_, diags := LoadSource(file, src, opts)
 		lines := countLines(src)

@@ -39,7 +39,7 @@ func TestGolden(t *testing.T) {
 			if !hasWant && !update {
 				t.Fatalf("%s has no errors file", path)
 			}
-			_, diags := Load(filepath.Join(dir, name+".yaml"), Options{UserAgentDirs: []string{}, WorkDir: dir})
+			_, diags := Load(filepath.Join(dir, name+".yaml"), Options{UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers})
 			got := strings.ReplaceAll(diags.Error(), dir+string(filepath.Separator), "")
 			if got != "" {
 				got += "\n"

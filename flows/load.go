@@ -23,6 +23,12 @@ type Options struct {
 	UserAgentDirs []string
 	// DefaultDriver is the driver of agent files that name none.
 	DefaultDriver string
+	// Drivers are the names of the agent drivers the program provides (an
+	// engine.Registry's Names): an agent whose driver is not among them is
+	// an error, with a "did you mean" and the list. nil means the caller
+	// provides no list, and any driver name is accepted; the engine still
+	// refuses to run an agent whose driver it was not given.
+	Drivers []string
 	// Sources holds file contents to use instead of the disk: a resume loads
 	// the flows its snapshot recorded, not the files as they are now.
 	Sources map[string][]byte
@@ -150,6 +156,7 @@ func (l *loader) flow(file string, src []byte) *Flow {
 	}
 	defer func(saved []*Agent) { l.inline = saved }(l.inline)
 	for _, ia := range doc.InlineAgents {
+		l.opts.checkDriver(ia, &l.diags)
 		a := agentFromDoc(ia, "inline", "", l.opts.DefaultDriver)
 		cat.agents[a.Name] = a
 		l.inline = append(l.inline, a)

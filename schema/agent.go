@@ -14,7 +14,7 @@ type AgentDoc struct {
 	Pos          Pos
 	Name         String
 	Description  String
-	Driver       String
+	Driver       String // a name; flows checks it against the drivers the program provides
 	Model        String
 	Thinking     String
 	Tools        []String
@@ -85,13 +85,6 @@ func (r *reader) agentFields(a *AgentDoc, n ast.Node, strict bool) {
 			a.Description = r.str(e.value, "description")
 		case "driver":
 			a.Driver = r.str(e.value, "driver")
-			if a.Driver.Set() && !contains(Drivers, a.Driver.Value) {
-				hint := DidYouMean(a.Driver.Value, Drivers)
-				if hint == "" {
-					hint = "drivers are " + strings.Join(Drivers, ", ")
-				}
-				r.errorf(e.value, "driver", hint, "unknown driver %q", a.Driver.Value)
-			}
 		case "model":
 			a.Model = r.str(e.value, "model")
 		case "thinking":

@@ -1,8 +1,9 @@
 // Package schema is the flow language: the document types of flow files and
 // agent files, decoded from the YAML AST so that every value keeps its
 // file:line:col, the type expressions of inputs and typed outputs, the
-// closed sets (node kinds, failure kinds, drivers), the Diagnostic that
-// every load error is reported as, and the JSON Schema for editors.
+// closed sets (node kinds, failure kinds), the Diagnostic that every load
+// error is reported as, and the JSON Schema for editors. A driver is only a
+// name here: which drivers exist is the program's to say (flows checks).
 //
 // Decoding never stops at the first problem: ParseFlow and ParseAgentFile
 // return the document as far as it could be read together with every

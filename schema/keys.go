@@ -27,6 +27,3 @@ func Keys() map[string][]string {
 		"agent":    agentKeys,
 	}
 }
-
-// Drivers lists the agent drivers the language knows.
-var Drivers = []string{"pi", "claude", "codex", "openai", "exec"}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 )
 
@@ -74,6 +75,7 @@ func usageError(err error) bool {
 // app is what every subcommand shares: configuration and output streams.
 type app struct {
 	cfg     *viper.Viper
+	drivers *engine.Registry // the agent drivers this build provides
 	stdout  io.Writer
 	stderr  io.Writer
 	profile *os.File
@@ -103,7 +105,7 @@ func (a *app) stopProfile() {
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	a := &app{cfg: viper.New(), stdout: stdout, stderr: stderr}
+	a := &app{cfg: viper.New(), drivers: registry(), stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:           "flow",
 		Short:         "Run declarative YAML flows over coding-agent subagents",
@@ -167,7 +169,8 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 
 // loadOptions are the flows.Options the configuration implies.
 func (a *app) loadOptions() flows.Options {
-	return flows.Options{ProjectAgents: a.cfg.GetBool("project_agents"), DefaultDriver: a.cfg.GetString("driver")}
+	return flows.Options{ProjectAgents: a.cfg.GetBool("project_agents"), DefaultDriver: a.cfg.GetString("driver"),
+		Drivers: a.drivers.Names()}
 }
 
 // runSettings are the run-wide overrides of model and timeout (SPEC 3.6):

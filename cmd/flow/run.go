@@ -12,18 +12,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/viper"
 	"golang.org/x/term"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
-	"github.com/flowrun/flow/steps/claude"
-	"github.com/flowrun/flow/steps/codex"
-	"github.com/flowrun/flow/steps/exec"
-	"github.com/flowrun/flow/steps/openai"
-	"github.com/flowrun/flow/steps/pi"
 	"github.com/flowrun/flow/steps/run"
 )
 
@@ -57,32 +51,6 @@ func (a *app) runCmd() *cobra.Command {
 	return cmd
 }
 
-// drivers are the agent drivers this build provides, by name, configured
-// from drivers.<name>.* (binary, base_url, api_key_env, max_retries; pi also
-// api and agent_dir; codex also codex_home; openai only base_url and
-// api_key_env), e.g. FLOW_DRIVERS_CLAUDE_BASE_URL. With nothing
-// configured each CLI runs with its own configuration and login; the CLIs'
-// own retries default to 1, flow's `retry:` being the retry policy.
-func drivers(cfg *viper.Viper) map[string]engine.Driver {
-	get := func(name, key string) string { return cfg.GetString("drivers." + name + "." + key) }
-	retries := func(name string) int {
-		if k := "drivers." + name + ".max_retries"; cfg.IsSet(k) {
-			return cfg.GetInt(k)
-		}
-		return 1
-	}
-	return map[string]engine.Driver{
-		"exec": exec.New(),
-		"pi": pi.New(pi.Options{Binary: get("pi", "binary"), AgentDir: get("pi", "agent_dir"), BaseURL: get("pi", "base_url"),
-			API: get("pi", "api"), APIKeyEnv: get("pi", "api_key_env"), MaxRetries: retries("pi")}),
-		"claude": claude.New(claude.Options{Binary: get("claude", "binary"), BaseURL: get("claude", "base_url"),
-			APIKeyEnv: get("claude", "api_key_env"), MaxRetries: retries("claude")}),
-		"codex": codex.New().WithBinary(get("codex", "binary")).WithBaseURL(get("codex", "base_url")).
-			WithKeyEnv(get("codex", "api_key_env")).WithMaxRetries(retries("codex")).WithCodexHome(get("codex", "codex_home")),
-		"openai": openai.New().WithBaseURL(get("openai", "base_url")).WithKeyEnv(get("openai", "api_key_env")),
-	}
-}
-
 func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	plan, err := a.load(file)
 	if err != nil {
@@ -102,6 +70,10 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 // handling, and turns the result into an exit code. start is given the
 // options every run shares: drivers, commands, the view, the asker.
 func (a *app) execute(ctx context.Context, asJSON bool, start func(context.Context, engine.Options) (*engine.Result, error)) error {
+	drivers, err := buildDrivers(a.drivers, a.cfg)
+	if err != nil {
+		return invalid("%v", err)
+	}
 	// Ctrl-C or SIGTERM cancels the run with cause ErrStopped: running
 	// visits end as `stopped` and the command exits 130.
 	sigCtx, sigStop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -122,7 +94,7 @@ func (a *app) execute(ctx context.Context, asJSON bool, start func(context.Conte
 		view = newPlainView(a.stderr)
 	}
 	defer view.Close()
-	opts := engine.Options{Drivers: drivers(a.cfg), Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"),
+	opts := engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"),
 		OnEvent: view.Event, Config: a.config()}
 	if tty && term.IsTerminal(int(os.Stdin.Fd())) && !asJSON {
 		opts.Asker = &terminalAsker{in: os.Stdin, out: a.stderr, view: view}

@@ -19,6 +19,8 @@
 //   - Environ and Lookup: the child's environment from the flow process's.
 //   - Notes and Activity: the ordered diagnostics and the progress line of
 //     a JSON event stream (pi and claude; codex words its own).
+//   - MaxRetries: the CLIs' own retries as their specs read them from the
+//     configuration, bounded to DefaultMaxRetries unless it says otherwise.
 //
 // # Sharing
 //

@@ -22,16 +22,17 @@
 // # Server and key
 //
 // When the agent has a `base_url:`, or the driver a configured one
-// (WithBaseURL), Codex is pointed at it through a `model_providers.flow`
+// (Options.BaseURL), Codex is pointed at it through a `model_providers.flow`
 // entry given with -c: wire_api "responses", the key read by Codex itself
 // from the variable named by `api_key_env:` (default OPENAI_API_KEY), and
-// bounded retries (one request retry, one stream retry) so that a failing
-// server fails the turn within seconds and flow's own retry policy decides
-// what happens next. The key never appears on the command line or on disk:
-// Codex reads it from the environment it inherits.
+// bounded retries (Options.MaxRetries request retries and as many stream
+// retries; one of each unless the configuration says otherwise) so that a
+// failing server fails the turn within seconds and flow's own retry policy
+// decides what happens next. The key never appears on the command line or
+// on disk: Codex reads it from the environment it inherits.
 //
-// Codex keeps its threads in CODEX_HOME. WithCodexHome sets it for every
-// turn (tests use a temporary directory). Otherwise, with a base URL the
+// Codex keeps its threads in CODEX_HOME. Options.CodexHome sets it for
+// every turn (tests use a temporary directory). Otherwise, with a base URL the
 // driver gives Codex a home of its own in the scope's home
 // (<Home>/codex-home), so a resumed run finds its thread and the user's
 // ~/.codex is left alone; without one, Codex uses the user's own home and

@@ -21,74 +21,50 @@ import (
 // configured server when the agent names none.
 const DefaultKeyEnv = "OPENAI_API_KEY"
 
-// Driver runs codex agents. Its zero value is not usable; call New.
+// Options configure the codex driver. The zero value runs `codex` from PATH
+// against Codex's own configured provider, with the user's own CODEX_HOME.
+type Options struct {
+	// Binary is the Codex program; "" means "codex", looked up in PATH.
+	Binary string
+	// BaseURL, when set, is an OpenAI Responses server that Codex is
+	// pointed at when the agent names none (see the package documentation).
+	BaseURL string
+	// APIKeyEnv names the environment variable that holds that server's key
+	// when the agent names none; "" means DefaultKeyEnv.
+	APIKeyEnv string
+	// MaxRetries bounds Codex's own retries of a failed request, and of a
+	// failed stream, against a configured server. flow's `retry:` is the
+	// retry policy, so zero means none (the configuration's default is 1).
+	MaxRetries int
+	// CodexHome, when set, is CODEX_HOME for every turn; "" means the
+	// user's own, or a private one in the scope's home with a server.
+	CodexHome string
+	// Grace is the time between SIGTERM and SIGKILL on cancellation; zero
+	// means proc.DefaultGrace.
+	Grace time.Duration
+}
+
+// Driver runs codex agents. It holds only settings: it is immutable and
+// safe for concurrent use. Its zero value is not usable; call New.
 type Driver struct {
-	binary    string
-	codexHome string
-	baseURL   string
-	keyEnv    string
-	retries   int
-	grace     time.Duration
+	opts Options
 }
 
 var _ engine.Driver = (*Driver)(nil)
 
-// New returns a Driver that runs `codex` from PATH against Codex's own
-// configured provider.
-func New() *Driver {
-	return &Driver{binary: "codex", keyEnv: DefaultKeyEnv, retries: 1, grace: proc.DefaultGrace}
-}
-
-// WithKeyEnv returns a copy of d whose configured server's key is read from
-// the variable env when the agent names none. "" keeps OPENAI_API_KEY.
-func (d *Driver) WithKeyEnv(env string) *Driver {
-	dd := *d
-	if env != "" {
-		dd.keyEnv = env
+// New returns a Driver with the given options.
+func New(opts Options) *Driver {
+	if opts.Binary == "" {
+		opts.Binary = "codex"
 	}
-	return &dd
-}
-
-// WithMaxRetries returns a copy of d that lets Codex retry a failed request
-// or stream n times against a configured server (default 1; flow's own
-// `retry:` is the retry policy).
-func (d *Driver) WithMaxRetries(n int) *Driver {
-	dd := *d
-	dd.retries = max(n, 0)
-	return &dd
-}
-
-// WithBinary returns a copy of d that runs binary instead of `codex`.
-func (d *Driver) WithBinary(binary string) *Driver {
-	dd := *d
-	if binary != "" {
-		dd.binary = binary
+	if opts.APIKeyEnv == "" {
+		opts.APIKeyEnv = DefaultKeyEnv
 	}
-	return &dd
-}
-
-// WithCodexHome returns a copy of d that sets CODEX_HOME to dir for every
-// turn.
-func (d *Driver) WithCodexHome(dir string) *Driver {
-	dd := *d
-	dd.codexHome = dir
-	return &dd
-}
-
-// WithBaseURL returns a copy of d that points Codex at an OpenAI Responses
-// server when the agent names none.
-func (d *Driver) WithBaseURL(baseURL string) *Driver {
-	dd := *d
-	dd.baseURL = baseURL
-	return &dd
-}
-
-// WithGrace returns a copy of d with another grace period between SIGTERM
-// and SIGKILL on cancellation.
-func (d *Driver) WithGrace(grace time.Duration) *Driver {
-	dd := *d
-	dd.grace = grace
-	return &dd
+	opts.MaxRetries = max(opts.MaxRetries, 0)
+	if opts.Grace == 0 {
+		opts.Grace = proc.DefaultGrace
+	}
+	return &Driver{opts: opts}
 }
 
 // Turn runs one codex turn. See the package documentation.
@@ -105,11 +81,11 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	}
 	keyEnv := a.APIKeyEnv
 	if keyEnv == "" {
-		keyEnv = d.keyEnv
+		keyEnv = d.opts.APIKeyEnv
 	}
 	base := a.BaseURL
 	if base == "" {
-		base = d.baseURL
+		base = d.opts.BaseURL
 	}
 	// Codex runs in the working directory: every path it gets is absolute.
 	home, err := filepath.Abs(t.Home)
@@ -119,7 +95,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return nil, fmt.Errorf("making the home: %w", err)
 	}
-	codexHome := d.codexHome
+	codexHome := d.opts.CodexHome
 	if codexHome == "" && base != "" {
 		codexHome = filepath.Join(home, "codex-home")
 	}
@@ -146,7 +122,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if os.Getenv(keyEnv) == "" {
 		providerKey = ""
 	}
-	args := arguments(t, model, base, providerKey, schemaFile, d.retries)
+	args := arguments(t, model, base, providerKey, schemaFile, d.opts.MaxRetries)
 
 	log, err := transcript.Open(home, a.Name, transcript.Header{Visit: t.Visit, Driver: "codex", Model: model,
 		Session: t.Session, Started: start, System: a.Instructions, Prompt: t.Prompt})
@@ -155,7 +131,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	}
 	defer log.Close()
 	log.Redact(os.Getenv(keyEnv))
-	log.Record(map[string]any{"command": map[string]any{"visit": t.Visit, "argv": append([]string{d.binary}, args...), "codex_home": codexHome}})
+	log.Record(map[string]any{"command": map[string]any{"visit": t.Visit, "argv": append([]string{d.opts.Binary}, args...), "codex_home": codexHome}})
 
 	var env []string // nil: the flow process's
 	if codexHome != "" {
@@ -164,8 +140,8 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	s := newStream(t.Progress)
 	t.Progress(engine.Progress{Activity: "starting codex"})
 	exit, err := agentcli.Run(ctx, agentcli.Command{
-		Name: "codex", Binary: d.binary, Args: args, Env: env, Dir: t.WorkDir, Prompt: t.Prompt,
-		RunID: t.RunID, Grace: d.grace, Transcript: log,
+		Name: "codex", Binary: d.opts.Binary, Args: args, Env: env, Dir: t.WorkDir, Prompt: t.Prompt,
+		RunID: t.RunID, Grace: d.opts.Grace, Transcript: log,
 	}, s.line)
 	if err != nil {
 		return nil, err

@@ -35,8 +35,8 @@ func TestCodexPlainTurn(t *testing.T) {
 	bin := clitest.Binary(t, "codex")
 	s := modelserver.Start(t, modelserver.Reply{Text: "Hello from the model.", Input: 1234, Output: 7})
 	tn := turn(t, s)
-	// No WithCodexHome: the driver's own home inside the scope's home.
-	res, err := New().WithBinary(bin).Turn(context.Background(), tn)
+	// No CodexHome: the driver's own home inside the scope's home.
+	res, err := New(Options{Binary: bin}).Turn(context.Background(), tn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestCodexToolCall(t *testing.T) {
 	var acts []string
 	tn.Progress = func(p engine.Progress) { acts = append(acts, p.Activity) }
 	home := t.TempDir()
-	res, err := New().WithBinary(bin).WithCodexHome(home).Turn(context.Background(), tn)
+	res, err := New(Options{Binary: bin, CodexHome: home}).Turn(context.Background(), tn)
 	if err != nil || res.Status != engine.Completed || res.Output != "There is one file: hello.txt." {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}
@@ -109,7 +109,7 @@ func TestCodexTypedOutput(t *testing.T) {
 	s := modelserver.Start(t, modelserver.Reply{Text: `{"approved":true}`})
 	tn := turn(t, s)
 	tn.OutputSchema = []byte(`{"type":"object","properties":{"approved":{"type":"boolean"}},"required":["approved"],"additionalProperties":false}`)
-	res, err := New().WithBinary(bin).WithCodexHome(t.TempDir()).Turn(context.Background(), tn)
+	res, err := New(Options{Binary: bin, CodexHome: t.TempDir()}).Turn(context.Background(), tn)
 	if err != nil || res.Status != engine.Completed || res.Output != `{"approved":true}` {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}
@@ -122,7 +122,7 @@ func TestCodexTypedOutput(t *testing.T) {
 func TestCodexMemory(t *testing.T) {
 	bin := clitest.Binary(t, "codex")
 	s := modelserver.Start(t, modelserver.Reply{Text: "FIRST-ANSWER"}, modelserver.Reply{Text: "second answer"})
-	d := New().WithBinary(bin).WithCodexHome(t.TempDir())
+	d := New(Options{Binary: bin, CodexHome: t.TempDir()})
 	tn := turn(t, s)
 	res, err := d.Turn(context.Background(), tn)
 	if err != nil || res.Status != engine.Completed {
@@ -145,7 +145,8 @@ func TestCodexServerError(t *testing.T) {
 	s := modelserver.Start(t, modelserver.Reply{Status: 500})
 	tn := turn(t, s)
 	start := time.Now()
-	res, err := New().WithBinary(bin).WithCodexHome(t.TempDir()).Turn(context.Background(), tn)
+	// The bound flow configures by default: a failing server still fails fast.
+	res, err := New(Options{Binary: bin, MaxRetries: 1, CodexHome: t.TempDir()}).Turn(context.Background(), tn)
 	took := time.Since(start)
 	if err != nil || res.Status != engine.Failed {
 		t.Fatalf("Turn = %+v, %v", res, err)
@@ -170,7 +171,7 @@ func TestCodexCancel(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	res, err := New().WithBinary(bin).WithCodexHome(t.TempDir()).WithGrace(2*time.Second).Turn(ctx, tn)
+	res, err := New(Options{Binary: bin, CodexHome: t.TempDir(), Grace: 2 * time.Second}).Turn(ctx, tn)
 	t.Logf("cancelled turn returned after %v", time.Since(start))
 	if err == nil || err.Error() != "stopped by the test" || res == nil || res.Status != engine.Aborted {
 		t.Fatalf("Turn = %+v, %v; want aborted with the cause", res, err)
@@ -183,7 +184,7 @@ func TestCodexNoKey(t *testing.T) {
 	s := modelserver.Start(t, modelserver.Reply{Text: "fine"})
 	tn := turn(t, s)
 	t.Setenv("FLOW_TEST_CODEX_KEY", "")
-	res, err := New().WithBinary(bin).WithCodexHome(t.TempDir()).Turn(context.Background(), tn)
+	res, err := New(Options{Binary: bin, CodexHome: t.TempDir()}).Turn(context.Background(), tn)
 	if err != nil || res.Status != engine.Completed {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}
@@ -220,7 +221,7 @@ func TestCodexHomeHasNoShellSnapshot(t *testing.T) {
 	bin := clitest.Binary(t, "codex")
 	s := modelserver.Start(t, modelserver.Reply{Text: "Done.", Delay: 300 * time.Millisecond})
 	tn := turn(t, s)
-	res, err := New().WithBinary(bin).Turn(context.Background(), tn)
+	res, err := New(Options{Binary: bin}).Turn(context.Background(), tn)
 	if err != nil || res.Status != engine.Completed {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}

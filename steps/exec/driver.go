@@ -17,23 +17,27 @@ import (
 	"github.com/flowrun/flow/steps/transcript"
 )
 
-// Driver runs exec agents. Its zero value is not usable; call New.
+// Options configure the exec driver. The zero value is ready to use.
+type Options struct {
+	// Grace is the time a cancelled program gets between SIGTERM and
+	// SIGKILL; zero means proc.DefaultGrace.
+	Grace time.Duration
+}
+
+// Driver runs exec agents. It holds only settings: it is immutable and safe
+// for concurrent use. Its zero value is not usable; call New.
 type Driver struct {
-	grace time.Duration
+	opts Options
 }
 
 var _ engine.Driver = (*Driver)(nil)
 
-// New returns a Driver that gives a cancelled program proc.DefaultGrace
-// between SIGTERM and SIGKILL.
-func New() *Driver { return &Driver{grace: proc.DefaultGrace} }
-
-// WithGrace returns a copy of d with another grace period between SIGTERM
-// and SIGKILL on cancellation.
-func (d *Driver) WithGrace(grace time.Duration) *Driver {
-	dd := *d
-	dd.grace = grace
-	return &dd
+// New returns a Driver with the given options.
+func New(opts Options) *Driver {
+	if opts.Grace == 0 {
+		opts.Grace = proc.DefaultGrace
+	}
+	return &Driver{opts: opts}
 }
 
 // Turn runs the agent's command for one turn. See the package documentation
@@ -48,7 +52,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 
 	var stdout, stderr bytes.Buffer
 	p := proc.Command(ctx, t.RunID, argv[0], argv[1:]...)
-	p.Grace = d.grace
+	p.Grace = d.opts.Grace
 	p.Cmd.Dir = t.WorkDir
 	p.Cmd.Env = environ(t)
 	p.Cmd.Stdin = strings.NewReader(t.Prompt)
@@ -103,7 +107,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		res.Status = engine.Completed
 	}
 	if errors.Is(werr, osexec.ErrWaitDelay) {
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("a background process of %s held its output open; it was closed after %v", name, d.grace))
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("a background process of %s held its output open; it was closed after %v", name, d.opts.Grace))
 	}
 
 	path, terr := appendTranscript(t, res.Output, status, wall)

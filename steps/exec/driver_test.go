@@ -79,7 +79,7 @@ func TestTurn(t *testing.T) { // not parallel: it sets the environment
 			t.Setenv("FLOW_OUTPUT_SCHEMA", "inherited")
 			tn := turn(t, tt.script)
 			tn.OutputSchema = tt.schema
-			got, err := New().Turn(context.Background(), tn)
+			got, err := New(Options{}).Turn(context.Background(), tn)
 			if err != nil {
 				t.Fatalf("Turn: %v", err)
 			}
@@ -135,7 +135,7 @@ func TestUsageReport(t *testing.T) {
 
 	// And through a real program.
 	tn := turn(t, `echo ok; echo 'FLOW_USAGE {"input":7,"output":3}' >&2`)
-	got, err := New().Turn(context.Background(), tn)
+	got, err := New(Options{}).Turn(context.Background(), tn)
 	if err != nil || got.Status != engine.Completed {
 		t.Fatalf("Turn = %+v, %v", got, err)
 	}
@@ -163,14 +163,14 @@ func TestSourceRelativeCommand(t *testing.T) {
 	}
 	tn := turn(t, "")
 	tn.Agent = &flows.Agent{Name: "a", Command: []string{"./bin/answer.sh", "arg"}, Source: filepath.Join(dir, "a.md")}
-	got, err := New().Turn(context.Background(), tn)
+	got, err := New(Options{}).Turn(context.Background(), tn)
 	if err != nil || got.Output != "from answer.sh arg" {
 		t.Errorf("Turn = %+v, %v; want the script beside the agent file", got, err)
 	}
 
 	// Without a source, ./ is relative to the working directory.
 	tn.Agent = &flows.Agent{Name: "a", Command: []string{"./bin/answer.sh"}}
-	if _, err := New().Turn(context.Background(), tn); !errors.Is(err, engine.ErrUnavailable) {
+	if _, err := New(Options{}).Turn(context.Background(), tn); !errors.Is(err, engine.ErrUnavailable) {
 		t.Errorf("Turn without source = %v, want unavailable (no such file in the working directory)", err)
 	}
 }
@@ -184,7 +184,7 @@ func TestUnavailable(t *testing.T) {
 	for _, command := range [][]string{{"flow-no-such-agent"}, {notExec}, nil} {
 		tn := turn(t, "")
 		tn.Agent.Command = command
-		got, err := New().Turn(context.Background(), tn)
+		got, err := New(Options{}).Turn(context.Background(), tn)
 		if !errors.Is(err, engine.ErrUnavailable) {
 			t.Errorf("%v: Turn = %+v, %v; want an error wrapping ErrUnavailable", command, got, err)
 		}
@@ -198,7 +198,7 @@ func TestTranscript(t *testing.T) {
 	var got *engine.TurnResult
 	for range 2 {
 		var err error
-		got, err = New().Turn(context.Background(), tn)
+		got, err = New(Options{}).Turn(context.Background(), tn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +252,7 @@ func TestCancel(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := New().WithGrace(grace).Turn(ctx, tn)
+		res, err := New(Options{Grace: grace}).Turn(ctx, tn)
 		done <- outcome{res, err}
 	}()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {

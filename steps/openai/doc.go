@@ -5,8 +5,8 @@
 // # Server, key and model
 //
 // The server is the agent's `base_url:`, else the driver's configured
-// default (WithBaseURL), else https://api.openai.com/v1. The request goes to
-// base_url + "/chat/completions"; a base URL with no path at all (e.g.
+// default (Options.BaseURL), else https://api.openai.com/v1. The request goes
+// to base_url + "/chat/completions"; a base URL with no path at all (e.g.
 // http://127.0.0.1:11434) gets "/v1" first. The key is read at each turn
 // from the environment variable named by `api_key_env:` (default
 // OPENAI_API_KEY); when it is unset or empty no Authorization header is sent,

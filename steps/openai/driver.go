@@ -26,46 +26,40 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 // agent names none.
 const DefaultKeyEnv = "OPENAI_API_KEY"
 
-// Driver runs openai agents. Its zero value is not usable; call New.
+// Options configure the openai driver. The zero value talks to
+// DefaultBaseURL with the key in DefaultKeyEnv, unless an agent names its own
+// server or variable.
+type Options struct {
+	// BaseURL is the server used when the agent names none; "" means
+	// DefaultBaseURL. An agent's base_url still wins.
+	BaseURL string
+	// APIKeyEnv names the environment variable that holds the key when the
+	// agent names none; "" means DefaultKeyEnv.
+	APIKeyEnv string
+	// HTTPClient sends the requests; nil means http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// Driver runs openai agents. It holds only settings: it is immutable and
+// safe for concurrent use. Its zero value is not usable; call New.
 type Driver struct {
-	baseURL string
-	keyEnv  string
-	client  *http.Client
+	opts Options
 }
 
 var _ engine.Driver = (*Driver)(nil)
 
-// New returns a Driver that talks to DefaultBaseURL unless an agent names
-// its own server.
-func New() *Driver {
-	return &Driver{baseURL: DefaultBaseURL, keyEnv: DefaultKeyEnv, client: http.DefaultClient}
-}
-
-// WithKeyEnv returns a copy of d that reads the key from the variable env
-// when the agent names none. "" keeps OPENAI_API_KEY.
-func (d *Driver) WithKeyEnv(env string) *Driver {
-	dd := *d
-	if env != "" {
-		dd.keyEnv = env
+// New returns a Driver with the given options.
+func New(opts Options) *Driver {
+	if opts.BaseURL == "" {
+		opts.BaseURL = DefaultBaseURL
 	}
-	return &dd
-}
-
-// WithBaseURL returns a copy of d whose default server is baseURL (from the
-// configuration); an agent's base_url still wins. "" keeps the default.
-func (d *Driver) WithBaseURL(baseURL string) *Driver {
-	dd := *d
-	if baseURL != "" {
-		dd.baseURL = baseURL
+	if opts.APIKeyEnv == "" {
+		opts.APIKeyEnv = DefaultKeyEnv
 	}
-	return &dd
-}
-
-// WithHTTPClient returns a copy of d that sends its requests with c.
-func (d *Driver) WithHTTPClient(c *http.Client) *Driver {
-	dd := *d
-	dd.client = c
-	return &dd
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
+	return &Driver{opts: opts}
 }
 
 // Turn sends one turn to the server. See the package documentation for the
@@ -84,10 +78,10 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	}
 	keyEnv := a.APIKeyEnv
 	if keyEnv == "" {
-		keyEnv = d.keyEnv
+		keyEnv = d.opts.APIKeyEnv
 	}
 	key := os.Getenv(keyEnv)
-	endpoint := chatURL(d.baseURL, a.BaseURL)
+	endpoint := chatURL(d.opts.BaseURL, a.BaseURL)
 
 	log, err := transcript.Open(t.Home, a.Name, transcript.Header{Visit: t.Visit, Driver: "openai", Model: model,
 		Session: t.Session, Started: start, System: a.Instructions, Prompt: t.Prompt})
@@ -132,7 +126,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	resp, err := d.client.Do(req)
+	resp, err := d.opts.HTTPClient.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return d.aborted(ctx, res, finish)

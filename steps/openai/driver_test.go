@@ -34,7 +34,7 @@ func TestPlainTurn(t *testing.T) {
 	tn := turn(t, s)
 	var prog []engine.Progress
 	tn.Progress = func(p engine.Progress) { prog = append(prog, p) }
-	res, err := New().Turn(context.Background(), tn)
+	res, err := New(Options{}).Turn(context.Background(), tn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestPlainTurn(t *testing.T) {
 func TestNoKey(t *testing.T) {
 	t.Setenv("FLOW_TEST_OPENAI_KEY", "")
 	s := modelserver.Start(t, modelserver.Reply{Text: "fine"})
-	res, err := New().Turn(context.Background(), turn(t, s))
+	res, err := New(Options{}).Turn(context.Background(), turn(t, s))
 	if err != nil || res.Status != engine.Completed {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}
@@ -98,7 +98,7 @@ func TestTypedOutput(t *testing.T) {
 	s := modelserver.Start(t, modelserver.Reply{Text: `{"approved":true,"remarks":[]}`})
 	tn := turn(t, s)
 	tn.OutputSchema = []byte(`{"type":"object","properties":{"approved":{"type":"boolean"},"remarks":{"type":"array","items":{"type":"string"}}},"required":["approved","remarks"],"additionalProperties":false}`)
-	res, err := New().Turn(context.Background(), tn)
+	res, err := New(Options{}).Turn(context.Background(), tn)
 	if err != nil || res.Status != engine.Completed || res.Output != `{"approved":true,"remarks":[]}` {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}
@@ -168,7 +168,7 @@ func TestFailures(t *testing.T) {
 			t.Parallel()
 			s := modelserver.Start(t, tt.reply)
 			start := time.Now()
-			res, err := New().Turn(context.Background(), turn(t, s))
+			res, err := New(Options{}).Turn(context.Background(), turn(t, s))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,12 +190,12 @@ func TestNoModel(t *testing.T) {
 	s := modelserver.Start(t)
 	tn := turn(t, s)
 	tn.Model = ""
-	res, err := New().Turn(context.Background(), tn)
+	res, err := New(Options{}).Turn(context.Background(), tn)
 	if err != nil || res.Status != engine.Failed || !strings.Contains(res.Diagnostics[0], "no model") || len(s.Requests()) != 0 {
 		t.Errorf("Turn = %+v, %v", res, err)
 	}
 	tn.Agent.Model = "agent-model"
-	if res, err = New().Turn(context.Background(), tn); err != nil || res.Status != engine.Completed {
+	if res, err = New(Options{}).Turn(context.Background(), tn); err != nil || res.Status != engine.Completed {
 		t.Errorf("Turn with the agent's model = %+v, %v", res, err)
 	}
 }
@@ -207,7 +207,7 @@ func TestCancelSlowStream(t *testing.T) {
 	tn := turn(t, s)
 	time.AfterFunc(300*time.Millisecond, func() { cancel(errors.New("stopped by the test")) })
 	start := time.Now()
-	res, err := New().Turn(ctx, tn)
+	res, err := New(Options{}).Turn(ctx, tn)
 	if err == nil || err.Error() != "stopped by the test" || res.Status != engine.Aborted {
 		t.Errorf("Turn = %+v, %v; want aborted with the cause", res, err)
 	}
@@ -220,7 +220,7 @@ func TestMemory(t *testing.T) {
 	t.Parallel()
 	s := modelserver.Start(t, modelserver.Reply{Text: "First answer."}, modelserver.Reply{Text: "Second answer."})
 	tn := turn(t, s)
-	d := New()
+	d := New(Options{})
 	res, err := d.Turn(context.Background(), tn)
 	if err != nil || res.Status != engine.Completed {
 		t.Fatal(res, err)

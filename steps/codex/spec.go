@@ -1,0 +1,26 @@
+package codex
+
+import (
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/agentcli"
+)
+
+// Spec describes the codex driver to an engine.Registry: the name `codex`,
+// the keys it reads under drivers.codex. in the configuration, and a
+// constructor that maps them onto Options (max_retries defaults to
+// agentcli.DefaultMaxRetries). It returns a new value each time, so no
+// caller can change another's.
+func Spec() engine.DriverSpec {
+	return engine.DriverSpec{
+		Name: "codex",
+		Keys: []string{"binary", "base_url", "api_key_env", "max_retries", "codex_home"},
+		New: func(cfg engine.DriverConfig) (engine.Driver, error) {
+			retries, err := agentcli.MaxRetries(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return New(Options{Binary: cfg.String("binary"), BaseURL: cfg.String("base_url"),
+				APIKeyEnv: cfg.String("api_key_env"), MaxRetries: retries, CodexHome: cfg.String("codex_home")}), nil
+		},
+	}
+}

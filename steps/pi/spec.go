@@ -1,0 +1,26 @@
+package pi
+
+import (
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/agentcli"
+)
+
+// Spec describes the pi driver to an engine.Registry: the name `pi`, the
+// keys it reads under drivers.pi. in the configuration, and a constructor
+// that maps them onto Options (max_retries defaults to
+// agentcli.DefaultMaxRetries). It returns a new value each time, so no
+// caller can change another's.
+func Spec() engine.DriverSpec {
+	return engine.DriverSpec{
+		Name: "pi",
+		Keys: []string{"binary", "base_url", "api", "api_key_env", "max_retries", "agent_dir"},
+		New: func(cfg engine.DriverConfig) (engine.Driver, error) {
+			retries, err := agentcli.MaxRetries(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return New(Options{Binary: cfg.String("binary"), BaseURL: cfg.String("base_url"), API: cfg.String("api"),
+				APIKeyEnv: cfg.String("api_key_env"), MaxRetries: retries, AgentDir: cfg.String("agent_dir")}), nil
+		},
+	}
+}
