@@ -55,8 +55,12 @@ func (r *reader) errorf(n ast.Node, code, detail, format string, args ...any) {
 
 // parseYAML parses src into its first document's body. A syntax error becomes
 // a diagnostic at its token.
+//
+// The parser lets a key repeat: it would stop at the first repeat, hiding the
+// file's other faults, while reader.mapping reports every one, naming what
+// holds it.
 func parseYAML(file string, src []byte, diags *Diagnostics) ast.Node {
-	f, err := parser.ParseBytes(src, 0)
+	f, err := parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		pos := Pos{File: file, Line: 1, Col: 1}
 		msg := err.Error()
