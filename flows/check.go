@@ -212,7 +212,8 @@ func (c *checker) unknownAgent(name schema.String) {
 	}
 	if ds, ok := c.cat.broken[name.Value]; ok {
 		*c.diags = append(*c.diags, ds...)
-		c.diags.Add(name.Pos, "agent", "fix the agent file (see the errors above)", "agent %q could not be read", name.Value)
+		// The file's own errors sort by its path, before or after this one.
+		c.diags.Add(name.Pos, "agent", "fix "+ds[0].Pos.File+" (see its errors)", "agent %q could not be read", name.Value)
 		return
 	}
 	hint := schema.DidYouMean(name.Value, names)
