@@ -96,7 +96,7 @@ func (c *Catalogue) addDir(dir, scope, defaultDriver string) {
 		stem := strings.TrimSuffix(e.Name(), ".md")
 		src, err := os.ReadFile(path)
 		if err != nil {
-			c.broken[stem] = schema.Diagnostics{{Pos: schema.Pos{File: path}, Code: "read", Summary: err.Error()}}
+			c.broken[stem] = schema.Diagnostics{{Pos: schema.Pos{File: path}, Code: schema.CodeRead, Summary: err.Error()}}
 			continue
 		}
 		doc, diags := schema.ParseAgentFile(path, src)
