@@ -13,7 +13,7 @@ import (
 // 2): later sources override earlier ones by name.
 type Catalogue struct {
 	agents map[string]*Agent
-	broken map[string]schema.Diagnostics // files that did not parse, by agent name or file
+	broken map[string]schema.Diagnostics // files that did not parse, by agent name or file stem
 }
 
 // Agents returns the catalogue's agents sorted by name.
@@ -89,9 +89,14 @@ func (c *Catalogue) addDir(dir, scope string, opts Options) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
+		// A file whose name: cannot be read is filed under its stem: agent
+		// files are named for their agent (pi and Claude Code name theirs so),
+		// and a node naming that agent then says why it could not be read
+		// instead of calling it unknown.
+		stem := strings.TrimSuffix(e.Name(), ".md")
 		src, err := os.ReadFile(path)
 		if err != nil {
-			c.broken[path] = schema.Diagnostics{{Pos: schema.Pos{File: path}, Code: "read", Summary: err.Error()}}
+			c.broken[stem] = schema.Diagnostics{{Pos: schema.Pos{File: path}, Code: schema.CodeRead, Summary: err.Error()}}
 			continue
 		}
 		doc, diags := schema.ParseAgentFile(path, src)
@@ -99,7 +104,7 @@ func (c *Catalogue) addDir(dir, scope string, opts Options) {
 		if diags.HasErrors() {
 			key := doc.Name.Value
 			if key == "" {
-				key = path
+				key = stem
 			}
 			c.broken[key] = diags
 			continue

@@ -42,13 +42,13 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 		Continue: d.OnFail.Value == "continue", Timeout: d.Timeout.Value, Output: schema.AnyType}
 	if d.ID.Set() {
 		if prev, dup := c.ids[d.ID.Value]; dup {
-			c.diags.Add(d.ID.Pos, "duplicate-id", "ids are unique in a file; rename one", "id %q is used already at line %d", d.ID.Value, prev.Line)
+			c.diags.Add(d.ID.Pos, schema.CodeDuplicateID, "ids are unique in a file; rename one", "id %q is used already at line %d", d.ID.Value, prev.Line)
 		} else {
 			c.ids[d.ID.Value] = d.ID.Pos
 		}
 		for _, r := range reserved {
 			if r == d.ID.Value {
-				c.diags.Add(d.ID.Pos, "reserved-id", "choose another id", "id %q is reserved: expressions use it", d.ID.Value)
+				c.diags.Add(d.ID.Pos, schema.CodeReservedID, "choose another id", "id %q is reserved: expressions use it", d.ID.Value)
 			}
 		}
 	}
@@ -72,7 +72,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 		for i, b := range d.Choice {
 			br := &Branch{Else: b.Else}
 			if b.Else && i != len(d.Choice)-1 {
-				c.diags.Add(b.Pos, "branch", "move else to the end: branches are tried in order", "else must be the last branch")
+				c.diags.Add(b.Pos, schema.CodeBranch, "move else to the end: branches are tried in order", "else must be the last branch")
 			}
 			if !b.Else && b.When.Set() {
 				br.When = c.compile(b.When, b.When.Value, 0, sc, schema.BooleanType)
@@ -102,7 +102,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 					itemT = t.Elem
 				case schema.TAny:
 				default:
-					c.diags.Add(d.Map.Pos, "type", "map over an expression that yields a list", "map expression yields %s, not a list", t)
+					c.diags.Add(d.Map.Pos, schema.CodeType, "map over an expression that yields a list", "map expression yields %s, not a list", t)
 				}
 			}
 		}
@@ -141,7 +141,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 			if callee := c.loader.callee(c.flow, d.Flow); callee != nil && callee.Output != nil {
 				n.Output = callee.Output
 				if callee.Input != nil && callee.Input.Kind != schema.TAny && !d.Input.Set() && hasRequired(callee.Input) {
-					c.diags.Add(d.KindPos, "input", "add input: <an expression giving the callee's input>", "flow %q needs an input", callee.Name)
+					c.diags.Add(d.KindPos, schema.CodeInput, "add input: <an expression giving the callee's input>", "flow %q needs an input", callee.Name)
 				}
 			}
 		}
@@ -185,7 +185,7 @@ func (c *checker) agentNode(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 	for _, r := range d.Reads {
 		rd := &Read{Address: r.Value, IsNode: isNodeAddress(r.Value, sc)}
 		if !addressRE.MatchString(r.Value) {
-			c.diags.Add(r.Pos, "reads", "reads are addresses: input, a node id, x.output.field, loop.previous.id", "%q is not an address", r.Value)
+			c.diags.Add(r.Pos, schema.CodeReads, "reads are addresses: input, a node id, x.output.field, loop.previous.id", "%q is not an address", r.Value)
 			continue
 		}
 		rd.Expr = c.compile(r, r.Value, 0, sc, nil)
@@ -201,7 +201,7 @@ func (c *checker) agentNode(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 		}
 		if !ok {
 			hint := "memory names an enclosing node (" + strings.Join(append(ids, "flow"), ", ") + ")"
-			c.diags.Add(d.Memory.Pos, "memory", hint, "memory %q is not flow or an enclosing node", n.Memory)
+			c.diags.Add(d.Memory.Pos, schema.CodeMemory, hint, "memory %q is not flow or an enclosing node", n.Memory)
 		}
 	}
 }
@@ -213,7 +213,8 @@ func (c *checker) unknownAgent(name schema.String) {
 	}
 	if ds, ok := c.cat.broken[name.Value]; ok {
 		*c.diags = append(*c.diags, ds...)
-		c.diags.Add(name.Pos, "agent", "fix the agent file (see the errors above)", "agent %q could not be read", name.Value)
+		// The file's own errors sort by its path, before or after this one.
+		c.diags.Add(name.Pos, schema.CodeAgent, "fix "+ds[0].Pos.File+" (see its errors)", "agent %q could not be read", name.Value)
 		return
 	}
 	hint := schema.DidYouMean(name.Value, names)
@@ -225,7 +226,7 @@ func (c *checker) unknownAgent(name schema.String) {
 	default:
 		hint += " (known agents: " + strings.Join(names, ", ") + ")"
 	}
-	c.diags.Add(name.Pos, "agent", hint, "unknown agent %q", name.Value)
+	c.diags.Add(name.Pos, schema.CodeAgent, hint, "unknown agent %q", name.Value)
 }
 
 var addressRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)

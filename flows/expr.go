@@ -247,7 +247,7 @@ func (n *natured) Nature() nature.Nature {
 func (c *checker) compile(s schema.String, src string, off int, sc *scope, want *schema.Type) *Expr {
 	pos := offsetPos(s, off)
 	if strings.TrimSpace(src) == "" {
-		c.diags.Add(pos, "expr", "write an expression, e.g. x.ok", "empty expression")
+		c.diags.Add(pos, schema.CodeExpr, "write an expression, e.g. x.ok", "empty expression")
 		return nil
 	}
 	prog, err := c.exprs.compile(src, sc.env(src, &c.exprs), want != nil && want.Kind == schema.TBoolean)
@@ -264,7 +264,7 @@ func (c *checker) compile(s schema.String, src string, off int, sc *scope, want 
 				hint = h
 			}
 		}
-		c.diags.Add(pos, "expr", hint, "%s", msg)
+		c.diags.Add(pos, schema.CodeExpr, hint, "%s", msg)
 		return nil
 	}
 	return &Expr{Source: src, Pos: pos, Program: prog, Type: typeOfProgram(prog), Path: plainPath(prog.Node())}
@@ -341,7 +341,7 @@ func (c *checker) template(s schema.String, sc *scope) *Template {
 		}
 		j := strings.Index(rest[i:], "}}")
 		if j < 0 {
-			c.diags.Add(offsetPos(s, off+i), "template", "close it with }}", "unclosed ${{")
+			c.diags.Add(offsetPos(s, off+i), schema.CodeTemplate, "close it with }}", "unclosed ${{")
 			return t
 		}
 		src := rest[i+3 : i+j]

@@ -65,7 +65,7 @@ func (o Options) userDirs() []string {
 func Load(file string, opts Options) (*Plan, schema.Diagnostics) {
 	src, err := opts.read(file)
 	if err != nil {
-		return nil, schema.Diagnostics{{Pos: schema.Pos{File: file}, Code: "read", Summary: readError(err), Detail: "check the path"}}
+		return nil, schema.Diagnostics{{Pos: schema.Pos{File: file}, Code: schema.CodeRead, Summary: readError(err), Detail: "check the path"}}
 	}
 	return LoadSource(file, src, opts)
 }
@@ -133,7 +133,7 @@ func (l *loader) flow(file string, src []byte) *Flow {
 			p = filepath.Join(filepath.Dir(file), p)
 		}
 		if st, err := os.Stat(p); l.opts.Agents == nil && (err != nil || !st.IsDir()) {
-			l.diags.Add(d.Pos, "agents", "agent directories are relative to the flow file", "agent directory %q does not exist", d.Value)
+			l.diags.Add(d.Pos, schema.CodeAgents, "agent directories are relative to the flow file", "agent directory %q does not exist", d.Value)
 		}
 		dirs = append(dirs, p)
 	}
@@ -181,7 +181,7 @@ func (l *loader) callee(caller *Flow, name schema.String) *Flow {
 	if f, ok := l.plan.Flows[name.Value]; ok {
 		for _, n := range l.loading {
 			if n == name.Value {
-				l.diags.Add(name.Pos, "cycle", "a flow may not call itself, directly or through others", "call cycle: %s -> %s", strings.Join(l.loading, " -> "), name.Value)
+				l.diags.Add(name.Pos, schema.CodeCycle, "a flow may not call itself, directly or through others", "call cycle: %s -> %s", strings.Join(l.loading, " -> "), name.Value)
 				return nil
 			}
 		}
@@ -209,7 +209,7 @@ func (l *loader) callee(caller *Flow, name schema.String) *Flow {
 	if hint == "" {
 		hint = "flows are files beside this one: " + strings.Join(have, ", ")
 	}
-	l.diags.Add(name.Pos, "flow", hint, "no flow %q beside %s", name.Value, filepath.Base(caller.File))
+	l.diags.Add(name.Pos, schema.CodeFlow, hint, "no flow %q beside %s", name.Value, filepath.Base(caller.File))
 	return nil
 }
 

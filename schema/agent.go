@@ -33,13 +33,13 @@ func ParseAgentFile(file string, src []byte) (*AgentDoc, Diagnostics) {
 	a := &AgentDoc{Pos: Pos{File: file, Line: 1, Col: 1}}
 	text := bytes.ReplaceAll(src, []byte("\r\n"), []byte("\n"))
 	if !bytes.HasPrefix(text, []byte("---\n")) {
-		diags.Add(a.Pos, "frontmatter", "start the file with a --- line, then name: and description:, then ---", "the agent file has no YAML frontmatter")
+		diags.Add(a.Pos, CodeFrontmatter, "start the file with a --- line, then name: and description:, then ---", "the agent file has no YAML frontmatter")
 		return a, diags
 	}
 	rest := text[4:]
 	end := bytes.Index(rest, []byte("\n---"))
 	if end < 0 {
-		diags.Add(a.Pos, "frontmatter", "close the frontmatter with a --- line", "the agent file's frontmatter is not closed")
+		diags.Add(a.Pos, CodeFrontmatter, "close the frontmatter with a --- line", "the agent file's frontmatter is not closed")
 		return a, diags
 	}
 	front := rest[:end+1]

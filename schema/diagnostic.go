@@ -29,7 +29,7 @@ func (s Severity) String() string {
 type Diagnostic struct {
 	Severity Severity `json:"severity"`
 	Pos      Pos      `json:"pos"`
-	Code     string   `json:"code"`    // stable, kebab-case: "unknown-key", "type", ...
+	Code     Code     `json:"code"`    // stable, kebab-case: "unknown-key", "type", ... (codes.go)
 	Summary  string   `json:"summary"` // one line, lower case, no final period
 	Detail   string   `json:"detail,omitempty"`
 }
@@ -41,7 +41,7 @@ func (d Diagnostic) String() string {
 	if d.Severity == Warning {
 		b.WriteString("warning: ")
 	}
-	b.WriteString(d.Code)
+	b.WriteString(string(d.Code))
 	b.WriteString(": ")
 	b.WriteString(d.Summary)
 	if d.Detail != "" {
@@ -56,12 +56,12 @@ func (d Diagnostic) String() string {
 type Diagnostics []Diagnostic
 
 // Add appends an error diagnostic.
-func (ds *Diagnostics) Add(pos Pos, code, detail, format string, args ...any) {
+func (ds *Diagnostics) Add(pos Pos, code Code, detail, format string, args ...any) {
 	*ds = append(*ds, Diagnostic{Severity: Error, Pos: pos, Code: code, Summary: fmt.Sprintf(format, args...), Detail: detail})
 }
 
 // Warn appends a warning.
-func (ds *Diagnostics) Warn(pos Pos, code, detail, format string, args ...any) {
+func (ds *Diagnostics) Warn(pos Pos, code Code, detail, format string, args ...any) {
 	*ds = append(*ds, Diagnostic{Severity: Warning, Pos: pos, Code: code, Summary: fmt.Sprintf(format, args...), Detail: detail})
 }
 

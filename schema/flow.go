@@ -94,12 +94,12 @@ func ParseFlow(file string, src []byte) (*Flow, Diagnostics) {
 		}
 	}
 	if !f.Name.Set() {
-		diags.Add(f.Pos, "missing", "add `name: "+Stem(file)+"` (the file's stem)", "the flow has no name")
+		diags.Add(f.Pos, CodeMissing, "add `name: "+Stem(file)+"` (the file's stem)", "the flow has no name")
 	} else if stem := Stem(file); stem != "" && f.Name.Value != stem {
-		diags.Add(f.Name.Pos, "name", "rename the flow to \""+stem+"\" or the file to \""+f.Name.Value+".yaml\"", "the flow's name %q must equal the file's stem %q", f.Name.Value, stem)
+		diags.Add(f.Name.Pos, CodeName, "rename the flow to \""+stem+"\" or the file to \""+f.Name.Value+".yaml\"", "the flow's name %q must equal the file's stem %q", f.Name.Value, stem)
 	}
 	if !hasNodes {
-		diags.Add(f.Pos, "missing", "add `nodes:` with at least one node", "the flow has no nodes")
+		diags.Add(f.Pos, CodeMissing, "add `nodes:` with at least one node", "the flow has no nodes")
 	}
 	return f, diags
 }
@@ -125,7 +125,7 @@ func (r *reader) budget(n ast.Node) *Budget {
 		}
 	}
 	if !b.Tokens.IsSet && !b.Cost.IsSet {
-		r.errorf(n, "missing", "give tokens:, cost: or both", "the budget bounds nothing")
+		r.errorf(n, CodeMissing, "give tokens:, cost: or both", "the budget bounds nothing")
 	}
 	return b
 }
@@ -145,12 +145,12 @@ func (r *reader) schedule(n ast.Node) *Schedule {
 		case "overlap":
 			s.Overlap = r.str(e.value, "schedule.overlap")
 			if !contains([]string{"skip", "queue", "allow"}, s.Overlap.Value) {
-				r.errorf(e.value, "value", "use skip, queue or allow", "schedule.overlap is %q", s.Overlap.Value)
+				r.errorf(e.value, CodeValue, "use skip, queue or allow", "schedule.overlap is %q", s.Overlap.Value)
 			}
 		}
 	}
 	if !s.Cron.Set() {
-		r.errorf(n, "missing", `add cron: "0 3 * * *" or cron: "@every 10m"`, "the schedule has no cron")
+		r.errorf(n, CodeMissing, `add cron: "0 3 * * *" or cron: "@every 10m"`, "the schedule has no cron")
 	}
 	return s
 }

@@ -139,7 +139,7 @@ func (r *reader) sequence(n ast.Node, what string) []*Node {
 		return nil
 	}
 	if len(items) == 0 {
-		r.errorf(n, "empty", "add at least one node", "%s is empty", what)
+		r.errorf(n, CodeEmpty, "add at least one node", "%s is empty", what)
 	}
 	out := make([]*Node, 0, len(items))
 	for _, it := range items {
@@ -175,22 +175,22 @@ func (r *reader) node(n ast.Node) *Node {
 	}
 	switch {
 	case !nd.ID.Set():
-		r.errorf(n, "missing", "add id: (letters, digits and _), unique in the file", "the node has no id")
+		r.errorf(n, CodeMissing, "add id: (letters, digits and _), unique in the file", "the node has no id")
 	case !validID(nd.ID.Value):
-		r.errorf(nodeAt(es, "id"), "id", "ids are letters, digits and _, starting with a letter or _", "%q is not a valid id", nd.ID.Value)
+		r.errorf(nodeAt(es, "id"), CodeID, "ids are letters, digits and _, starting with a letter or _", "%q is not a valid id", nd.ID.Value)
 	}
 	if len(kinds) == 0 {
-		r.errorf(n, "kind", "give the node one of: "+strings.Join(nodeKindKeys, ", "), "%s has no kind", label)
+		r.errorf(n, CodeKind, "give the node one of: "+strings.Join(nodeKindKeys, ", "), "%s has no kind", label)
 		return nd
 	}
 	if len(kinds) > 1 {
-		r.errorf(n, "kind", "split it into one node per kind", "%s has several kinds: %s", label, strings.Join(kinds, ", "))
+		r.errorf(n, CodeKind, "split it into one node per kind", "%s has several kinds: %s", label, strings.Join(kinds, ", "))
 		return nd
 	}
 	allowed := append(append([]string{}, commonNodeKeys...), kindKeys[nd.Kind]...)
 	for _, e := range es {
 		if !contains(allowed, e.key) {
-			r.errorf(e.keyN, "key", "remove it, or use it on a node kind that takes it ("+kindsTaking(e.key)+")", "%s is %s node and does not take %q", label, article(nd.Kind), e.key)
+			r.errorf(e.keyN, CodeKey, "remove it, or use it on a node kind that takes it ("+kindsTaking(e.key)+")", "%s is %s node and does not take %q", label, article(nd.Kind), e.key)
 			continue
 		}
 		r.nodeField(nd, e, label)
@@ -206,7 +206,7 @@ func (r *reader) nodeField(nd *Node, e entry, label string) {
 	case "on_fail":
 		nd.OnFail = r.str(e.value, "on_fail")
 		if !contains([]string{"fail", "continue"}, nd.OnFail.Value) {
-			r.errorf(e.value, "value", "use fail (the default) or continue", "on_fail is %q", nd.OnFail.Value)
+			r.errorf(e.value, CodeValue, "use fail (the default) or continue", "on_fail is %q", nd.OnFail.Value)
 		}
 	case "agent":
 		if isScalar(e.value) {
@@ -231,12 +231,12 @@ func (r *reader) nodeField(nd *Node, e entry, label string) {
 		if isScalar(e.value) {
 			nd.Script = r.str(e.value, "run")
 			if !nd.Script.Set() {
-				r.errorf(e.value, "empty", "give a command", "run is empty")
+				r.errorf(e.value, CodeEmpty, "give a command", "run is empty")
 			}
 		} else {
 			nd.Argv = r.strings(e.value, "run")
 			if len(nd.Argv) == 0 {
-				r.errorf(e.value, "empty", "give the argv as a list: [go, test, ./...]", "run is empty")
+				r.errorf(e.value, CodeEmpty, "give the argv as a list: [go, test, ./...]", "run is empty")
 			}
 		}
 	case "env":
@@ -252,17 +252,17 @@ func (r *reader) nodeField(nd *Node, e entry, label string) {
 			}
 		}
 		if len(nd.Choice) == 0 {
-			r.errorf(e.value, "empty", "add `- when: <guard>` branches, each with do:", "%s has no branches", label)
+			r.errorf(e.value, CodeEmpty, "add `- when: <guard>` branches, each with do:", "%s has no branches", label)
 		}
 	case "parallel":
 		es, ok := r.mapping(e.value, "parallel", nil)
 		if ok && len(es) == 0 {
-			r.errorf(e.value, "empty", "add named branches: `name: [nodes]`", "%s has no branches", label)
+			r.errorf(e.value, CodeEmpty, "add named branches: `name: [nodes]`", "%s has no branches", label)
 		}
 		for _, b := range es {
 			name := String{Value: b.key, Pos: r.pos(b.keyN)}
 			if !validID(b.key) {
-				r.errorf(b.keyN, "id", "branch names are letters, digits and _", "%q is not a valid branch name", b.key)
+				r.errorf(b.keyN, CodeID, "branch names are letters, digits and _", "%q is not a valid branch name", b.key)
 			}
 			nd.Parallel = append(nd.Parallel, &ParallelBranch{Name: name, Do: r.sequence(b.value, "branch "+b.key)})
 		}
@@ -288,10 +288,10 @@ func (r *reader) nodeField(nd *Node, e entry, label string) {
 			}
 		}
 		if !nd.Until.Set() {
-			r.errorf(e.keyN, "missing", "add until: <a guard that says when the loop is done>", "%s has no until", label)
+			r.errorf(e.keyN, CodeMissing, "add until: <a guard that says when the loop is done>", "%s has no until", label)
 		}
 		if !nd.Max.IsSet {
-			r.errorf(e.keyN, "bound", "add max: <the most iterations>; reaching it fails `unconverged`", "%s has no max", label)
+			r.errorf(e.keyN, CodeBound, "add max: <the most iterations>; reaching it fails `unconverged`", "%s has no max", label)
 		}
 	case "do":
 		nd.DoPos = r.pos(e.keyN)
@@ -314,35 +314,35 @@ func (r *reader) requireForKind(nd *Node, n ast.Node, label string) {
 	switch nd.Kind {
 	case KindAgent:
 		if !nd.Agent.Set() && nd.InlineAgent == nil {
-			r.diags.Add(at(), "missing", "name an agent from the catalogue (flow agents lists them)", "%s names no agent", label)
+			r.diags.Add(at(), CodeMissing, "name an agent from the catalogue (flow agents lists them)", "%s names no agent", label)
 		}
 		if !nd.Prompt.Set() {
-			r.diags.Add(at(), "missing", "add prompt: what this turn should do", "%s has no prompt", label)
+			r.diags.Add(at(), CodeMissing, "add prompt: what this turn should do", "%s has no prompt", label)
 		}
 	case KindMap:
 		if !nd.Map.Set() {
-			r.diags.Add(at(), "missing", "give an expression that yields a list, e.g. map: input.files", "%s has an empty map expression", label)
+			r.diags.Add(at(), CodeMissing, "give an expression that yields a list, e.g. map: input.files", "%s has an empty map expression", label)
 		}
 		if !nd.Max.IsSet {
-			r.diags.Add(at(), "bound", "add max: <the most items>; a longer list fails `too-many` before any item runs", "%s has no max", label)
+			r.diags.Add(at(), CodeBound, "add max: <the most items>; a longer list fails `too-many` before any item runs", "%s has no max", label)
 		}
 		if nd.Do == nil {
-			r.diags.Add(at(), "missing", "add do: with the nodes to run for each item", "%s has no do", label)
+			r.diags.Add(at(), CodeMissing, "add do: with the nodes to run for each item", "%s has no do", label)
 		}
 	case KindLoop:
 		if nd.Do == nil {
-			r.diags.Add(at(), "missing", "add do: with the nodes of one iteration", "%s has no do", label)
+			r.diags.Add(at(), CodeMissing, "add do: with the nodes of one iteration", "%s has no do", label)
 		}
 	case KindFlow:
 		if !nd.Flow.Set() {
-			r.diags.Add(at(), "missing", "name a flow file beside this one, without .yaml", "%s names no flow", label)
+			r.diags.Add(at(), CodeMissing, "name a flow file beside this one, without .yaml", "%s names no flow", label)
 		}
 	case KindAsk:
 		if !nd.Ask.Set() {
-			r.diags.Add(at(), "missing", "write the question", "%s has an empty question", label)
+			r.diags.Add(at(), CodeMissing, "write the question", "%s has an empty question", label)
 		}
 		if nd.Default.Set() && len(nd.Options) > 0 && !containsStr(nd.Options, nd.Default.Value) {
-			r.diags.Add(nd.Default.Pos, "value", "make the default one of the options", "default %q is not one of the options", nd.Default.Value)
+			r.diags.Add(nd.Default.Pos, CodeValue, "make the default one of the options", "default %q is not one of the options", nd.Default.Value)
 		}
 	}
 }
@@ -377,11 +377,11 @@ func (r *reader) branch(n ast.Node) *Branch {
 	}
 	switch {
 	case b.Else && (b.When.Set() || hasDo):
-		r.errorf(n, "branch", "an else branch is `- else: [nodes]` on its own", "else cannot have when: or do:")
+		r.errorf(n, CodeBranch, "an else branch is `- else: [nodes]` on its own", "else cannot have when: or do:")
 	case !b.Else && !b.When.Set():
-		r.errorf(n, "branch", "give when: <guard>, or write `- else: [nodes]`", "the branch has no when")
+		r.errorf(n, CodeBranch, "give when: <guard>, or write `- else: [nodes]`", "the branch has no when")
 	case !b.Else && !hasDo:
-		r.errorf(n, "branch", "add do: with the nodes to run when the guard holds", "the branch has no do")
+		r.errorf(n, CodeBranch, "add do: with the nodes to run when the guard holds", "the branch has no do")
 	}
 	return b
 }

@@ -98,11 +98,11 @@ func (r *reader) typeExpr(n ast.Node, what string) *Type {
 	pos := r.pos(n)
 	switch v := n.(type) {
 	case nil, *ast.NullNode:
-		r.errorf(n, "type", "write a type: string, number, integer, boolean, any, [T] or {field: T}", "%s has no type", what)
+		r.errorf(n, CodeType, "write a type: string, number, integer, boolean, any, [T] or {field: T}", "%s has no type", what)
 		return &Type{Kind: TAny, Pos: pos}
 	case *ast.SequenceNode:
 		if len(v.Values) != 1 {
-			r.errorf(n, "type", "a list type has exactly one item type, e.g. [string]", "%s: a list type needs one item type, not %d", what, len(v.Values))
+			r.errorf(n, CodeType, "a list type has exactly one item type, e.g. [string]", "%s: a list type needs one item type, not %d", what, len(v.Values))
 			return &Type{Kind: TList, Elem: AnyType, Pos: pos}
 		}
 		return &Type{Kind: TList, Elem: r.typeExpr(v.Values[0], what+" item"), Pos: pos}
@@ -115,7 +115,7 @@ func (r *reader) typeExpr(n ast.Node, what string) *Type {
 		for _, e := range es {
 			name, opt := strings.CutSuffix(e.key, "?")
 			if !validFieldName(name) {
-				r.errorf(e.keyN, "name", "field names are letters, digits and _, not starting with a digit", "%q is not a valid field name", e.key)
+				r.errorf(e.keyN, CodeName, "field names are letters, digits and _, not starting with a digit", "%q is not a valid field name", e.key)
 				continue
 			}
 			t.Fields = append(t.Fields, &Field{Name: name, Optional: opt, Type: r.typeExpr(e.value, what+"."+name), Pos: r.pos(e.keyN)})
@@ -128,7 +128,7 @@ func (r *reader) typeExpr(n ast.Node, what string) *Type {
 		if hint == "" {
 			hint = "types are string, number, integer, boolean, any, [T] and {field: T}"
 		}
-		r.errorf(n, "type", hint, "%s: unknown type %q", what, name)
+		r.errorf(n, CodeType, hint, "%s: unknown type %q", what, name)
 		return &Type{Kind: TAny, Pos: pos}
 	}
 	return &Type{Kind: TypeKind(name), Pos: pos}
@@ -166,7 +166,7 @@ func (r *reader) defaultForm(es []entry, what string, pos Pos) *Type {
 	cp := *t
 	cp.Default, cp.HasDefault, cp.Pos = def, true, pos
 	if err := cp.Check(def); err != nil {
-		r.errorf(defN, "type", "make the default fit the declared type", "%s: default %v", what, err)
+		r.errorf(defN, CodeType, "make the default fit the declared type", "%s: default %v", what, err)
 	}
 	return &cp
 }

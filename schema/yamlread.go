@@ -49,14 +49,18 @@ func (r *reader) tokPos(tk *token.Token) Pos {
 	return Pos{File: r.file, Line: tk.Position.Line, Col: tk.Position.Column}
 }
 
-func (r *reader) errorf(n ast.Node, code, detail, format string, args ...any) {
+func (r *reader) errorf(n ast.Node, code Code, detail, format string, args ...any) {
 	r.diags.Add(r.pos(n), code, detail, format, args...)
 }
 
 // parseYAML parses src into its first document's body. A syntax error becomes
 // a diagnostic at its token.
+//
+// The parser lets a key repeat: it would stop at the first repeat, hiding the
+// file's other faults, while reader.mapping reports every one, naming what
+// holds it.
 func parseYAML(file string, src []byte, diags *Diagnostics) ast.Node {
-	f, err := parser.ParseBytes(src, 0)
+	f, err := parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		pos := Pos{File: file, Line: 1, Col: 1}
 		msg := err.Error()
@@ -70,15 +74,15 @@ func parseYAML(file string, src []byte, diags *Diagnostics) ast.Node {
 				pos.Line, pos.Col = tk.Position.Line, max(tk.Position.Column, 1)
 			}
 		}
-		diags.Add(pos, "yaml", "fix the YAML syntax at this position", "%s", msg)
+		diags.Add(pos, CodeYAML, "fix the YAML syntax at this position", "%s", msg)
 		return nil
 	}
 	if len(f.Docs) == 0 || f.Docs[0] == nil || f.Docs[0].Body == nil {
-		diags.Add(Pos{File: file, Line: 1, Col: 1}, "empty", "a flow file is a YAML mapping with at least name: and nodes:", "the file is empty")
+		diags.Add(Pos{File: file, Line: 1, Col: 1}, CodeEmpty, "a flow file is a YAML mapping with at least name: and nodes:", "the file is empty")
 		return nil
 	}
 	if len(f.Docs) > 1 {
-		diags.Add(Pos{File: file, Line: 1, Col: 1}, "yaml", "put one flow in each file", "the file holds %d YAML documents", len(f.Docs))
+		diags.Add(Pos{File: file, Line: 1, Col: 1}, CodeYAML, "put one flow in each file", "the file holds %d YAML documents", len(f.Docs))
 	}
 	return f.Docs[0].Body
 }
@@ -124,7 +128,7 @@ func (r *reader) mapping(n ast.Node, what string, known []string) ([]entry, bool
 	case *ast.MappingValueNode:
 		values = []*ast.MappingValueNode{m}
 	default:
-		r.errorf(n, "type", "write "+what+" as a mapping of key: value", "%s must be a mapping, not %s", what, describe(n))
+		r.errorf(n, CodeType, "write "+what+" as a mapping of key: value", "%s must be a mapping, not %s", what, describe(n))
 		return nil, false
 	}
 	seen := map[string]bool{}
@@ -136,11 +140,11 @@ func (r *reader) mapping(n ast.Node, what string, known []string) ([]entry, bool
 		kn := unwrap(mv.Key)
 		key := scalarText(kn)
 		if _, ok := kn.(*ast.MergeKeyNode); ok {
-			r.errorf(kn, "yaml", "write the keys out; merge keys hide where a value comes from", "merge keys (<<) are not supported")
+			r.errorf(kn, CodeYAML, "write the keys out; merge keys hide where a value comes from", "merge keys (<<) are not supported")
 			continue
 		}
 		if seen[key] {
-			r.errorf(kn, "duplicate-key", "remove one of them", "%s has the key %q twice", what, key)
+			r.errorf(kn, CodeDuplicateKey, "remove one of them", "%s has the key %q twice", what, key)
 			continue
 		}
 		seen[key] = true
@@ -149,7 +153,7 @@ func (r *reader) mapping(n ast.Node, what string, known []string) ([]entry, bool
 			if hint == "" {
 				hint = "known keys: " + strings.Join(known, ", ")
 			}
-			r.errorf(kn, "unknown-key", hint, "unknown key %q in %s", key, what)
+			r.errorf(kn, CodeUnknownKey, hint, "unknown key %q in %s", key, what)
 			continue
 		}
 		out = append(out, entry{key: key, keyN: kn, value: mv.Value})
@@ -218,7 +222,7 @@ func (r *reader) str(n ast.Node, what string) String {
 		return String{Pos: r.pos(n)}
 	}
 	if !isScalar(n) {
-		r.errorf(n, "type", "write "+what+" as a single value", "%s must be a string, not %s", what, describe(n))
+		r.errorf(n, CodeType, "write "+what+" as a single value", "%s must be a string, not %s", what, describe(n))
 		return String{Pos: r.pos(n)}
 	}
 	s := String{Value: scalarText(n), Pos: r.pos(n)}
@@ -332,7 +336,7 @@ func (r *reader) integer(n ast.Node, what string, minimum int) Int {
 	out := Int{Pos: r.pos(n)}
 	iv, ok := n.(*ast.IntegerNode)
 	if !ok {
-		r.errorf(n, "type", fmt.Sprintf("write a whole number, at least %d", minimum), "%s must be a whole number, not %s", what, describe(n))
+		r.errorf(n, CodeType, fmt.Sprintf("write a whole number, at least %d", minimum), "%s must be a whole number, not %s", what, describe(n))
 		return out
 	}
 	var v int64
@@ -343,7 +347,7 @@ func (r *reader) integer(n ast.Node, what string, minimum int) Int {
 		v = int64(min(x, 1<<62))
 	}
 	if v < int64(minimum) || v > 1<<31 {
-		r.errorf(n, "range", fmt.Sprintf("use a number from %d up", minimum), "%s is %d, out of range", what, v)
+		r.errorf(n, CodeRange, fmt.Sprintf("use a number from %d up", minimum), "%s is %d, out of range", what, v)
 		return out
 	}
 	out.Value, out.IsSet = int(v), true
@@ -360,11 +364,11 @@ func (r *reader) number(n ast.Node, what string) Float {
 	case *ast.FloatNode:
 		out.Value, out.IsSet = v.Value, true
 	default:
-		r.errorf(n, "type", "write a number such as 5 or 2.50", "%s must be a number, not %s", what, describe(n))
+		r.errorf(n, CodeType, "write a number such as 5 or 2.50", "%s must be a number, not %s", what, describe(n))
 		return out
 	}
 	if out.Value < 0 {
-		r.errorf(n, "range", "use zero or more", "%s must not be negative", what)
+		r.errorf(n, CodeRange, "use zero or more", "%s must not be negative", what)
 		out.IsSet = false
 	}
 	return out
@@ -374,7 +378,7 @@ func (r *reader) boolean(n ast.Node, what string) Bool {
 	n = unwrap(n)
 	b, ok := n.(*ast.BoolNode)
 	if !ok {
-		r.errorf(n, "type", "write true or false", "%s must be true or false, not %s", what, describe(n))
+		r.errorf(n, CodeType, "write true or false", "%s must be true or false, not %s", what, describe(n))
 		return Bool{Pos: r.pos(n)}
 	}
 	return Bool{Value: b.Value, Pos: r.pos(n), IsSet: true}
@@ -388,7 +392,7 @@ func (r *reader) duration(n ast.Node, what string) Duration {
 	}
 	v, err := time.ParseDuration(s.Value)
 	if err != nil || v <= 0 {
-		r.errorf(n, "duration", "write a positive duration such as 90s, 10m or 1h30m", "%s %q is not a duration", what, s.Value)
+		r.errorf(n, CodeDuration, "write a positive duration such as 90s, 10m or 1h30m", "%s %q is not a duration", what, s.Value)
 		d.Raw = ""
 		return d
 	}
@@ -404,7 +408,7 @@ func (r *reader) list(n ast.Node, what string) ([]ast.Node, bool) {
 	}
 	seq, ok := n.(*ast.SequenceNode)
 	if !ok {
-		r.errorf(n, "type", "write "+what+" as a list: [a, b] or one `- item` per line", "%s must be a list, not %s", what, describe(n))
+		r.errorf(n, CodeType, "write "+what+" as a list: [a, b] or one `- item` per line", "%s must be a list, not %s", what, describe(n))
 		return nil, false
 	}
 	return seq.Values, true

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,24 +53,65 @@ func Main(args []string) int {
 		}
 		return ee.code
 	}
-	if usageError(err) {
-		fmt.Fprintf(os.Stderr, "flow: %v\nRun 'flow --help' for usage.\n", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(os.Stderr, "flow: %v\nRun '%s --help' for usage.\n", err, ue.cmd.CommandPath())
 		return exitInvalid
 	}
 	fmt.Fprintf(os.Stderr, "flow: %v\n", err)
 	return exitFailed
 }
 
-// usageError tells cobra's command-line errors (unknown command or flag,
-// wrong number of arguments) from failures of the command itself.
-func usageError(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "invalid argument", "flag needs", "accepts ", "requires at least", "requires at most"} {
-		if strings.Contains(msg, p) {
-			return true
+// usageError is a command-line error: an unknown command or flag, a flag
+// value that does not parse, the wrong number of arguments. It is typed
+// where cobra reports it (the flag error function, the argument checks), so
+// that Main exits 2 for it without reading cobra's messages.
+type usageError struct {
+	cmd *cobra.Command // whose command line is wrong, for its --help
+	err error
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// typeUsageErrors makes the flag and argument errors of cmd and of every
+// command under it usage errors. It wraps each command's Args in place, so
+// a subcommand declares cobra's checks (cobra.ExactArgs, …) as usual; it is
+// called once the tree is built.
+func typeUsageErrors(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{cmd: c, err: err} })
+	var wrap func(*cobra.Command)
+	wrap = func(c *cobra.Command) {
+		if check := c.Args; check != nil {
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if err := check(cmd, args); err != nil {
+					return &usageError{cmd: cmd, err: err}
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			wrap(sub)
 		}
 	}
-	return false
+	wrap(cmd)
+}
+
+// unknownCommand is the root's argument check: the root takes no arguments,
+// so one is a command flow does not have. (Left to itself, cobra checks this
+// while finding the command, with an error that cannot be told from others.)
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+		for i, name := range near {
+			near[i] = strconv.Quote(name)
+		}
+		msg += "; did you mean " + strings.Join(near, " or ") + "?"
+	}
+	return errors.New(msg)
 }
 
 // app is what every subcommand shares: configuration and output streams.
@@ -111,6 +153,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Run declarative YAML flows over coding-agent subagents",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Runnable, and with an argument check of its own, the root reports
+		// an unknown command through unknownCommand; run bare, it shows help.
+		Args:                       unknownCommand,
+		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		SuggestionsMinimumDistance: 2,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.startProfile(cmd); err != nil {
 				return err
@@ -126,6 +173,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentFlags().Bool("project-agents", false, "load the repository's own agents (.flow/agents, .pi/agents, .claude/agents)")
 	root.AddCommand(a.runCmd(), a.validateCmd(), a.planCmd(), a.schemaCmd(), a.agentsCmd(),
 		a.resumeCmd(), a.runsCmd(), a.showCmd(), a.tailCmd())
+	// cobra adds these when it executes; added now, their arguments are
+	// checked as every other command's.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	typeUsageErrors(root)
 	return root
 }
 

@@ -13,27 +13,13 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/rundir"
 )
 
 // cliKey is the fake key of these tests: it must appear in no file of a run.
 const cliKey = "sk-flow-cli-test-9876543210"
-
-// agentCLI returns the path of an agent CLI, from PATH or the repository's
-// .tools, or skips the test.
-func agentCLI(t *testing.T, name string) string {
-	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	p, _ := filepath.Abs(filepath.Join("..", "..", ".tools", "node", "node_modules", ".bin", name))
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	t.Skipf("%s is not installed: not on PATH nor in .tools/node/node_modules/.bin (run `go tool task deps`)", name)
-	return ""
-}
 
 // cleanHome is a HOME of the test's own for a `flow run` of the real CLIs:
 // neither flow nor the CLIs then read the user's configuration or agents,
@@ -117,13 +103,13 @@ func driverByName(t *testing.T, name string) driverCase {
 }
 
 // setup points the driver at the model server: the environment that
-// configures it (FLOW_DRIVERS_*) and extra frontmatter for its agents. It
-// skips the test when the driver's CLI is not installed.
+// configures it (FLOW_DRIVERS_*) and extra frontmatter for its agents. A
+// driver's CLI that is not installed skips the test (clitest.Missing).
 func (dc driverCase) setup(t *testing.T, url string) (env []string, frontmatter string) {
 	t.Helper()
 	env = dc.env(url)
 	if dc.bin != "" {
-		env = append(env, "FLOW_DRIVERS_"+strings.ToUpper(dc.name)+"_BINARY="+agentCLI(t, dc.bin))
+		env = append(env, "FLOW_DRIVERS_"+strings.ToUpper(dc.name)+"_BINARY="+clitest.Binary(t, dc.bin))
 	}
 	if dc.agent != nil {
 		frontmatter = dc.agent(url)

@@ -10,8 +10,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
+	"github.com/clipperhouse/displaywidth"
 	"github.com/sourcegraph/conc"
+	"golang.org/x/term"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/rundir"
@@ -119,7 +122,8 @@ type liveView struct {
 	mu      sync.Mutex
 	w       io.Writer
 	running map[string]*liveLine
-	drawn   int // lines of the live block on screen
+	cols    func() int // the terminal's width, asked at each redraw to follow a resize
+	drawn   int        // lines of the live block on screen
 	held    bool
 	done    chan struct{}
 	once    sync.Once
@@ -133,7 +137,7 @@ type liveLine struct {
 }
 
 func newLiveView(w io.Writer) *liveView {
-	v := &liveView{w: w, running: map[string]*liveLine{}, done: make(chan struct{})}
+	v := &liveView{w: w, running: map[string]*liveLine{}, cols: terminalCols(w), done: make(chan struct{})}
 	v.wg.Go(v.tick)
 	return v
 }
@@ -199,6 +203,10 @@ func (v *liveView) redraw() {
 		lines = append(lines, l)
 	}
 	slices.SortFunc(lines, func(a, b *liveLine) int { return strings.Compare(a.visit, b.visit) })
+	// clear moves up one row per line: a line that wrapped would leave its
+	// second row behind. The last column stays empty, as some terminals
+	// wrap as soon as it is written.
+	width := v.cols() - 1
 	for _, l := range lines {
 		model := l.model
 		if model == "" {
@@ -208,9 +216,41 @@ func (v *liveView) redraw() {
 		if l.tokens > 0 {
 			tok = fmt.Sprintf("  %d tok", l.tokens)
 		}
-		fmt.Fprintf(v.w, "  %s  %s  %s%s  %s\x1b[K\n", l.visit, model, l.what, tok, time.Since(l.start).Round(100*time.Millisecond))
+		line := fmt.Sprintf("  %s  %s  %s%s  %s", l.visit, model, l.what, tok, time.Since(l.start).Round(100*time.Millisecond))
+		fmt.Fprintf(v.w, "%s\x1b[K\n", fitLine(line, width))
 	}
 	v.drawn = len(lines)
+}
+
+// defaultCols is the width assumed when the terminal does not say its own.
+const defaultCols = 80
+
+// terminalCols returns the width of the terminal w writes to, asked anew at
+// each call; defaultCols when w is not a terminal or will not say.
+func terminalCols(w io.Writer) func() int {
+	f, ok := w.(interface{ Fd() uintptr })
+	return func() int {
+		if ok {
+			if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+				return cols
+			}
+		}
+		return defaultCols
+	}
+}
+
+// fitLine makes s one row of at most width columns, counted as the terminal
+// shows them (a CJK character takes two): control characters, such as the
+// newlines of a multi-line command an agent runs, become spaces, and the
+// end of a wider line gives way to "…".
+func fitLine(s string, width int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	return displaywidth.TruncateString(s, max(width, 1), "…")
 }
 
 // hold stops redrawing while the terminal is used for a question.

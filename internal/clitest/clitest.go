@@ -15,9 +15,21 @@ import (
 	"github.com/flowrun/flow/internal/proc"
 )
 
+// Missing ends a test that needs a program this machine lacks: an agent
+// CLI, Chromium. A developer without it still runs every other test, so the
+// test is skipped; with CI=true it fails instead, so that CI never passes
+// without having run it. Taskfile.yml's deps task follows the same rule.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format+" (CI=true: a test may not skip for want of it)", args...)
+	}
+	t.Skipf(format, args...)
+}
+
 // Binary returns the agent CLI name: from PATH (`go tool task test` puts the
 // pinned ones there), else from the repository's .tools/node, where
-// `go tool task deps` installs them. Without it the test is skipped.
+// `go tool task deps` installs them. Without it the test is Missing.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
 	if p, err := exec.LookPath(name); err == nil {
@@ -29,7 +41,7 @@ func Binary(t testing.TB, name string) string {
 			return p
 		}
 	}
-	t.Skipf("%s is not installed: not on PATH nor in .tools/node/node_modules/.bin (run `go tool task deps`)", name)
+	Missing(t, "%s is not installed: not on PATH nor in .tools/node/node_modules/.bin (run `go tool task deps`)", name)
 	return ""
 }
 
