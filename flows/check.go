@@ -176,7 +176,7 @@ func (c *checker) agentNode(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 	if n.Agent != nil {
 		c.loader.plan.Agents[n.Agent.Name] = n.Agent
 		if !c.loader.opts.knowsDriver(n.Agent.Driver) {
-			c.diags.Add(d.Agent.Pos, "driver", "set driver: in the agent file, or a default driver in the configuration", "agent %q has driver %q, which flow does not know", n.Agent.Name, n.Agent.Driver)
+			c.diags.Add(d.Agent.Pos, schema.CodeDriver, "set driver: in the agent file, or a default driver in the configuration", "agent %q has driver %q, which flow does not know", n.Agent.Name, n.Agent.Driver)
 		}
 	}
 	if d.Prompt.Set() {
@@ -358,7 +358,7 @@ func (c *checker) costWarnings(nodes []*Node, underCost bool) {
 	for _, n := range nodes {
 		under := underCost || (n.Budget != nil && n.Budget.Cost > 0)
 		if under && n.Kind == schema.KindAgent && n.Agent != nil && contains(noCost, n.Agent.Driver) {
-			c.diags.Warn(n.Pos, "budget", "bound it by tokens: too, which this driver reports",
+			c.diags.Warn(n.Pos, schema.CodeBudget, "bound it by tokens: too, which this driver reports",
 				"agent %q uses driver %s, which reports no cost: the cost budget cannot bound it", n.Agent.Name, n.Agent.Driver)
 		}
 		for _, b := range n.Branches {

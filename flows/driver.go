@@ -22,7 +22,7 @@ func (o Options) checkDriver(a *schema.AgentDoc, diags *schema.Diagnostics) {
 	default:
 		hint = "drivers are " + strings.Join(o.Drivers, ", ")
 	}
-	diags.Add(a.Driver.Pos, "driver", hint, "unknown driver %q", a.Driver.Value)
+	diags.Add(a.Driver.Pos, schema.CodeDriver, hint, "unknown driver %q", a.Driver.Value)
 }
 
 // knowsDriver reports whether an agent's resolved driver (its own or the

@@ -48,7 +48,7 @@ f.yaml:4:20: driver: agent "x" has driver "codx", which flow does not know
 		want: `agents/w.md:4:9: driver: unknown driver "claud"
 	hint: did you mean "claude"?
 f.yaml:4:20: agent: agent "w" could not be read
-	hint: fix the agent file (see the errors above)`,
+	hint: fix agents/w.md (see its errors)`,
 		drivers: testDrivers,
 	}, {
 		name:    "a driver the program registers",
