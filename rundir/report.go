@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"iter"
 	"path/filepath"
 	"strings"
 	"time"
@@ -39,14 +40,18 @@ type page struct {
 	CSS                                  template.CSS
 	Root                                 *Failure
 	Started, Wall, Tokens, Cost, Written string
-	Rows                                 []row
+	Visits                               int
+	// Rows makes each row as the page is written: a run of thousands of
+	// visits never holds them all.
+	Rows iter.Seq[row]
 }
 
 // row is one visit of the report.
 type row struct {
-	Visit, Kind, Status, Model, Tokens, Cost, Wall, Left, Width, Err, Out string
-	Depth                                                                 int
-	Long                                                                  bool
+	Visit, Kind, Status, Model, Tokens, Cost, Wall, Err, Out string
+	Bar                                                      template.CSS // the timeline bar's place: made here, of numbers only
+	Depth                                                    int
+	Long                                                     bool
 }
 
 func writeReport(dir string, info *RunInfo, facts []*Fact) error {
@@ -57,8 +62,14 @@ func writeReport(dir string, info *RunInfo, facts []*Fact) error {
 		p.Root = info.Failure.Root()
 	}
 	total := float64(max(info.WallMS, 1))
-	for _, v := range Visits(facts) {
-		p.Rows = append(p.Rows, reportRow(v, info.Started, total, now))
+	visits := Visits(facts)
+	p.Visits = len(visits)
+	p.Rows = func(yield func(row) bool) {
+		for _, v := range visits {
+			if !yield(reportRow(v, info.Started, total, now)) {
+				return
+			}
+		}
 	}
 	err := writeAside(filepath.Join(dir, reportFile), func(bw *bufio.Writer) error {
 		return reportPage.Execute(bw, p)
@@ -82,8 +93,8 @@ func reportRow(v Visit, runStart time.Time, total float64, now time.Time) row {
 		r.Out = displayText(e.Output) // blocks record no output: their children show it
 	}
 	r.Wall = msText(wall)
-	r.Left = fmt.Sprintf("%.2f", float64(v.Start.Time.Sub(runStart).Milliseconds())/total*100)
-	r.Width = fmt.Sprintf("%.2f", max(float64(wall)/total, 0.002)*100)
+	left := float64(v.Start.Time.Sub(runStart).Milliseconds()) / total * 100
+	r.Bar = template.CSS(fmt.Sprintf("left:%.2f%%;width:%.2f%%", left, max(float64(wall)/total, 0.002)*100))
 	r.Long = len(r.Out) > 240 || strings.Count(r.Out, "\n") > 4
 	return r
 }

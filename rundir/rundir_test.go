@@ -257,3 +257,52 @@ func TestTallyKeepsUnreportedNull(t *testing.T) {
 		t.Fatalf("usage.json\n got %s\nwant %s", got, want)
 	}
 }
+
+// report.html shows every visit with its status, escapes what visits
+// said, and names the visit the run failed at.
+func TestReportShowsVisitsEscaped(t *testing.T) {
+	w, err := Create(t.TempDir(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	now := time.Now()
+	yes, no := true, false
+	fail := &Failure{Kind: schema.FailProvider, Message: "quota <exceeded>", Visit: "b"}
+	for _, f := range []*Fact{
+		{Type: FactRun, Time: now, Status: StatusRunning, Flow: "rep"},
+		{Type: FactStart, Time: now, Visit: "a", Kind: schema.KindRun},
+		{Type: FactEnd, Time: now, Visit: "a", Kind: schema.KindRun, OK: &yes, Output: "<script>alert(1)</script>"},
+		{Type: FactStart, Time: now, Visit: "b", Kind: schema.KindAgent},
+		{Type: FactEnd, Time: now, Visit: "b", Kind: schema.KindAgent, OK: &no, Error: fail},
+		{Type: FactStart, Time: now, Visit: "c/d", Kind: schema.KindAgent},
+		{Type: FactRun, Time: now, Status: StatusFailed, Error: &Failure{Kind: schema.FailChild, Visit: "", Cause: fail}},
+	} {
+		if err := w.Fact(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(w.Dir(), reportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`id="run-status">failed<`,
+		`data-visit="a" data-status="ok"`,
+		`&lt;script&gt;alert(1)&lt;/script&gt;`,
+		`data-visit="b" data-status="failed"`,
+		`provider: quota &lt;exceeded&gt;`,
+		`data-visit="c/d" data-status="running"`,
+		`Failed at <code>b</code></b>: provider`,
+	} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report.html lacks %s", want)
+		}
+	}
+	if strings.Contains(string(page), "<script>") {
+		t.Error("report.html holds a raw script tag")
+	}
+}

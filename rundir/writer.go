@@ -161,7 +161,8 @@ func (w *Writer) Finish(output any) error {
 	usageErr := writeAside(filepath.Join(w.dir, usageFile), func(bw *bufio.Writer) error {
 		return json.NewEncoder(bw).Encode(Tally(facts))
 	})
-	return errors.Join(outErr, usageErr, w.report(facts))
+	reportErr := w.report(facts)
+	return errors.Join(outErr, usageErr, reportErr)
 }
 
 // refresh rewrites report.html every reportEvery while the run goes on.
