@@ -226,14 +226,17 @@ func (r *runner) command(ctx context.Context, n *flows.Node, vars map[string]any
 		return condition(err)
 	}
 	c.Home = r.dir.Home(path)
-	tctx, cancel := context.WithTimeoutCause(ctx, flows.RunTimeout(n), errTimeout)
+	o := &outcome{timeout: flows.RunTimeout(n)}
+	tctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errTimeout)
 	defer cancel()
 	res, err := r.opts.Commands.Run(tctx, c)
 	switch {
 	case tctx.Err() != nil:
-		return &outcome{fail: cancelled(tctx, path)}
+		o.fail = cancelled(tctx, path)
 	case err != nil:
-		return &outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error()}}
+		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
+	default:
+		o.output = map[string]any{"passed": res.Passed, "exit": res.Exit, "report": res.Report}
 	}
-	return &outcome{output: map[string]any{"passed": res.Passed, "exit": res.Exit, "report": res.Report}}
+	return o
 }

@@ -59,7 +59,7 @@ type Fact struct {
 	Skipped  bool   `json:"skipped,omitempty"`
 	Usage    *Usage `json:"usage,omitempty"`
 	Model    string `json:"model,omitempty"`
-	Timeout  string `json:"timeout,omitempty"` // the resolved bound on each turn
+	Timeout  string `json:"timeout,omitempty"` // the resolved bound on each turn, or on a run node's command
 	Attempts int    `json:"attempts,omitempty"`
 	Session  string `json:"session,omitempty"`
 	Scope    *Scope `json:"scope,omitempty"` // the memory scope the session belongs to

@@ -63,11 +63,11 @@ func (a *app) showCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// An engine that died left report.html as of its last refresh:
+			// An engine that died left its report as of its last refresh:
 			// bring it up to date with the journal.
 			if info.Status == rundir.StatusInterrupted {
 				if err := rundir.WriteReport(dir); err != nil {
-					fmt.Fprintf(a.stderr, "warning: refreshing report.html: %v\n", err)
+					fmt.Fprintf(a.stderr, "warning: bringing the run's report up to date: %v\n", err)
 				}
 			}
 			fmt.Fprintf(a.stdout, "run %s  flow %s  %s  %s  tokens %s  cost %s\n", info.ID, info.Flow, info.Status,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -13,7 +14,7 @@ import (
 )
 
 func (a *app) planCmd() *cobra.Command {
-	var mermaid bool
+	var mermaid, asJSON bool
 	var model string
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -35,15 +36,56 @@ func (a *app) planCmd() *cobra.Command {
 				return nil
 			}
 			est := flows.Estimate(plan, a.runSettings(model, timeout))
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(planJSON(est))
+			}
 			fmt.Fprintf(a.stdout, "%s  (worst case: %d turns, %s)\n", plan.Root.Name, est.Turns, est.Time)
 			printEstimate(a.stdout, est, "  ")
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&mermaid, "mermaid", false, "print a Mermaid flowchart instead")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the estimate as JSON")
 	cmd.Flags().StringVar(&model, "model", "", "assume this --model for every agent")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "assume this --timeout for every agent turn")
 	return cmd
+}
+
+// plannedNode is one node of `flow plan --json`.
+type plannedNode struct {
+	ID       string          `json:"id"`
+	Kind     schema.Kind     `json:"kind"`
+	Turns    int             `json:"turns"`
+	Time     string          `json:"time"`
+	Model    string          `json:"model,omitempty"`
+	Timeout  string          `json:"timeout,omitempty"`
+	Branches []plannedBranch `json:"branches,omitempty"`
+	Body     []plannedNode   `json:"body,omitempty"`
+}
+
+type plannedBranch struct {
+	Label string        `json:"label"`
+	Nodes []plannedNode `json:"nodes"`
+}
+
+func planJSON(seq *flows.SequenceEstimate) []plannedNode {
+	out := make([]plannedNode, 0, len(seq.Nodes))
+	for _, e := range seq.Nodes {
+		p := plannedNode{ID: e.Node.ID, Kind: e.Node.Kind, Turns: e.Turns, Time: e.Time.String(), Model: e.Model}
+		if e.Timeout > 0 {
+			p.Timeout = e.Timeout.String()
+		}
+		for _, b := range e.Branches {
+			p.Branches = append(p.Branches, plannedBranch{Label: b.Label, Nodes: planJSON(b.SequenceEstimate)})
+		}
+		if e.Body != nil {
+			p.Body = planJSON(e.Body)
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func printEstimate(w io.Writer, seq *flows.SequenceEstimate, indent string) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -30,6 +32,7 @@ func startKilled(t *testing.T, bin, dir, file string, ready func(run string) boo
 				t.Fatal(err)
 			}
 			_ = cmd.Wait()
+			journalIsJSONL(t, runs[0])
 			return runs[0]
 		}
 		if time.Now().After(deadline) {
@@ -38,6 +41,25 @@ func startKilled(t *testing.T, bin, dir, file string, ready func(run string) boo
 			t.Fatal("the run never reached the point to kill it")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// journalIsJSONL holds a killed engine's journal to SPEC 5: every line
+// but a torn last one is a JSON value, and there is no NUL byte.
+func journalIsJSONL(t *testing.T, run string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(run, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		t.Fatal("the journal holds a NUL byte")
+	}
+	lines := bytes.Split(b, []byte("\n"))
+	for i, l := range lines[:len(lines)-1] {
+		if !json.Valid(l) {
+			t.Fatalf("journal line %d is not JSON: %q", i+1, l)
+		}
 	}
 }
 
