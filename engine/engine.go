@@ -214,19 +214,15 @@ func (r *runner) total() Usage {
 	return r.usage
 }
 
+// checkInput is flows.Flow.CheckInput with the engine's representation of
+// numbers (normalize), its fault an *InputError.
 func checkInput(f *flows.Flow, in any) (any, error) {
-	if f.Input == nil || f.Input.Kind == schema.TString {
-		switch v := in.(type) {
-		case nil:
-			return "", nil
-		case string:
-			return v, nil
-		}
-		return nil, &InputError{Msg: fmt.Sprintf("flow %s takes a string input, got %T", f.Name, in)}
+	v, err := f.CheckInput(in)
+	if err != nil {
+		return nil, &InputError{Msg: err.Error(), Err: err}
 	}
-	v := f.Input.WithDefaults(in)
-	if err := f.Input.Check(v); err != nil {
-		return nil, &InputError{Msg: fmt.Sprintf("input of flow %s: %v (declared %s)", f.Name, err, f.Input)}
+	if f.Input == nil || f.Input.Kind == schema.TString {
+		return v, nil
 	}
 	return normalize(f.Input, v), nil
 }

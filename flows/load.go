@@ -167,6 +167,7 @@ func (l *loader) flow(file string, src []byte) *Flow {
 		inputT = f.Input
 	}
 	f.Nodes = c.sequence(doc.Nodes, (*scope)(nil).with("input", inputT), nil)
+	f.Schedule = l.schedule(f, doc.Schedule)
 	c.costWarnings(f.Nodes, f.Budget != nil && f.Budget.Cost > 0)
 	if len(f.Nodes) > 0 {
 		f.Output = f.Nodes[len(f.Nodes)-1].Output

@@ -30,6 +30,7 @@ type Flow struct {
 	Budget      *Budget
 	Concurrency int // 0: not set here
 	Nodes       []*Node
+	Schedule    *Schedule // nil: not scheduled
 	// Output is the type of the flow's result: its last node's output.
 	Output *schema.Type
 }

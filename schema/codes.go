@@ -40,3 +40,11 @@ const (
 	CodeValue        Code = "value"         // a key that takes one of a few words has another
 	CodeYAML         Code = "yaml"          // the file is not YAML flow can read: a syntax error, several documents, a merge key
 )
+
+// The codes of schedules (SPEC 9), in a block of their own so that the
+// alignment of the block above stays as it is.
+const (
+	CodeCron          Code = "cron"           // a schedule's cron is not an expression flow can read
+	CodeTimezone      Code = "timezone"       // a schedule's tz is not a time zone this machine knows
+	CodeScheduleInput Code = "schedule-input" // a schedule's input does not fit the flow's declared input
+)

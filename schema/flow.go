@@ -35,12 +35,17 @@ type Budget struct {
 	Cost   Float
 }
 
-// Schedule runs a flow by cron under `flow serve` (SPEC 9).
+// Schedule runs a flow by cron under `flow serve` (SPEC 9). The loader
+// (package flows) checks the expression, the zone and the input.
 type Schedule struct {
-	Pos     Pos
-	Cron    String
-	Input   any
-	Overlap String // skip (default) | queue | allow
+	Pos      Pos
+	Cron     String // five fields, a descriptor (@hourly) or @every <duration>
+	TZ       String // an IANA zone; empty: the server's local time
+	Input    any
+	HasInput bool
+	InputPos Pos
+	Overlap  String // skip (default) | queue | allow
+	Catchup  String // none (default) | once
 }
 
 // ParseFlow decodes a flow file. It returns the document as far as it could
@@ -140,12 +145,19 @@ func (r *reader) schedule(n ast.Node) *Schedule {
 		switch e.key {
 		case "cron":
 			s.Cron = r.str(e.value, "schedule.cron")
+		case "tz":
+			s.TZ = r.str(e.value, "schedule.tz")
 		case "input":
-			s.Input = r.plainValue(e.value)
+			s.Input, s.HasInput, s.InputPos = r.plainValue(e.value), true, r.pos(e.value)
 		case "overlap":
 			s.Overlap = r.str(e.value, "schedule.overlap")
 			if !contains([]string{"skip", "queue", "allow"}, s.Overlap.Value) {
-				r.errorf(e.value, CodeValue, "use skip, queue or allow", "schedule.overlap is %q", s.Overlap.Value)
+				r.errorf(e.value, CodeValue, "use skip (the default), queue or allow", "schedule.overlap is %q", s.Overlap.Value)
+			}
+		case "catchup":
+			s.Catchup = r.str(e.value, "schedule.catchup")
+			if !contains([]string{"none", "once"}, s.Catchup.Value) {
+				r.errorf(e.value, CodeValue, "use none (the default) or once", "schedule.catchup is %q", s.Catchup.Value)
 			}
 		}
 	}

@@ -11,7 +11,7 @@ var (
 		"fail_fast", "max", "concurrency", "do", "input", "options", "default")
 	loopKeys     = []string{"until", "max"}
 	budgetKeys   = []string{"tokens", "cost"}
-	scheduleKeys = []string{"cron", "input", "overlap"}
+	scheduleKeys = []string{"cron", "tz", "input", "overlap", "catchup"}
 	agentKeys    = []string{"name", "description", "driver", "model", "thinking", "tools", "command",
 		"base_url", "api_key_env", "instructions"}
 )

@@ -32,7 +32,7 @@ var kindKeys = map[Kind][]string{
 	KindMap:      {"map", "max", "concurrency", "fail_fast", "do"},
 	KindLoop:     {"loop", "do"},
 	KindFlow:     {"flow", "input"},
-	KindAsk:      {"ask", "options", "default"},
+	KindAsk:      {"ask", "options", "default", "timeout"},
 }
 
 var commonNodeKeys = []string{"id", "budget", "on_fail"}
@@ -56,7 +56,7 @@ type Node struct {
 	Output      *Type
 	Memory      String
 	Retry       Int
-	Timeout     Duration
+	Timeout     Duration // agent: one turn; run: the command; ask: the wait for an answer
 
 	// run
 	Argv   []String

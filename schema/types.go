@@ -201,8 +201,22 @@ func validFieldName(s string) bool {
 }
 
 // Check reports whether v, a value decoded from JSON or YAML, fits t. The
-// error says where inside v it does not.
+// error, a *ValueError, says where inside v it does not.
 func (t *Type) Check(v any) error { return t.check(v, &valuePath{}) }
+
+// ValueError is a value that does not fit its type. At names the place
+// inside the value ("goal", "files[2].path"; "" for the value itself), so
+// that an API can name the field it rejects.
+type ValueError struct {
+	At  string
+	Msg string // the reason, with At in it
+}
+
+func (e *ValueError) Error() string { return e.Msg }
+
+func mismatch(at *valuePath, format string, args ...any) error {
+	return &ValueError{At: at.String(), Msg: fmt.Sprintf(format, args...)}
+}
 
 // valuePath is where in a value check is: a stack of fields and list
 // items, turned into text only for an error. Checking a run's input of
@@ -250,32 +264,32 @@ func (t *Type) check(v any, at *valuePath) error {
 		return nil
 	case TString:
 		if _, ok := v.(string); !ok {
-			return fmt.Errorf("want a string%s, got %s", where(), jsonKind(v))
+			return mismatch(at, "want a string%s, got %s", where(), jsonKind(v))
 		}
 	case TBoolean:
 		if _, ok := v.(bool); !ok {
-			return fmt.Errorf("want a boolean%s, got %s", where(), jsonKind(v))
+			return mismatch(at, "want a boolean%s, got %s", where(), jsonKind(v))
 		}
 	case TNumber:
 		switch v.(type) {
 		case float64, int64, int:
 		default:
-			return fmt.Errorf("want a number%s, got %s", where(), jsonKind(v))
+			return mismatch(at, "want a number%s, got %s", where(), jsonKind(v))
 		}
 	case TInteger:
 		switch x := v.(type) {
 		case int64, int:
 		case float64:
 			if x != float64(int64(x)) {
-				return fmt.Errorf("want a whole number%s, got %v", where(), x)
+				return mismatch(at, "want a whole number%s, got %v", where(), x)
 			}
 		default:
-			return fmt.Errorf("want a whole number%s, got %s", where(), jsonKind(v))
+			return mismatch(at, "want a whole number%s, got %s", where(), jsonKind(v))
 		}
 	case TList:
 		items, ok := v.([]any)
 		if !ok {
-			return fmt.Errorf("want a list%s, got %s", where(), jsonKind(v))
+			return mismatch(at, "want a list%s, got %s", where(), jsonKind(v))
 		}
 		for i, it := range items {
 			if err := t.Elem.in(it, at, pathStep{index: i}); err != nil {
@@ -285,7 +299,7 @@ func (t *Type) check(v any, at *valuePath) error {
 	case TObject:
 		m, ok := v.(map[string]any)
 		if !ok {
-			return fmt.Errorf("want an object%s, got %s", where(), jsonKind(v))
+			return mismatch(at, "want an object%s, got %s", where(), jsonKind(v))
 		}
 		for _, f := range t.Fields {
 			fv, ok := m[f.Name]
@@ -293,7 +307,10 @@ func (t *Type) check(v any, at *valuePath) error {
 				if f.Optional || f.Type.HasDefault {
 					continue
 				}
-				return fmt.Errorf("missing field %q%s", f.Name, where())
+				msg := fmt.Sprintf("missing field %q%s", f.Name, where())
+				*at = append(*at, pathStep{field: f.Name})
+				defer func() { *at = (*at)[:len(*at)-1] }()
+				return mismatch(at, "%s", msg)
 			}
 			if err := f.Type.in(fv, at, pathStep{field: f.Name}); err != nil {
 				return err
