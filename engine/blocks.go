@@ -277,17 +277,3 @@ func (r *runner) call(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 	}
 	return &outcome{output: out}
 }
-
-func (r *runner) ask(ctx context.Context, n *flows.Node, path string) *outcome {
-	if r.opts.Asker == nil {
-		return &outcome{output: n.Default}
-	}
-	ans, err := r.opts.Asker.Ask(ctx, path, n.Question, n.Options, n.Default)
-	if err != nil {
-		if ctx.Err() != nil {
-			return &outcome{fail: cancelled(ctx, path)}
-		}
-		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: err.Error()}}
-	}
-	return &outcome{output: ans}
-}

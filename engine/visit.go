@@ -23,8 +23,9 @@ type outcome struct {
 	timeout  time.Duration // an agent turn's resolved timeout
 	attempts int
 	session  string
-	scope    *rundir.Scope // the memory scope the session belongs to
-	file     string        // where an oversized answer was written
+	scope    *rundir.Scope  // the memory scope the session belongs to
+	file     string         // where an oversized answer was written
+	answer   *rundir.Answer // who answered an ask, and when
 }
 
 // visit runs one node and journals its start and end.
@@ -68,7 +69,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	f := &Fact{Type: rundir.FactEnd, Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Output: recorded,
 		Error: o.fail, File: o.file, Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session,
-		Scope: o.scope, WallMS: wall}
+		Scope: o.scope, Answer: o.answer, WallMS: wall}
 	if o.timeout > 0 {
 		f.Timeout = o.timeout.String()
 	}
@@ -76,7 +77,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if err := r.dir.Fact(f); err != nil && o.fail == nil {
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 	}
-	r.emit(&Event{Time: end, Type: rundir.EventVisitEnd, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
+	r.emit(&Event{Time: end, Type: rundir.EventVisitEnd, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
 	return nodeValue(o)
 }
 

@@ -28,6 +28,7 @@ type Event struct {
 	Visit    string      `json:"visit,omitempty"`
 	Node     string      `json:"node,omitempty"`
 	Kind     schema.Kind `json:"kind,omitempty"`
+	Agent    string      `json:"agent,omitempty"` // an agent visit's agent, on visit.end
 	Driver   string      `json:"driver,omitempty"`
 	Model    string      `json:"model,omitempty"`
 	Activity string      `json:"activity,omitempty"`

@@ -55,15 +55,16 @@ type Fact struct {
 	Output any      `json:"output,omitempty"`
 	Error  *Failure `json:"error,omitempty"`
 	// File is where an answer too long to hand on whole was written.
-	File     string `json:"file,omitempty"`
-	Skipped  bool   `json:"skipped,omitempty"`
-	Usage    *Usage `json:"usage,omitempty"`
-	Model    string `json:"model,omitempty"`
-	Timeout  string `json:"timeout,omitempty"` // the resolved bound on each turn, or on a run node's command
-	Attempts int    `json:"attempts,omitempty"`
-	Session  string `json:"session,omitempty"`
-	Scope    *Scope `json:"scope,omitempty"` // the memory scope the session belongs to
-	WallMS   int64  `json:"wall_ms,omitempty"`
+	File     string  `json:"file,omitempty"`
+	Skipped  bool    `json:"skipped,omitempty"`
+	Usage    *Usage  `json:"usage,omitempty"`
+	Model    string  `json:"model,omitempty"`
+	Timeout  string  `json:"timeout,omitempty"` // the resolved bound on each turn, or on a run node's command
+	Attempts int     `json:"attempts,omitempty"`
+	Session  string  `json:"session,omitempty"`
+	Scope    *Scope  `json:"scope,omitempty"`  // the memory scope the session belongs to
+	Answer   *Answer `json:"answer,omitempty"` // an ask's: who answered and when
+	WallMS   int64   `json:"wall_ms,omitempty"`
 
 	// Run facts.
 	RunID  string `json:"run,omitempty"`
@@ -72,6 +73,18 @@ type Fact struct {
 	Input  any    `json:"input,omitempty"`
 	// Resumed marks the run fact of a resumed attempt.
 	Resumed bool `json:"resumed,omitempty"`
+}
+
+// Answer is who answered an ask visit, and when; the answer itself is the
+// end fact's output. A resume replays the ended ask with it.
+type Answer struct {
+	// By is who answered: the name of the API token (flow serve), or
+	// "terminal" (flow run). Empty when the default was taken.
+	By   string    `json:"by,omitempty"`
+	Time time.Time `json:"time"`
+	// Default says nobody answered: the run was unattended, or the ask's
+	// timeout passed, and the default was taken.
+	Default bool `json:"default,omitempty"`
 }
 
 // Succeeded reports whether an end fact says the visit succeeded.

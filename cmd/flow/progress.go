@@ -281,7 +281,12 @@ type terminalAsker struct {
 	view progressView
 }
 
-func (t *terminalAsker) Ask(ctx context.Context, visit, question string, options []string, def string) (string, error) {
+func (t *terminalAsker) Ask(ctx context.Context, q *engine.Question) (engine.Answer, error) {
+	ans, err := t.ask(ctx, q.Visit, q.Text, q.Options, q.Default)
+	return engine.Answer{Value: ans, By: "terminal"}, err
+}
+
+func (t *terminalAsker) ask(ctx context.Context, visit, question string, options []string, def string) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if lv, ok := t.view.(*liveView); ok {
