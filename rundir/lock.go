@@ -10,29 +10,37 @@ import (
 	"syscall"
 )
 
-// Lock is the content of lock.json: who runs the run.
+// Lock is the content of lock.json: who runs the run. The same file
+// format locks other things a process must hold alone (flow serve's
+// directory, through TakeLock).
 type Lock struct {
 	PID  int    `json:"pid"`
 	Host string `json:"host"`
+	// Addr is where the holder listens, for a lock that flow serve holds.
+	Addr string `json:"addr,omitempty"`
 }
 
 // ErrLocked is returned when another live process holds the run.
 var ErrLocked = errors.New("the run is held by another live process")
 
-// acquireLock creates lock.json exclusively. A lock left by a dead process
-// on this host is taken over; the takeover itself is exclusive (a
-// lock.json.takeover file), so two resumers cannot both win.
-func acquireLock(dir string) error {
-	path := filepath.Join(dir, lockFile)
+// acquireLock creates lock.json exclusively.
+func acquireLock(dir string) error { return TakeLock(filepath.Join(dir, lockFile), "") }
+
+// TakeLock creates the lock file path exclusively for this process, with
+// its pid, host and addr. A lock left by a dead process on this host is
+// taken over; the takeover itself is exclusive (a path.takeover file), so
+// two takers cannot both win. A lock a live process holds is an error
+// wrapping ErrLocked that names the holder. ReleaseLock gives it back.
+func TakeLock(path, addr string) error {
 	host, _ := os.Hostname()
-	mine, _ := json.Marshal(Lock{PID: os.Getpid(), Host: host})
+	mine, _ := json.Marshal(Lock{PID: os.Getpid(), Host: host, Addr: addr})
 	for range 3 {
 		err := createWhole(path, mine)
 		if err == nil {
 			return nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("locking run directory: %w", err)
+			return fmt.Errorf("taking the lock %s: %w", path, err)
 		}
 		held, err := os.ReadFile(path)
 		if err != nil {
@@ -92,15 +100,21 @@ func takeOver(path string, stale []byte) error {
 	return nil
 }
 
-func releaseLock(dir string) error {
-	if err := os.Remove(filepath.Join(dir, lockFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func releaseLock(dir string) error { return ReleaseLock(filepath.Join(dir, lockFile)) }
+
+// ReleaseLock removes a lock file TakeLock took.
+func ReleaseLock(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing lock: %w", err)
 	}
 	return nil
 }
 
-func readLock(dir string) (*Lock, error) {
-	b, err := os.ReadFile(filepath.Join(dir, lockFile))
+func readLock(dir string) (*Lock, error) { return ReadLock(filepath.Join(dir, lockFile)) }
+
+// ReadLock reads a lock file.
+func ReadLock(path string) (*Lock, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -115,11 +129,13 @@ func readLock(dir string) (*Lock, error) {
 // run in dir.
 func heldByLiveProcess(dir string) bool {
 	l, err := readLock(dir)
-	if err != nil || !alive(l.PID) {
-		return false
-	}
+	return err == nil && l.Live()
+}
+
+// Live reports whether the lock's holder is a live process on this host.
+func (l *Lock) Live() bool {
 	host, _ := os.Hostname()
-	return host == l.Host
+	return host == l.Host && alive(l.PID)
 }
 
 func alive(pid int) bool {

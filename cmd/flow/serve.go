@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/serve"
+	"github.com/flowrun/flow/steps/run"
+)
+
+type serveFlags struct {
+	addr      string
+	tokenFile string
+	maxRuns   int
+	poll      time.Duration
+}
+
+func (a *app) serveCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve DIR",
+		Short: "Fire the schedules of DIR's flows; serve a status page, an API and metrics",
+		Long: "Load every flow file of DIR (a broken one is reported and skipped; changed files\n" +
+			"reload), fire their schedules, run them under a server-wide cap into the usual\n" +
+			"run directories, and serve a status page, a JSON API and /metrics. Loopback\n" +
+			"only unless --token-file is given. SIGTERM stops firing and stops running runs\n" +
+			"(resumable); the next `flow serve DIR` resumes them. See docs/serve.md.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd.Context(), args[0], f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "where to listen (host:port); other than loopback needs --token-file")
+	fl.StringVar(&f.tokenFile, "token-file", "", "bearer tokens, one `name token` per line")
+	fl.IntVar(&f.maxRuns, "max-runs", 4, "runs alive at once; the rest wait in a queue")
+	fl.DurationVar(&f.poll, "poll", time.Second, "how often DIR is read for changed files")
+	return cmd
+}
+
+func (a *app) serve(ctx context.Context, dir string, f serveFlags) error {
+	var tokens []serve.Token
+	if f.tokenFile != "" {
+		var err error
+		if tokens, err = serve.ReadTokens(f.tokenFile); err != nil {
+			return invalid("--token-file: %v", err)
+		}
+	}
+	drivers, err := buildDrivers(a.drivers, a.cfg)
+	if err != nil {
+		return invalid("%v", err)
+	}
+	srv, err := serve.New(serve.Config{Dir: dir, Addr: f.addr, Tokens: tokens, RunsDir: a.cfg.GetString("runs_dir"),
+		Load: a.loadOptions(), MaxRuns: f.maxRuns, Poll: f.poll, Log: slog.New(slog.NewTextHandler(a.stderr, nil)),
+		Engine: engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"),
+			Settings: a.runSettings("", 0), Config: a.config()}})
+	if err != nil {
+		return invalid("%v", err)
+	}
+	// SIGTERM or Ctrl-C: stop firing, stop running runs (resumable), exit 0.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = srv.Run(ctx)
+	var busy *serve.BusyError
+	if errors.As(err, &busy) {
+		return &exitError{code: exitFailed, msg: "flow: " + err.Error()}
+	}
+	return err
+}

@@ -1,0 +1,159 @@
+package serve
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"time"
+	"unicode/utf8"
+
+	"github.com/flowrun/flow/rundir"
+)
+
+//go:embed pages/*.tmpl
+var pageFiles embed.FS
+
+var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
+	"clock": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		if time.Since(t) < 20*time.Hour && time.Until(t) < 20*time.Hour {
+			return t.Local().Format("15:04:05")
+		}
+		return t.Local().Format("2006-01-02 15:04")
+	},
+	"since":      func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+	"ms":         func(ms int64) string { return (time.Duration(ms) * time.Millisecond).Round(10 * time.Millisecond).String() },
+	"tokens":     func(u rundir.Usage) string { return rundir.TokensText(u) },
+	"cost":       func(u rundir.Usage) string { return rundir.CostText(u) },
+	"pathEscape": url.PathEscape,
+	"short":      short,
+}).ParseFS(pageFiles, "pages/*.tmpl"))
+
+// short renders a visit's output in at most 160 characters.
+func short(v any) string {
+	var s string
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		s = x
+	default:
+		b, _ := json.Marshal(x)
+		s = string(b)
+	}
+	if utf8.RuneCountInString(s) > 160 {
+		r := []rune(s)
+		s = string(r[:160]) + "…"
+	}
+	return s
+}
+
+// render writes a page, whole or not at all.
+func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+		s.log.Error("rendering a page", "page", name, "err", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
+	all, err := s.listRuns()
+	if err != nil {
+		http.Error(w, fmt.Sprintf("listing runs: %v", err), http.StatusInternalServerError)
+		return
+	}
+	var running, queue, recent []*RunView
+	for _, v := range all {
+		switch v.Status {
+		case statusQueued:
+			queue = append(queue, v)
+		case string(rundir.StatusRunning):
+			running = append(running, v)
+		}
+		if len(recent) < 30 && v.Status != statusQueued {
+			recent = append(recent, v)
+		}
+	}
+	fires := s.sched.recentFires("")
+	if len(fires) > 20 {
+		fires = fires[:20]
+	}
+	s.mu.Lock()
+	problems := append([]string(nil), s.problems...)
+	s.mu.Unlock()
+	s.render(w, "index", map[string]any{"Title": s.cfg.Dir, "Flows": s.flowViews(all), "Asks": s.asks.list(""),
+		"Running": running, "Queue": queue, "Recent": recent, "Fires": fires, "Problems": problems})
+}
+
+func (s *Server) pageRun(w http.ResponseWriter, r *http.Request) {
+	id, dir, ok := s.runDir(w, r)
+	if !ok {
+		return
+	}
+	v, err := s.run(id, dir)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("reading run %s: %v", id, err), http.StatusInternalServerError)
+		return
+	}
+	s.render(w, "run", map[string]any{"Title": "run " + id, "Run": v, "Self": []*RunView{v}})
+}
+
+// Handler is the server's HTTP interface: the pages, the API, the event
+// streams and /metrics, behind the token check and, for every POST, a
+// same-origin check (Sec-Fetch-Site / Origin), so that another site's page
+// cannot make a browser start, stop or answer anything.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.pageIndex)
+	mux.HandleFunc("GET /runs/{id}", s.pageRun)
+	mux.HandleFunc("GET /events", s.pageEvents)
+	mux.HandleFunc("GET /login", s.login)
+	mux.HandleFunc("POST /login", s.login)
+	mux.HandleFunc("GET /api/flows", s.apiFlows)
+	mux.HandleFunc("GET /api/runs", s.apiRuns)
+	mux.HandleFunc("GET /api/runs/{id}", s.apiRun)
+	mux.HandleFunc("GET /api/runs/{id}/events", s.apiEvents)
+	mux.HandleFunc("POST /api/flows/{name}/runs", s.apiStart)
+	mux.HandleFunc("POST /api/runs/{id}/stop", s.apiStop)
+	mux.HandleFunc("POST /api/runs/{id}/resume", s.apiResume)
+	mux.HandleFunc("GET /api/asks", s.apiAsks)
+	mux.HandleFunc("POST /api/runs/{id}/asks/{visit...}", s.apiAnswer)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		fail(w, http.StatusNotFound, "", "no API endpoint %s %s (docs/serve.md lists them)", r.Method, r.URL.Path)
+	})
+	mux.Handle("GET /metrics", s.metrics.handler())
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fail(w, http.StatusForbidden, "Origin", "a request from another site: POSTs are taken from this server's own pages and from clients that send no Origin")
+	}))
+	return s.recover(cop.Handler(s.authenticate(mux)))
+}
+
+// recover turns a handler's panic into a 500 with a JSON error and a
+// logged stack, never a dead server.
+func (s *Server) recover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("a handler panicked", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				fail(w, http.StatusInternalServerError, "", "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

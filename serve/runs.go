@@ -1,0 +1,285 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/rundir"
+)
+
+// Triggers: why a served run started.
+const (
+	TriggerSchedule = "schedule" // its schedule fired
+	TriggerCatchup  = "catchup"  // a fire missed while no server ran (catchup: once)
+	TriggerAPI      = "api"      // POST /api/flows/{name}/runs, or the page
+	TriggerResume   = "resume"   // POST /api/runs/{id}/resume, or a server resuming what the last one left
+)
+
+// job is a run to start: a new run of a plan, or the resume of a run
+// directory.
+type job struct {
+	id, flow, trigger string
+	plan              *flows.Plan // a new run
+	input             any
+	resumeDir         string // a resume
+	queued            time.Time
+}
+
+// LiveVisit is a visit running now, as the page shows it.
+type LiveVisit struct {
+	Visit    string    `json:"visit"`
+	Kind     string    `json:"kind"`
+	Driver   string    `json:"driver,omitempty"`
+	Model    string    `json:"model,omitempty"`
+	Activity string    `json:"activity,omitempty"`
+	Tokens   int64     `json:"tokens,omitempty"`
+	Started  time.Time `json:"started"`
+}
+
+// active is a run this server is running.
+type active struct {
+	job
+	started time.Time
+	cancel  context.CancelCauseFunc
+	done    chan struct{} // closed when the engine returned
+
+	mu     sync.Mutex
+	visits map[string]*LiveVisit
+	stopBy string // "api" or "shutdown": who stopped it
+}
+
+func (a *active) liveVisits() []LiveVisit {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]LiveVisit, 0, len(a.visits))
+	for _, v := range a.visits {
+		out = append(out, *v)
+	}
+	slices.SortFunc(out, func(x, y LiveVisit) int { return x.Started.Compare(y.Started) })
+	return out
+}
+
+// track keeps the run's live visits from its events.
+func (a *active) track(e *engine.Event) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch e.Type {
+	case rundir.EventVisitStart:
+		a.visits[e.Visit] = &LiveVisit{Visit: e.Visit, Kind: string(e.Kind), Started: e.Time}
+	case rundir.EventProgress:
+		if v := a.visits[e.Visit]; v != nil {
+			v.Driver, v.Model, v.Activity = e.Driver, e.Model, e.Activity
+			if e.Tokens > 0 {
+				v.Tokens = e.Tokens
+			}
+		}
+	case rundir.EventVisitEnd:
+		delete(a.visits, e.Visit)
+	}
+}
+
+// runs starts runs under the server-wide cap and queues the rest, first
+// come first served. Safe for concurrent use.
+type runs struct {
+	s   *Server
+	ctx context.Context // every run's parent; runs are stopped one by one, with a cause
+	max int
+	wg  conc.WaitGroup
+
+	mu     sync.Mutex
+	active map[string]*active
+	queue  []*job
+	closed bool
+}
+
+// errClosed refuses new runs once the server shuts down.
+var errClosed = errors.New("the server is shutting down")
+
+// submit starts j now, or queues it if the cap is reached. It says which.
+func (r *runs) submit(j *job) (status string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return "", errClosed
+	}
+	j.queued = time.Now()
+	if len(r.active) < r.max {
+		r.startLocked(j)
+		return string(rundir.StatusRunning), nil
+	}
+	r.queue = append(r.queue, j)
+	r.s.metrics.queued.Set(float64(len(r.queue)))
+	r.s.changed(j.id)
+	return statusQueued, nil
+}
+
+// statusQueued is the status of a run waiting for a slot; it has no run
+// directory yet.
+const statusQueued = "queued"
+
+func (r *runs) startLocked(j *job) {
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	a := &active{job: *j, started: time.Now(), cancel: cancel, done: make(chan struct{}), visits: map[string]*LiveVisit{}}
+	r.active[j.id] = a
+	r.s.metrics.running.Set(float64(len(r.active)))
+	r.wg.Go(func() {
+		defer cancel(nil)
+		r.execute(ctx, a)
+		close(a.done)
+		r.finished(a)
+	})
+}
+
+// execute runs one job through the engine, into the runs directory.
+func (r *runs) execute(ctx context.Context, a *active) {
+	s := r.s
+	opts := s.cfg.Engine
+	opts.RunID, opts.RunsDir, opts.WorkDir = a.id, s.cfg.RunsDir, s.cfg.WorkDir
+	opts.Asker = &asker{asks: s.asks, run: a.id, flow: a.flow}
+	opts.OnEvent = func(e *engine.Event) {
+		a.track(e)
+		s.metrics.event(e)
+		s.hub.publish(e)
+		if prev := s.cfg.Engine.OnEvent; prev != nil {
+			prev(e)
+		}
+	}
+	s.record(Record{Type: RecordRun, Flow: a.flow, Run: a.id, Trigger: a.trigger})
+	var res *engine.Result
+	var err error
+	if a.resumeDir != "" {
+		opts.RunID, opts.RunsDir = "", ""
+		res, err = engine.Resume(ctx, a.resumeDir, s.cfg.Load, opts)
+	} else {
+		opts.Input = a.input
+		res, err = engine.Execute(ctx, a.plan, opts)
+	}
+	switch {
+	case res == nil:
+		s.log.Error("run did not start", "flow", a.flow, "run", a.id, "err", err)
+		s.problem(fmt.Sprintf("run %s of %s did not start: %v", a.id, a.flow, err))
+		s.metrics.runs.WithLabelValues(a.flow, "refused").Inc()
+		return
+	case err != nil:
+		s.log.Warn("run ended with an error", "flow", a.flow, "run", a.id, "err", err)
+	}
+	status := res.Status()
+	s.metrics.runs.WithLabelValues(a.flow, string(status)).Inc()
+	s.log.Info("run ended", "flow", a.flow, "run", a.id, "status", status)
+	a.mu.Lock()
+	stopBy := a.stopBy
+	a.mu.Unlock()
+	if status == rundir.StatusStopped && stopBy == "shutdown" {
+		s.record(Record{Type: RecordShutdown, Flow: a.flow, Run: a.id})
+	}
+}
+
+// finished takes an ended run off the active set, starts the next queued
+// one, and tells the scheduler (overlap: queue waits on it).
+func (r *runs) finished(a *active) {
+	r.mu.Lock()
+	delete(r.active, a.id)
+	if !r.closed && len(r.queue) > 0 && len(r.active) < r.max {
+		next := r.queue[0]
+		r.queue = r.queue[1:]
+		r.startLocked(next)
+	}
+	r.s.metrics.queued.Set(float64(len(r.queue)))
+	r.s.metrics.running.Set(float64(len(r.active)))
+	r.mu.Unlock()
+	r.s.changed(a.id)
+	r.s.sched.runEnded(a.flow)
+}
+
+// busy reports whether flow has a run running or queued.
+func (r *runs) busy(flow string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, a := range r.active {
+		if a.flow == flow {
+			return true
+		}
+	}
+	return slices.ContainsFunc(r.queue, func(j *job) bool { return j.flow == flow })
+}
+
+// get returns the active run id, or the queued job id.
+func (r *runs) get(id string) (*active, *job) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a := r.active[id]; a != nil {
+		return a, nil
+	}
+	for _, j := range r.queue {
+		if j.id == id {
+			return nil, j
+		}
+	}
+	return nil, nil
+}
+
+// snapshot returns the active runs (oldest first) and the queue.
+func (r *runs) snapshot() ([]*active, []*job) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	as := slices.Collect(maps.Values(r.active))
+	slices.SortFunc(as, func(x, y *active) int { return x.started.Compare(y.started) })
+	return as, slices.Clone(r.queue)
+}
+
+// stop stops a running run as Ctrl-C does (its visits end `stopped`, it
+// stays resumable) and waits for it to end, at most wait; a queued run is
+// taken off the queue. by says who: "api" or "shutdown".
+func (r *runs) stop(ctx context.Context, id, by string, wait time.Duration) (found bool) {
+	r.mu.Lock()
+	a := r.active[id]
+	if a == nil {
+		i := slices.IndexFunc(r.queue, func(j *job) bool { return j.id == id })
+		if i >= 0 {
+			r.queue = slices.Delete(r.queue, i, i+1)
+			r.s.metrics.queued.Set(float64(len(r.queue)))
+		}
+		r.mu.Unlock()
+		return i >= 0
+	}
+	r.mu.Unlock()
+	a.mu.Lock()
+	a.stopBy = by
+	a.mu.Unlock()
+	a.cancel(engine.ErrStopped)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-a.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return true
+}
+
+// shutdown refuses new runs, drops the queue, stops every running run and
+// waits for all of them: when it returns no run of this server is left,
+// nor any process one started (engine.Execute ends them).
+func (r *runs) shutdown() {
+	r.mu.Lock()
+	r.closed = true
+	r.queue = nil
+	as := slices.Collect(maps.Values(r.active))
+	r.mu.Unlock()
+	for _, a := range as {
+		a.mu.Lock()
+		a.stopBy = "shutdown"
+		a.mu.Unlock()
+		a.cancel(engine.ErrStopped)
+	}
+	r.wg.Wait()
+}
