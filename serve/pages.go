@@ -28,8 +28,10 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 		}
 		return t.Local().Format("2006-01-02 15:04")
 	},
-	"since":      func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
-	"ms":         func(ms int64) string { return (time.Duration(ms) * time.Millisecond).Round(10 * time.Millisecond).String() },
+	"since": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+	"ms": func(ms int64) string {
+		return (time.Duration(ms) * time.Millisecond).Round(10 * time.Millisecond).String()
+	},
 	"tokens":     func(u rundir.Usage) string { return rundir.TokensText(u) },
 	"cost":       func(u rundir.Usage) string { return rundir.CostText(u) },
 	"pathEscape": url.PathEscape,
