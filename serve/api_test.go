@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -345,4 +346,32 @@ func TestNonLoopbackNeedsTokens(t *testing.T) {
 			t.Errorf("%s: %v", addr, err)
 		}
 	}
+}
+
+// TestPageFormAnswersANestedAsk posts the page's own form for an ask whose
+// visit path has # and /, as a browser without JavaScript would.
+func TestPageFormAnswersANestedAsk(t *testing.T) {
+	flow := `name: loopy
+nodes:
+  - id: gate
+    loop: {until: "ship.output == 'ship'", max: 2}
+    do:
+      - {id: ship, ask: Ship it?, options: [ship, hold], default: hold}
+`
+	b, c := serveHTTP(t, map[string]string{"loopy.yaml": flow}, nil)
+	_, m, _ := c.do("POST", "/api/flows/loopy/runs", "")
+	id := m["id"].(string)
+	for deadline := time.Now().Add(5 * time.Second); len(b.asks.list(id)) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, m, _ = c.do("GET", "/", "")
+	action := regexp.MustCompile(`action="(/api/runs/[^"]+/asks/[^"]+)"`).FindStringSubmatch(m["_body"].(string))
+	if action == nil || action[1] != "/api/runs/"+id+"/asks/gate%231%2fship" && action[1] != "/api/runs/"+id+"/asks/gate%231%2Fship" {
+		t.Fatalf("the page's form action: %v", action)
+	}
+	code, _, h := c.do("POST", action[1], "answer=ship&back=/runs/"+id, "Content-Type", "application/x-www-form-urlencoded", "Sec-Fetch-Site", "same-origin")
+	if code != http.StatusSeeOther || h.Get("Location") != "/runs/"+id {
+		t.Fatalf("the form post: %d to %q", code, h.Get("Location"))
+	}
+	c.waitRun(id, "succeeded")
 }

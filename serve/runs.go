@@ -50,7 +50,7 @@ type active struct {
 	job
 	started time.Time
 	cancel  context.CancelCauseFunc
-	done    chan struct{} // closed when the engine returned
+	done    chan struct{} // closed when the engine returned and the run left the active set
 
 	mu     sync.Mutex
 	visits map[string]*LiveVisit
@@ -134,8 +134,8 @@ func (r *runs) startLocked(j *job) {
 	r.wg.Go(func() {
 		defer cancel(nil)
 		r.execute(ctx, a)
-		close(a.done)
 		r.finished(a)
+		close(a.done) // after finished: a stopped run is off the active set when stop returns
 	})
 }
 
