@@ -38,7 +38,7 @@ func (a *app) serveCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "where to listen (host:port); other than loopback needs --token-file")
-	fl.StringVar(&f.tokenFile, "token-file", "", "bearer tokens, one `name token` per line")
+	fl.StringVar(&f.tokenFile, "token-file", "", "a `file` of bearer tokens, one name and token per line")
 	fl.IntVar(&f.maxRuns, "max-runs", 4, "runs alive at once; the rest wait in a queue")
 	fl.DurationVar(&f.poll, "poll", time.Second, "how often DIR is read for changed files")
 	return cmd
