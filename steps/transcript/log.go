@@ -33,16 +33,16 @@ type Header struct {
 // Turn summarises one turn for the readable transcript: its Header's
 // fields, then how it ended.
 type Turn struct {
-	Visit       string       `json:"visit"`
-	Driver      string       `json:"driver"`
-	Model       string       `json:"model,omitempty"`
-	Session     string       `json:"session,omitempty"`
-	Started     time.Time    `json:"started"`
-	WallMS      int64        `json:"wall_ms"`
-	Status      string       `json:"status"`
-	System      string       `json:"system,omitempty"`
-	Prompt      string       `json:"prompt"`
-	Steps       []Step       `json:"steps,omitempty"`
+	Visit   string    `json:"visit"`
+	Driver  string    `json:"driver"`
+	Model   string    `json:"model,omitempty"`
+	Session string    `json:"session,omitempty"`
+	Started time.Time `json:"started"`
+	WallMS  int64     `json:"wall_ms"`
+	Status  string    `json:"status"`
+	System  string    `json:"system,omitempty"`
+	Prompt  string    `json:"prompt"`
+	Steps   []Step    `json:"steps,omitempty"`
 	// Answer is the answer, or its first engine.AnswerLimit bytes when
 	// AnswerFile holds it whole.
 	Answer      string       `json:"answer"`
