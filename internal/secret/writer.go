@@ -88,3 +88,6 @@ func (w *Writer) ReadFrom(rd io.Reader) (int64, error) {
 		}
 	}
 }
+
+// Unwrap returns the writer w writes to.
+func (w *Writer) Unwrap() io.Writer { return w.w }
