@@ -241,16 +241,27 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 			return fmt.Errorf("binding flags: %w", err)
 		}
 	}
-	a.learn(configSecrets(v)...)
+	a.learn(configSecrets(v, a.drivers)...)
 	return nil
 }
 
 // configSecrets are the secrets the configuration knows of: the values of
 // keys whose names say they hold one, and of the environment variables
-// that keys ending in _env name (drivers.<name>.api_key_env).
-func configSecrets(v *viper.Viper) []string {
+// that keys ending in _env name (drivers.<name>.api_key_env) — the keys in
+// the files and every driver's keys, which may be set in the environment
+// only (FLOW_DRIVERS_<NAME>_<KEY>).
+func configSecrets(v *viper.Viper, drivers *engine.Registry) []string {
+	keys := v.AllKeys()
+	for _, s := range drivers.Specs() {
+		for _, k := range s.Keys {
+			keys = append(keys, "drivers."+s.Name+"."+k)
+		}
+	}
 	var out []string
-	for _, k := range v.AllKeys() {
+	for _, k := range keys {
+		if !v.IsSet(k) {
+			continue
+		}
 		val := v.GetString(k)
 		switch {
 		case val == "":
