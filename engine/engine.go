@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -41,6 +43,12 @@ type Options struct {
 	Config map[string]any
 	// Backoff is the first retry delay (doubling, capped at 30 s); default 1 s.
 	Backoff time.Duration
+	// Secrets are values never to be written into the run directory nor
+	// handed to OnEvent (keys from the configuration). The values of the
+	// variables the plan's agents name as api_key_env, and of every
+	// environment variable whose name says it holds a secret, are added
+	// by the engine and the run directory themselves.
+	Secrets []string
 }
 
 // Asker asks the person running the flow a question: at the terminal
@@ -109,7 +117,7 @@ func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, erro
 	if opts.RunsDir == "" {
 		opts.RunsDir = filepath.Join(opts.WorkDir, ".flow", "runs")
 	}
-	w, err := rundir.Create(opts.RunsDir, opts.RunID)
+	w, err := rundir.Create(opts.RunsDir, opts.RunID, opts.secrets(plan)...)
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +159,19 @@ func (o *Options) check(plan *flows.Plan) error {
 	return nil
 }
 
+// secrets are the values the run directory must redact besides those of
+// the environment variables named like secrets: the caller's and the
+// values of the variables the agents take their keys from.
+func (o *Options) secrets(plan *flows.Plan) []string {
+	out := slices.Clone(o.Secrets)
+	for _, a := range plan.Agents {
+		if a.APIKeyEnv != "" {
+			out = append(out, os.Getenv(a.APIKeyEnv))
+		}
+	}
+	return out
+}
+
 func (o *Options) snapshotSettings() rundir.Settings {
 	s := rundir.Settings{Model: o.Settings.Model, Concurrency: o.Concurrency, WorkDir: o.WorkDir, Config: o.Config}
 	if o.Settings.Timeout > 0 {
@@ -186,13 +207,32 @@ func run(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, 
 	fr := (&frame{calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
 	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, map[string]any{"input": input}, "")
 	shown := filepath.Join(opts.RunsDir, opts.RunID) // as the user named it
-	res = &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: out, Failure: fail, Usage: r.total()}
+	// What the caller prints is as redacted as what the run directory
+	// holds.
+	res = &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(w.Secrets(), out),
+		Failure: redactFailure(w.Secrets(), fail), Usage: r.total()}
 	wall := time.Since(start).Milliseconds()
 	// The run's output is made of its visits' outputs, which the journal
 	// has: it goes to output.json, not into the journal a second time.
 	endErr := w.Fact(&Fact{Type: rundir.FactRun, Time: time.Now(), RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall})
 	r.emit(&Event{Type: rundir.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown})
 	return res, errors.Join(endErr, w.Finish(out))
+}
+
+// redactFailure returns f with its messages redacted, as a copy when it
+// held a secret.
+func redactFailure(secrets *secret.Redactor, f *Failure) *Failure {
+	if f == nil {
+		return nil
+	}
+	cause := redactFailure(secrets, f.Cause)
+	msg := secrets.String(f.Message)
+	if msg == f.Message && cause == f.Cause {
+		return f
+	}
+	c := *f
+	c.Message, c.Cause = msg, cause
+	return &c
 }
 
 // runner is one run in progress. Its maps are guarded by mu; everything else

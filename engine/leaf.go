@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -69,6 +67,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		defer sess.mu.Unlock()
 	}
 	home := r.dir.Home(homePath)
+	o.home = homePath
 	driver := r.opts.Drivers[a.Driver]
 	var usage Usage
 	o.usage = &usage
@@ -76,9 +75,10 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	for attempt := 1; ; attempt++ {
 		o.attempts = attempt
 		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: n.OutputSchema,
-			Home: home, WorkDir: r.opts.WorkDir, Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model)}
+			Home: home, WorkDir: r.opts.WorkDir, Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model),
+			Secrets: r.dir.Secrets()}
 		answer, fail := r.turn(ctx, fr, driver, t, &usage, sess)
-		var out any = answer
+		var out any = answer.text
 		if fail == nil && n.Typed {
 			out, fail = r.typed(ctx, fr, driver, t, answer, n, &usage, sess)
 		}
@@ -86,8 +86,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 			o.session = sess.id
 		}
 		if fail == nil {
-			o.output = out
-			o.file = overflow(answer, home, a.Name)
+			o.output, o.file, o.size = out, answer.file, answer.size
 			return o
 		}
 		retriable := fail.Kind == schema.FailProvider || fail.Kind == schema.FailTimeout || fail.Kind == schema.FailSchema
@@ -106,15 +105,16 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 }
 
 // turn runs one driver turn under the run-wide cap, the turn timeout and
-// the budgets, and classifies how it ended.
-func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *Usage, sess *session) (string, *Failure) {
+// the budgets, and classifies how it ended. The answer comes back bounded
+// (AnswerLimit), with the file that holds it whole when it is longer.
+func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *Usage, sess *session) (reply, *Failure) {
 	if f := r.budgetRefusal(fr, t.Agent.Name); f != nil {
-		return "", f
+		return reply{}, f
 	}
 	select {
 	case r.live <- struct{}{}:
 	case <-ctx.Done():
-		return "", cancelled(ctx, t.Visit)
+		return reply{}, cancelled(ctx, t.Visit)
 	}
 	defer func() { <-r.live }()
 	if sess != nil {
@@ -140,39 +140,50 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 		}
 	}
 	if tctx.Err() != nil {
-		return "", cancelled(tctx, t.Visit)
+		return reply{}, cancelled(tctx, t.Visit)
 	}
 	switch {
 	case errors.Is(err, ErrUnavailable):
-		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
+		return reply{}, &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	case err != nil:
-		return "", &Failure{Kind: schema.FailProvider, Message: err.Error()}
+		return reply{}, &Failure{Kind: schema.FailProvider, Message: err.Error()}
 	case res == nil:
-		return "", &Failure{Kind: schema.FailProvider, Message: "the driver returned no result"}
+		return reply{}, &Failure{Kind: schema.FailProvider, Message: "the driver returned no result"}
 	case res.Status != Completed:
 		msg := string(res.Status)
 		if len(res.Diagnostics) > 0 {
 			msg += ": " + strings.Join(res.Diagnostics, "; ")
 		}
-		return "", &Failure{Kind: schema.FailProvider, Message: msg}
+		return reply{}, &Failure{Kind: schema.FailProvider, Message: msg}
 	}
-	return res.Output, nil
+	rp, err := bound(res, t.Home, t.Agent.Name, t.Secrets)
+	if err != nil {
+		return reply{}, &Failure{Kind: schema.FailUnavailable, Message: "storing the answer: " + err.Error()}
+	}
+	return rp, nil
 }
 
-// typed parses and validates a typed answer; an answer that does not fit is
-// sent back once with the reason, then the visit fails `schema`.
-func (r *runner) typed(ctx context.Context, fr *frame, d Driver, t *Turn, answer string, n *flows.Node, usage *Usage, sess *session) (any, *Failure) {
-	v, err := parseTyped(answer, n.Output)
+// typed parses and validates a typed answer, read whole (up to
+// TypedLimit); an answer that does not fit is sent back once with the
+// reason, then the visit fails `schema`.
+func (r *runner) typed(ctx context.Context, fr *frame, d Driver, t *Turn, answer reply, n *flows.Node, usage *Usage, sess *session) (any, *Failure) {
+	whole, err := answer.whole()
+	if err != nil {
+		return nil, &Failure{Kind: schema.FailSchema, Message: err.Error()}
+	}
+	v, err := parseTyped(whole, n.Output)
 	if err == nil {
 		return v, nil
 	}
 	retry := *t
-	retry.Prompt = fmt.Sprintf("%s\n\n## Your previous answer did not fit\n%v\n\nYour previous answer was:\n%s\n\nAnswer again with only the JSON value.", t.Prompt, err, fence(answer))
+	retry.Prompt = fmt.Sprintf("%s\n\n## Your previous answer did not fit\n%v\n\nYour previous answer was:\n%s\n\nAnswer again with only the JSON value.", t.Prompt, err, fence(answer.shown()))
 	answer2, fail := r.turn(ctx, fr, d, &retry, usage, sess)
 	if fail != nil {
 		return nil, fail
 	}
-	v, err = parseTyped(answer2, n.Output)
+	if whole, err = answer2.whole(); err == nil {
+		v, err = parseTyped(whole, n.Output)
+	}
 	if err != nil {
 		return nil, &Failure{Kind: schema.FailSchema, Message: "the answer did not fit the declared output twice: " + err.Error()}
 	}
@@ -183,22 +194,6 @@ func (r *runner) progress(path, driver, model string) func(Progress) {
 	return func(p Progress) {
 		r.emit(&Event{Type: rundir.EventProgress, Visit: path, Driver: driver, Model: model, Activity: p.Activity, Tokens: p.Tokens})
 	}
-}
-
-// overflowLimit is the size above which an answer is handed on as a file.
-const overflowLimit = 50 << 10
-
-// overflow writes an answer longer than overflowLimit to the home, and
-// returns its path ("" when it is short, or could not be written).
-func overflow(answer, home, agent string) string {
-	if len(answer) <= overflowLimit || os.MkdirAll(home, 0o755) != nil {
-		return ""
-	}
-	path := filepath.Join(home, agent+"-answer.md")
-	if os.WriteFile(path, []byte(answer), 0o644) != nil {
-		return ""
-	}
-	return path
 }
 
 func (r *runner) command(ctx context.Context, n *flows.Node, vars map[string]any, path string) *outcome {
@@ -226,7 +221,7 @@ func (r *runner) command(ctx context.Context, n *flows.Node, vars map[string]any
 		return condition(err)
 	}
 	c.Home = r.dir.Home(path)
-	o := &outcome{timeout: flows.RunTimeout(n)}
+	o := &outcome{timeout: flows.RunTimeout(n), home: path}
 	tctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errTimeout)
 	defer cancel()
 	res, err := r.opts.Commands.Run(tctx, c)

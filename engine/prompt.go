@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
@@ -106,20 +105,11 @@ func readText(v any, isNode bool) string {
 	if !isText {
 		return jsonFence(out)
 	}
-	if file, _ := nv["_file"].(string); file != "" && len(s) > overflowLimit {
-		return utf8Prefix(s, overflowLimit) + fmt.Sprintf("\n\n[… the whole answer, %d bytes, is in %s]", len(s), file)
+	if file, _ := nv["_file"].(string); file != "" {
+		size, _ := nv["_size"].(int64)
+		return reply{text: utf8Prefix(s, AnswerLimit), file: file, size: max(size, int64(len(s)))}.shown()
 	}
 	return s
-}
-
-func utf8Prefix(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // parseTyped reads a typed answer: the whole answer must be one JSON value

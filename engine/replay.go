@@ -52,7 +52,7 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts Options) (
 	if err := opts.check(plan); err != nil {
 		return nil, err
 	}
-	w, earlier, err := rundir.Reopen(dir)
+	w, earlier, err := rundir.Reopen(dir, opts.secrets(plan)...)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func (r *runner) replayed(n *flows.Node, path string) (*outcome, bool) {
 		}
 	}
 	o := &outcome{output: normalize(n.Output, f.Output), skipped: f.Skipped, usage: f.Usage, model: f.Model,
-		attempts: f.Attempts, session: f.Session, scope: f.Scope, file: f.File}
+		attempts: f.Attempts, session: f.Session, scope: f.Scope, file: f.File, size: f.Size}
 	if !ok {
 		o.fail = f.Error
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/secret"
 )
 
 // Driver turns one agent turn into a real subagent process or request.
@@ -42,6 +43,11 @@ type Turn struct {
 	// fresh one. The driver returns the session to continue next time.
 	Session  string
 	Progress func(Progress) // never nil
+	// Secrets are the run's secrets: whatever a driver writes into Home
+	// goes through them (transcript.Open and transcript.NewAnswer take
+	// them). The engine also redacts Home when the visit ends, for what
+	// an agent CLI writes there itself. nil redacts nothing.
+	Secrets *secret.Redactor
 }
 
 // Status is how a turn ended (SPEC 4).
@@ -55,9 +61,17 @@ const (
 )
 
 // TurnResult is what a driver returns for one turn.
+//
+// An answer longer than AnswerLimit is stored once, in a file in the
+// turn's Home (CreateAnswerFile), and only its first AnswerLimit bytes are
+// held: Output is that prefix, File the file, Size the whole answer's
+// length. A driver that returns a longer Output without a File has it
+// written to a file by the engine, at the cost of having held it whole.
 type TurnResult struct {
 	Status      Status
 	Output      string
+	File        string // where the whole answer is, when Output is only its start
+	Size        int64  // the whole answer's length in bytes, when File is set
 	Usage       Usage
 	Transcript  string   // path of the transcript written in Home, if any
 	Diagnostics []string // ordered, human-readable

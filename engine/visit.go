@@ -25,6 +25,8 @@ type outcome struct {
 	session  string
 	scope    *rundir.Scope  // the memory scope the session belongs to
 	file     string         // where an oversized answer was written
+	size     int64          // its whole length
+	home     string         // the home the visit wrote into, redacted when it ends
 	answer   *rundir.Answer // who answered an ask, and when
 }
 
@@ -57,6 +59,13 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if o.fail != nil && o.fail.Visit == path && !o.fail.Pos.IsValid() {
 		o.fail.Pos = n.Pos
 	}
+	if o.home != "" {
+		// What an agent CLI wrote into the home itself has not passed
+		// through flow's writers.
+		if err := r.dir.RedactHome(o.home, start); err != nil {
+			r.emit(&Event{Type: rundir.EventNote, Visit: path, Message: fmt.Sprintf("redacting secrets in the home of %s: %v", path, err)})
+		}
+	}
 	end := time.Now()
 	wall := end.Sub(start).Milliseconds()
 	ok := o.fail == nil
@@ -68,7 +77,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		recorded = o.output
 	}
 	f := &Fact{Type: rundir.FactEnd, Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Output: recorded,
-		Error: o.fail, File: o.file, Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session,
+		Error: o.fail, File: o.file, Size: o.size, Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session,
 		Scope: o.scope, Answer: o.answer, WallMS: wall}
 	if o.timeout > 0 {
 		f.Timeout = o.timeout.String()
@@ -92,7 +101,7 @@ func isLeaf(n *flows.Node) bool {
 func nodeValue(o *outcome) (map[string]any, *Failure) {
 	v := map[string]any{"ok": o.fail == nil, "output": o.output, "error": errorValue(o.fail), "skipped": o.skipped}
 	if o.file != "" {
-		v["_file"] = o.file
+		v["_file"], v["_size"] = o.file, o.size
 	}
 	return v, o.fail
 }

@@ -24,7 +24,7 @@ func BenchmarkReport(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if err := writeReport(dir, info, facts); err != nil {
+		if err := writeReport(dir, info, facts, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,6 +12,12 @@
 // leaves at most a torn last line. The end of a visit that spent tokens is
 // fsynced before the engine goes on (see docs/run-directory.md).
 //
+// Secrets are redacted on the way in: a Writer has one redactor (package
+// secret) of the environment's secrets and those its creator names
+// (Create, Reopen), which every fact, event and whole file it writes
+// passes; Secrets hands it to the drivers for their files in the homes,
+// and RedactHome redacts what an agent CLI wrote into a home itself.
+//
 // Reading: ReadJournal, Visits, Inspect, List, ReadSnapshot, Transcript and
 // WriteReport read a run directory whether its run is alive, ended or was
 // killed; they never need the engine.

@@ -32,6 +32,10 @@ const (
 	StatusFailed      Status = "failed"
 	StatusStopped     Status = "stopped"
 	StatusInterrupted Status = "interrupted"
+	// StatusCorrupt is a run whose journal has a line that is not a fact
+	// (other than a torn last one): it is listed, with the file and line
+	// in Why, and cannot be resumed.
+	StatusCorrupt Status = "corrupt"
 )
 
 // Scope names a memory scope's session: the scope's path (also its home)
@@ -54,8 +58,10 @@ type Fact struct {
 	OK     *bool    `json:"ok,omitempty"`
 	Output any      `json:"output,omitempty"`
 	Error  *Failure `json:"error,omitempty"`
-	// File is where an answer too long to hand on whole was written.
+	// File is where an answer too long to hand on whole was written; Output
+	// then holds its first bytes, and Size its whole length.
 	File     string  `json:"file,omitempty"`
+	Size     int64   `json:"size,omitempty"`
 	Skipped  bool    `json:"skipped,omitempty"`
 	Usage    *Usage  `json:"usage,omitempty"`
 	Model    string  `json:"model,omitempty"`

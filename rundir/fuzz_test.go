@@ -22,7 +22,7 @@ func FuzzReadJournal(f *testing.F) {
 		_ = Visits(facts)
 		_ = Tally(facts)
 		if info, err := Inspect(dir); err == nil {
-			_ = writeReport(dir, info, info.Facts)
+			_ = writeReport(dir, info, info.Facts, nil)
 		}
 	})
 }

@@ -102,7 +102,8 @@ func resumable(info *RunInfo) (bool, string) {
 }
 
 // List inspects every run under runsDir, newest first. Directories that
-// are not runs are skipped.
+// are not runs are skipped; a run whose journal is corrupt is listed with
+// StatusCorrupt and the error, naming the file and line, in Why.
 func List(runsDir string) ([]*RunInfo, error) {
 	entries, err := os.ReadDir(runsDir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -116,7 +117,11 @@ func List(runsDir string) ([]*RunInfo, error) {
 		if !e.IsDir() {
 			continue
 		}
-		info, err := Inspect(filepath.Join(runsDir, e.Name()))
+		dir := filepath.Join(runsDir, e.Name())
+		info, err := Inspect(dir)
+		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
+			info, err = corrupt(dir, ce), nil
+		}
 		if err != nil {
 			continue
 		}
@@ -140,4 +145,20 @@ func Find(runsDir, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// corrupt describes a run whose journal cannot be read: what the snapshot
+// and the run's id still say.
+func corrupt(dir string, err *CorruptError) *RunInfo {
+	info := &RunInfo{ID: filepath.Base(dir), Dir: dir, Status: StatusCorrupt, Why: err.Error()}
+	if snap, serr := ReadSnapshot(dir); serr == nil {
+		info.Flow = snap.Flow
+	}
+	// A run id begins with its start time (NewRunID).
+	if t, terr := time.Parse("20060102-150405", info.ID[:min(len(info.ID), 15)]); terr == nil {
+		info.Started = t
+	} else if st, serr := os.Stat(dir); serr == nil {
+		info.Started = st.ModTime()
+	}
+	return info
 }

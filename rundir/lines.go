@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/flowrun/flow/internal/secret"
 )
 
 // lineFile is an append-only JSONL file: each value is encoded with
@@ -13,38 +15,45 @@ import (
 // with O_APPEND, under a mutex. A reader (tail -f | jq) sees whole lines
 // only, and a crash leaves at most a torn last one.
 type lineFile struct {
-	mu   sync.Mutex
-	f    *os.File // nil once closed
-	name string
-	buf  bytes.Buffer
-	enc  *json.Encoder
+	mu      sync.Mutex
+	f       *os.File // nil once closed
+	name    string
+	secrets *secret.Redactor
+	buf     bytes.Buffer
+	enc     *json.Encoder
 }
 
-func openLineFile(path string) (*lineFile, error) {
+func openLineFile(path string, secrets *secret.Redactor) (*lineFile, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	l := &lineFile{f: f, name: path}
+	l := &lineFile{f: f, name: path, secrets: secrets}
 	l.enc = json.NewEncoder(&l.buf)
 	l.enc.SetEscapeHTML(false) // the file is read by people and jq, not put in a page
 	return l, nil
 }
 
-// append writes v as one line; with durable, it is also fsynced before
-// append returns.
-func (l *lineFile) append(v any, durable bool) error {
+// append writes v as one line, redacted of secrets; with durable, it is
+// also fsynced before append returns. When v held a secret, redacted is
+// the line as written (v itself is left alone), else nil.
+func (l *lineFile) append(v any, durable bool) (redacted []byte, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
-		return fmt.Errorf("writing %s: the run directory is closed", l.name)
+		return nil, fmt.Errorf("writing %s: the run directory is closed", l.name)
 	}
 	l.buf.Reset()
 	if err := l.enc.Encode(v); err != nil {
-		return fmt.Errorf("encoding a line of %s: %w", l.name, err)
+		return nil, fmt.Errorf("encoding a line of %s: %w", l.name, err)
 	}
-	if _, err := l.f.Write(l.buf.Bytes()); err != nil {
-		return fmt.Errorf("writing %s: %w", l.name, err)
+	line := l.buf.Bytes()
+	if l.secrets.Contains(line) {
+		line = l.secrets.Bytes(line)
+		redacted = line
+	}
+	if _, err := l.f.Write(line); err != nil {
+		return redacted, fmt.Errorf("writing %s: %w", l.name, err)
 	}
 	if l.buf.Cap() > 1<<20 {
 		l.buf = bytes.Buffer{} // one huge line does not stay around
@@ -53,10 +62,10 @@ func (l *lineFile) append(v any, durable bool) error {
 	}
 	if durable {
 		if err := l.f.Sync(); err != nil {
-			return fmt.Errorf("syncing %s: %w", l.name, err)
+			return redacted, fmt.Errorf("syncing %s: %w", l.name, err)
 		}
 	}
-	return nil
+	return redacted, nil
 }
 
 // close closes the file. It is idempotent.

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"html/template"
 	"iter"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -31,7 +33,7 @@ func WriteReport(dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeReport(dir, info, info.Facts)
+	return writeReport(dir, info, info.Facts, secret.New(secret.FromEnviron(os.Environ())...))
 }
 
 // page is what the report template shows.
@@ -54,7 +56,7 @@ type row struct {
 	Long                                                     bool
 }
 
-func writeReport(dir string, info *RunInfo, facts []*Fact) error {
+func writeReport(dir string, info *RunInfo, facts []*Fact, secrets *secret.Redactor) error {
 	now := time.Now()
 	p := &page{Info: info, CSS: template.CSS(reportCSS), Started: info.Started.UTC().Format("2006-01-02 15:04:05"),
 		Wall: msText(info.WallMS), Tokens: TokensText(info.Usage), Cost: CostText(info.Usage), Written: now.UTC().Format(time.RFC3339)}
@@ -71,7 +73,7 @@ func writeReport(dir string, info *RunInfo, facts []*Fact) error {
 			}
 		}
 	}
-	err := writeAside(filepath.Join(dir, reportFile), func(bw *bufio.Writer) error {
+	err := writeAside(filepath.Join(dir, reportFile), secrets, func(bw *bufio.Writer) error {
 		return reportPage.Execute(bw, p)
 	})
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc"
+
+	"github.com/flowrun/flow/internal/secret"
 )
 
 // Writer is a run directory open for writing. One engine holds it, by
@@ -21,6 +23,7 @@ import (
 // use.
 type Writer struct {
 	dir     string // absolute: homes are handed to programs that run elsewhere
+	secrets *secret.Redactor
 	journal *lineFile
 	events  *lineFile
 
@@ -44,7 +47,11 @@ func NewRunID(now time.Time) string {
 // Create makes the directory of a new run under runsDir and takes its
 // lock. The directory is created exclusively: an id that is taken is an
 // error, and with id "" a fresh id is drawn until one is free.
-func Create(runsDir, id string) (*Writer, error) {
+//
+// Everything the Writer writes is redacted of secrets: the values of the
+// environment variables whose names say they hold one (secret.FromEnviron)
+// and secrets, the values the caller knows of (agents' and drivers' keys).
+func Create(runsDir, id string, secrets ...string) (*Writer, error) {
 	if err := os.MkdirAll(runsDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating runs directory: %w", err)
 	}
@@ -61,13 +68,13 @@ func Create(runsDir, id string) (*Writer, error) {
 			return nil, fmt.Errorf("creating run directory: %w", err)
 		}
 	}
-	return open(filepath.Join(runsDir, id), nil)
+	return open(filepath.Join(runsDir, id), nil, secrets)
 }
 
 // Reopen takes over the directory of an earlier run to continue it (a
 // resume): it takes the lock, cuts a torn last line off the journal, and
-// returns the facts of the earlier attempts.
-func Reopen(dir string) (*Writer, []*Fact, error) {
+// returns the facts of the earlier attempts. secrets are as for Create.
+func Reopen(dir string, secrets ...string) (*Writer, []*Fact, error) {
 	if _, err := os.Stat(filepath.Join(dir, journalFile)); err != nil {
 		return nil, nil, fmt.Errorf("resuming %s: %w", dir, err)
 	}
@@ -84,7 +91,7 @@ func Reopen(dir string) (*Writer, []*Fact, error) {
 		_ = releaseLock(dir)
 		return nil, nil, err
 	}
-	w, err := open(dir, facts)
+	w, err := open(dir, facts, secrets)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -93,7 +100,7 @@ func Reopen(dir string) (*Writer, []*Fact, error) {
 
 // open opens the run's files, taking the lock unless facts says the
 // caller (Reopen) has it.
-func open(dir string, facts []*Fact) (*Writer, error) {
+func open(dir string, facts []*Fact, secrets []string) (*Writer, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("finding the run directory: %w", err)
@@ -103,9 +110,10 @@ func open(dir string, facts []*Fact) (*Writer, error) {
 			return nil, err
 		}
 	}
-	w := &Writer{dir: abs, facts: facts, stop: make(chan struct{})}
-	if w.journal, err = openLineFile(filepath.Join(abs, journalFile)); err == nil {
-		w.events, err = openLineFile(filepath.Join(abs, eventsFile))
+	w := &Writer{dir: abs, facts: facts, stop: make(chan struct{}),
+		secrets: secret.New(secret.FromEnviron(os.Environ())...).With(secrets...)}
+	if w.journal, err = openLineFile(filepath.Join(abs, journalFile), w.secrets); err == nil {
+		w.events, err = openLineFile(filepath.Join(abs, eventsFile), w.secrets)
 	}
 	if err != nil {
 		_ = w.Close()
@@ -121,6 +129,10 @@ func (w *Writer) Dir() string { return w.dir }
 // ID is the run's id.
 func (w *Writer) ID() string { return filepath.Base(w.dir) }
 
+// Secrets returns the run's Redactor, for everything else written into
+// the run directory (the drivers' files in the homes).
+func (w *Writer) Secrets() *secret.Redactor { return w.secrets }
+
 // Home returns the home directory of a visit or memory scope at path. It
 // is not created here: whoever writes there first creates it.
 func (w *Writer) Home(path string) string {
@@ -129,7 +141,7 @@ func (w *Writer) Home(path string) string {
 
 // WriteSnapshot writes snapshot.json, before the first visit starts.
 func (w *Writer) WriteSnapshot(s *Snapshot) error {
-	return writeAside(filepath.Join(w.dir, snapshotFile), func(bw *bufio.Writer) error {
+	return writeAside(filepath.Join(w.dir, snapshotFile), w.secrets, func(bw *bufio.Writer) error {
 		return json.NewEncoder(bw).Encode(s)
 	})
 }
@@ -137,17 +149,36 @@ func (w *Writer) WriteSnapshot(s *Snapshot) error {
 // Fact appends f to the journal: when Fact returns, the line is in the
 // kernel's page cache, which outlives the engine. The end of a visit that
 // spent tokens or money is also fsynced, so a paid turn survives a power
-// cut. f must not change afterwards.
+// cut. A fact that holds a secret is redacted in place before it is
+// written. f must not change afterwards.
 func (w *Writer) Fact(f *Fact) error {
+	line, err := w.journal.append(f, f.Type == FactEnd && f.Usage.Spent())
+	if line != nil {
+		var clean Fact
+		if json.Unmarshal(line, &clean) == nil {
+			*f = clean
+		}
+	}
 	w.mu.Lock()
 	w.facts = append(w.facts, f)
 	w.mu.Unlock()
-	return w.journal.append(f, f.Type == FactEnd && f.Usage.Spent())
+	return err
 }
 
-// Event appends e to events.jsonl. Events are for watching a run; a resume
+// Event appends e to events.jsonl. An event that holds a secret is
+// redacted in place before it is written, so whoever is handed e next (the
+// live view) sees it redacted too. Events are for watching a run; a resume
 // relies on the journal only.
-func (w *Writer) Event(e *Event) error { return w.events.append(e, false) }
+func (w *Writer) Event(e *Event) error {
+	line, err := w.events.append(e, false)
+	if line != nil {
+		var clean Event
+		if json.Unmarshal(line, &clean) == nil {
+			*e = clean
+		}
+	}
+	return err
+}
 
 // Finish writes what a run leaves when it ends: output.json, usage.json
 // and report.html.
@@ -155,10 +186,10 @@ func (w *Writer) Finish(output any) error {
 	w.mu.Lock()
 	facts := w.facts[:len(w.facts):len(w.facts)]
 	w.mu.Unlock()
-	outErr := writeAside(filepath.Join(w.dir, outputFile), func(bw *bufio.Writer) error {
+	outErr := writeAside(filepath.Join(w.dir, outputFile), w.secrets, func(bw *bufio.Writer) error {
 		return json.NewEncoder(bw).Encode(output)
 	})
-	usageErr := writeAside(filepath.Join(w.dir, usageFile), func(bw *bufio.Writer) error {
+	usageErr := writeAside(filepath.Join(w.dir, usageFile), w.secrets, func(bw *bufio.Writer) error {
 		return json.NewEncoder(bw).Encode(Tally(facts))
 	})
 	reportErr := w.report(facts)
@@ -195,7 +226,7 @@ func (w *Writer) report(facts []*Fact) error {
 	if info.Status == StatusInterrupted { // the fact that ends it is not written yet
 		info.Status = StatusRunning
 	}
-	return writeReport(w.dir, info, facts)
+	return writeReport(w.dir, info, facts, w.secrets)
 }
 
 // Close ends the refresher, closes the files and removes the lock. It is
@@ -218,16 +249,21 @@ func (w *Writer) Close() error {
 
 // writeAside writes the file at path whole: write fills a file beside it,
 // which is then renamed into place, so a reader never sees half of it.
-func writeAside(path string, write func(*bufio.Writer) error) error {
+// What write writes is redacted of secrets on its way to the file.
+func writeAside(path string, secrets *secret.Redactor, write func(*bufio.Writer) error) error {
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
 	}
-	bw := bufio.NewWriterSize(f, 64<<10)
+	rw := secrets.Writer(f)
+	bw := bufio.NewWriterSize(rw, 64<<10)
 	err = write(bw)
 	if err == nil {
 		err = bw.Flush()
+	}
+	if err == nil {
+		err = rw.Flush()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/secret"
 )
 
 // Exit codes (SPEC 7).
@@ -38,9 +39,14 @@ func invalid(format string, args ...any) error {
 	return &exitError{code: exitInvalid, msg: fmt.Sprintf(format, args...)}
 }
 
-// Main runs the command line and returns the exit code.
+// Main runs the command line and returns the exit code. Everything it
+// prints passes a redactor (package secret) that learns the secrets as the
+// configuration and the flow are read, and its errors are shown with
+// control characters escaped (safeText).
 func Main(args []string) int {
-	root := newRoot(os.Stdout, os.Stderr)
+	stdout, stderr := (*secret.Redactor)(nil).Writer(os.Stdout), (*secret.Redactor)(nil).Writer(os.Stderr)
+	defer func() { _ = stdout.Flush(); _ = stderr.Flush() }()
+	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
@@ -49,16 +55,16 @@ func Main(args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(os.Stderr, ee.msg)
+			fmt.Fprintln(stderr, safeText(ee.msg))
 		}
 		return ee.code
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(os.Stderr, "flow: %v\nRun '%s --help' for usage.\n", err, ue.cmd.CommandPath())
+		fmt.Fprintf(stderr, "flow: %s\nRun '%s --help' for usage.\n", safeText(err.Error()), ue.cmd.CommandPath())
 		return exitInvalid
 	}
-	fmt.Fprintf(os.Stderr, "flow: %v\n", err)
+	fmt.Fprintf(stderr, "flow: %s\n", safeText(err.Error()))
 	return exitFailed
 }
 
@@ -121,6 +127,18 @@ type app struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	profile *os.File
+	// secrets are the secrets known so far (learn): the redacting writers
+	// among stdout and stderr redact them, and runs are given them.
+	secrets  *secret.Redactor
+	redacted []*secret.Writer
+}
+
+// learn adds values to the secrets that nothing printed may show.
+func (a *app) learn(values ...string) {
+	a.secrets = a.secrets.With(values...)
+	for _, w := range a.redacted {
+		w.SetRedactor(a.secrets)
+	}
 }
 
 // startProfile starts a CPU profile for --cpuprofile (for measuring flow
@@ -148,6 +166,13 @@ func (a *app) stopProfile() {
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	a := &app{cfg: viper.New(), drivers: registry(), stdout: stdout, stderr: stderr}
+	for _, w := range []io.Writer{stdout, stderr} {
+		if sw, ok := w.(*secret.Writer); ok {
+			a.redacted = append(a.redacted, sw)
+		}
+	}
+	// Secrets in the environment are known before anything is read.
+	a.learn(secret.FromEnviron(os.Environ())...)
 	root := &cobra.Command{
 		Use:           "flow",
 		Short:         "Run declarative YAML flows over coding-agent subagents",
@@ -216,7 +241,45 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 			return fmt.Errorf("binding flags: %w", err)
 		}
 	}
+	a.learn(configSecrets(v, a.drivers)...)
 	return nil
+}
+
+// configSecrets are the secrets the configuration knows of: the values of
+// keys whose names say they hold one, and of the environment variables
+// that keys ending in _env name (drivers.<name>.api_key_env) — the keys in
+// the files and every driver's keys, which may be set in the environment
+// only (FLOW_DRIVERS_<NAME>_<KEY>).
+func configSecrets(v *viper.Viper, drivers *engine.Registry) []string {
+	keys := v.AllKeys()
+	for _, s := range drivers.Specs() {
+		for _, k := range s.Keys {
+			keys = append(keys, "drivers."+s.Name+"."+k)
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		if !v.IsSet(k) {
+			continue
+		}
+		val := v.GetString(k)
+		switch {
+		case val == "":
+		case strings.HasSuffix(strings.ToLower(k), "_env"):
+			out = append(out, os.Getenv(val))
+		case secretKey(k):
+			out = append(out, val)
+		}
+	}
+	return out
+}
+
+// secretKey reports whether a configuration key's name says it holds a
+// secret; such keys are also left out of the snapshot.
+func secretKey(k string) bool {
+	lk := strings.ToLower(k)
+	return strings.Contains(lk, "key") && !strings.HasSuffix(lk, "_env") || strings.Contains(lk, "token") ||
+		strings.Contains(lk, "secret") || strings.Contains(lk, "password") || secret.IsSecretName(k)
 }
 
 // loadOptions are the flows.Options the configuration implies.
@@ -236,8 +299,7 @@ func (a *app) runSettings(model string, timeout time.Duration) flows.Settings {
 func (a *app) config() map[string]any {
 	out := map[string]any{}
 	for _, k := range a.cfg.AllKeys() {
-		lk := strings.ToLower(k)
-		if strings.Contains(lk, "key") && !strings.HasSuffix(lk, "_env") || strings.Contains(lk, "token") || strings.Contains(lk, "secret") || strings.Contains(lk, "password") {
+		if secretKey(k) {
 			continue
 		}
 		out[k] = a.cfg.Get(k)

@@ -39,10 +39,18 @@ func (a *app) runsCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tFLOW\tSTATUS\tSTARTED\tWALL\tTOKENS\tCOST")
 			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.Status, r.Started.Local().Format("2006-01-02 15:04:05"),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safeLine(r.ID), safeLine(r.Flow), r.Status, r.Started.Local().Format("2006-01-02 15:04:05"),
 					fmtMS(r.WallMS), rundir.TokensText(r.Usage), rundir.CostText(r.Usage))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, r := range runs {
+				if r.Status == rundir.StatusCorrupt {
+					fmt.Fprintf(a.stderr, "run %s is corrupt: %s\n", safeLine(r.ID), safeLine(r.Why))
+				}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
@@ -70,14 +78,14 @@ func (a *app) showCmd() *cobra.Command {
 					fmt.Fprintf(a.stderr, "warning: bringing the run's report up to date: %v\n", err)
 				}
 			}
-			fmt.Fprintf(a.stdout, "run %s  flow %s  %s  %s  tokens %s  cost %s\n", info.ID, info.Flow, info.Status,
+			fmt.Fprintf(a.stdout, "run %s  flow %s  %s  %s  tokens %s  cost %s\n", info.ID, safeLine(info.Flow), info.Status,
 				fmtMS(info.WallMS), rundir.TokensText(info.Usage), rundir.CostText(info.Usage))
 			if info.Failure != nil {
 				root := info.Failure.Root()
-				fmt.Fprintf(a.stdout, "failed at %s: %s: %s\n", root.Visit, root.Kind, firstLine(root.Message))
+				fmt.Fprintf(a.stdout, "failed at %s: %s: %s\n", root.Visit, root.Kind, safeLine(firstLine(root.Message)))
 			}
 			if !info.Resumable && info.Status != rundir.StatusSucceeded {
-				fmt.Fprintf(a.stdout, "not resumable: %s\n", info.Why)
+				fmt.Fprintf(a.stdout, "not resumable: %s\n", safeLine(info.Why))
 			}
 			for _, v := range visitRows(info.Facts) {
 				fmt.Fprintln(a.stdout, v)
@@ -111,7 +119,7 @@ func visitRows(facts []*rundir.Fact) []string {
 			}
 			detail = fmtMS(e.WallMS) + "  " + detail
 		}
-		rows = append(rows, fmt.Sprintf("%s%s %s  %s", strings.Repeat("  ", strings.Count(v, "/")), mark, v, detail))
+		rows = append(rows, fmt.Sprintf("%s%s %s  %s", strings.Repeat("  ", strings.Count(v, "/")), mark, safeLine(v), safeLine(detail)))
 	}
 	return rows
 }
@@ -137,11 +145,20 @@ func (a *app) tailCmd() *cobra.Command {
 		Short: "Print the newest lines of a visit's transcript (the latest visit without VISIT)",
 		Long: "Print the newest lines of a running or ended visit's transcript, newest last,\n" +
 			"reading at most 256 KiB. There is no cursor: a transcript is revised in place\n" +
-			"while it runs, so no line number stays valid; poll (or --follow) and compare.",
+			"while it runs, so no line number stays valid; poll (or --follow) and compare.\n" +
+			"On a terminal, control characters an agent printed (colours, titles, clipboard\n" +
+			"writes) are shown escaped; into a pipe the transcript's bytes go as they are.",
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cursor != "" {
 				return invalid("flow tail takes no cursor: a transcript is revised in place while its visit runs, so no line index stays valid; run flow tail again (or --follow) and compare")
+			}
+			if lines < 0 {
+				return invalid("--lines %d: give how many of the newest lines to print, 0 or more (0: all of the last 256 KiB)", lines)
+			}
+			show := func(s string) string { return s }
+			if isTerminal(a.stdout) {
+				show = safeText
 			}
 			dir, err := a.findRun(args[:1], false)
 			if err != nil {
@@ -163,11 +180,11 @@ func (a *app) tailCmd() *cobra.Command {
 				}
 				switch {
 				case last == "":
-					fmt.Fprint(a.stdout, text)
+					fmt.Fprint(a.stdout, show(text))
 				case strings.HasPrefix(text, last):
-					fmt.Fprint(a.stdout, text[len(last):])
+					fmt.Fprint(a.stdout, show(text[len(last):]))
 				case text != last:
-					fmt.Fprint(a.stdout, text[commonLines(last, text):])
+					fmt.Fprint(a.stdout, show(text[commonLines(last, text):]))
 				}
 				last = text
 				if !follow {
@@ -181,7 +198,7 @@ func (a *app) tailCmd() *cobra.Command {
 			}
 		},
 	}
-	cmd.Flags().IntVarP(&lines, "lines", "n", 40, "how many of the newest lines")
+	cmd.Flags().IntVarP(&lines, "lines", "n", 40, "how many of the newest lines (0: all of the last 256 KiB)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "poll and print what is new")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "refused: see the description")
 	_ = cmd.Flags().MarkHidden("cursor")

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/clipperhouse/displaywidth"
 	"github.com/sourcegraph/conc"
@@ -69,8 +68,13 @@ func isLeaf(kind schema.Kind) bool {
 }
 
 // eventLine renders an event as one plain line, or "" for events that plain
-// output leaves out.
+// output leaves out. What agents and programs said is shown escaped
+// (safeLine).
 func eventLine(e *engine.Event) string {
+	return safeLine(plainLine(e))
+}
+
+func plainLine(e *engine.Event) string {
 	switch e.Type {
 	case rundir.EventRunStart:
 		return fmt.Sprintf("run %s started (%s)", e.Run, e.Dir)
@@ -228,9 +232,9 @@ const defaultCols = 80
 // terminalCols returns the width of the terminal w writes to, asked anew at
 // each call; defaultCols when w is not a terminal or will not say.
 func terminalCols(w io.Writer) func() int {
-	f, ok := w.(interface{ Fd() uintptr })
+	f := fileOf(w)
 	return func() int {
-		if ok {
+		if f != nil {
 			if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
 				return cols
 			}
@@ -240,17 +244,12 @@ func terminalCols(w io.Writer) func() int {
 }
 
 // fitLine makes s one row of at most width columns, counted as the terminal
-// shows them (a CJK character takes two): control characters, such as the
-// newlines of a multi-line command an agent runs, become spaces, and the
-// end of a wider line gives way to "…".
+// shows them (a CJK character takes two): newlines and tabs, such as those
+// of a multi-line command an agent runs, become spaces, other control
+// characters are shown escaped (safeLine), and the end of a wider line
+// gives way to "…".
 func fitLine(s string, width int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	return displaywidth.TruncateString(s, max(width, 1), "…")
+	return displaywidth.TruncateString(safeLine(s), max(width, 1), "…")
 }
 
 // hold stops redrawing while the terminal is used for a question.

@@ -52,6 +52,9 @@ func (a *app) runCmd() *cobra.Command {
 }
 
 func (a *app) run(ctx context.Context, file string, f runFlags) error {
+	if f.timeout < 0 {
+		return invalid("--timeout %v: a timeout is a positive duration (e.g. 90s, 10m)", f.timeout)
+	}
 	plan, err := a.load(file)
 	if err != nil {
 		return err
@@ -95,7 +98,7 @@ func (a *app) execute(ctx context.Context, asJSON bool, start func(context.Conte
 	}
 	defer view.Close()
 	opts := engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"),
-		OnEvent: view.Event, Config: a.config()}
+		OnEvent: view.Event, Config: a.config(), Secrets: a.secrets.Values()}
 	if tty && term.IsTerminal(int(os.Stdin.Fd())) && !asJSON {
 		opts.Asker = &terminalAsker{in: os.Stdin, out: a.stderr, view: view}
 	}
@@ -108,7 +111,7 @@ func (a *app) execute(ctx context.Context, asJSON bool, start func(context.Conte
 	case err != nil && res == nil:
 		return err
 	case err != nil:
-		fmt.Fprintf(a.stderr, "warning: %v\n", err)
+		fmt.Fprintf(a.stderr, "warning: %s\n", safeText(err.Error()))
 	}
 	view.Close()
 	if !asJSON {
@@ -123,20 +126,25 @@ func (a *app) execute(ctx context.Context, asJSON bool, start func(context.Conte
 	return &exitError{code: exitFailed}
 }
 
+// summary says how a run ended. The output goes to stdout as it is when
+// stdout is a pipe (it is data), escaped on a terminal (an agent wrote it).
 func (a *app) summary(res *engine.Result) {
 	if res.OK {
-		fmt.Fprintf(a.stderr, "run %s succeeded in %s\n", res.RunID, res.Dir)
+		fmt.Fprintf(a.stderr, "run %s succeeded in %s\n", res.RunID, safeText(res.Dir))
 		if s := outputText(res.Output); s != "" {
+			if isTerminal(a.stdout) {
+				s = safeText(s)
+			}
 			fmt.Fprintln(a.stdout, s)
 		}
 		return
 	}
 	root := res.Failure.Root()
-	fmt.Fprintf(a.stderr, "run %s %s: %s: %s: %s\n", res.RunID, res.Status(), root.Visit, root.Kind, root.Message)
+	fmt.Fprintf(a.stderr, "run %s %s: %s: %s: %s\n", res.RunID, res.Status(), root.Visit, root.Kind, safeText(root.Message))
 	if root.Pos.IsValid() {
 		fmt.Fprintf(a.stderr, "\tat %s\n", root.Pos)
 	}
-	fmt.Fprintf(a.stderr, "\trun directory: %s\n", res.Dir)
+	fmt.Fprintf(a.stderr, "\trun directory: %s\n", safeText(res.Dir))
 }
 
 func outputText(v any) string {
@@ -154,9 +162,13 @@ func outputText(v any) string {
 }
 
 // parseInput builds the run's input from --input, --input-file and -i.
+// Every error names the flag it is about. For a flow whose input is an
+// object, a key the input does not declare is refused with a "did you
+// mean" — the engine refuses it too; the command line says which flag
+// brought it.
 func parseInput(f *flows.Flow, fl runFlags) (any, error) {
 	stringInput := f.Input == nil || f.Input.Kind == schema.TString
-	raw := fl.input
+	raw, flag := fl.input, "--input"
 	if fl.inputFile != "" {
 		if raw != "" {
 			return nil, errors.New("give --input or --input-file, not both")
@@ -165,13 +177,13 @@ func parseInput(f *flows.Flow, fl runFlags) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading --input-file: %w", err)
 		}
-		raw = string(b)
+		raw, flag = string(b), "--input-file "+fl.inputFile
 	}
 	var in any
 	if raw != "" {
 		if err := json.Unmarshal([]byte(raw), &in); err != nil {
 			if !stringInput {
-				return nil, fmt.Errorf("--input is not JSON: %v", err)
+				return nil, fmt.Errorf("%s is not JSON: %v", flag, err)
 			}
 			in = raw
 		}
@@ -181,18 +193,31 @@ func parseInput(f *flows.Flow, fl runFlags) (any, error) {
 			}
 		}
 	}
+	if m, ok := in.(map[string]any); ok {
+		for k := range m {
+			if err := checkField(f, k); err != nil {
+				return nil, fmt.Errorf("%s: %w", flag, err)
+			}
+		}
+	}
 	if len(fl.inputKV) > 0 {
 		if stringInput {
-			return nil, fmt.Errorf("flow %s takes a string input; use --input TEXT, not -i key=value", f.Name)
+			return nil, fmt.Errorf("-i: flow %s takes a string input; use --input TEXT, not -i key=value", f.Name)
 		}
-		m, _ := in.(map[string]any)
-		if m == nil {
+		m, isMap := in.(map[string]any)
+		switch {
+		case in == nil:
 			m = map[string]any{}
+		case !isMap:
+			return nil, fmt.Errorf("-i adds fields to an object, and %s is not one", flag)
 		}
 		for _, kv := range fl.inputKV {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || k == "" {
 				return nil, fmt.Errorf("-i %q: write key=value", kv)
+			}
+			if err := checkField(f, k); err != nil {
+				return nil, fmt.Errorf("-i %s: %w", k, err)
 			}
 			m[k] = fieldValue(f.Input, k, v)
 		}
@@ -201,10 +226,33 @@ func parseInput(f *flows.Flow, fl runFlags) (any, error) {
 	return in, nil
 }
 
+// checkField refuses a key that an object input does not declare. Inputs
+// of other types are checked by the engine.
+func checkField(f *flows.Flow, key string) error {
+	t := f.Input
+	if t == nil || t.Kind != schema.TObject || t.Field(key) != nil {
+		return nil
+	}
+	names := make([]string, len(t.Fields))
+	for i, fd := range t.Fields {
+		names[i] = fd.Name
+	}
+	msg := fmt.Sprintf("flow %s has no input %q", f.Name, key)
+	if hint := schema.DidYouMean(key, names); hint != "" {
+		msg += "; " + hint
+	}
+	if len(names) > 0 {
+		msg += fmt.Sprintf(" (its inputs are %s)", strings.Join(names, ", "))
+	}
+	return errors.New(msg)
+}
+
 // fieldValue reads v as JSON unless the declared field is a string.
 func fieldValue(t *schema.Type, key, v string) any {
-	if fd := t.Field(key); fd != nil && fd.Type.Kind == schema.TString {
-		return v
+	if t != nil {
+		if fd := t.Field(key); fd != nil && fd.Type.Kind == schema.TString {
+			return v
+		}
 	}
 	var x any
 	if err := json.Unmarshal([]byte(v), &x); err == nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +36,7 @@ func (a *app) validateCmd() *cobra.Command {
 
 func (a *app) printDiagnostics(diags schema.Diagnostics) {
 	for _, d := range diags.Sorted() {
-		fmt.Fprintln(a.stderr, d.String())
+		fmt.Fprintln(a.stderr, safeText(d.String()))
 	}
 }
 
@@ -46,6 +47,12 @@ func (a *app) load(file string) (*flows.Plan, error) {
 	a.printDiagnostics(diags)
 	if diags.HasErrors() {
 		return nil, &exitError{code: exitInvalid, msg: fmt.Sprintf("%s: %d problem(s); nothing ran", file, countErrors(diags))}
+	}
+	// The agents' keys are secrets from now on.
+	for _, ag := range plan.Agents {
+		if ag.APIKeyEnv != "" {
+			a.learn(os.Getenv(ag.APIKeyEnv))
+		}
 	}
 	return plan, nil
 }

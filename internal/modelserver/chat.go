@@ -11,7 +11,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, req Request) {
 		return
 	}
 	if failed(rep) {
-		openAIError(w, rep.Status)
+		openAIError(w, rep.Status, rep.Message)
 		return
 	}
 	id := "chatcmpl-" + itoa(seq)
@@ -88,12 +88,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, req Request) {
 }
 
 // openAIError answers with an error in the OpenAI format.
-func openAIError(w http.ResponseWriter, status int) {
+func openAIError(w http.ResponseWriter, status int, message string) {
+	if message == "" {
+		message = "modelserver: scripted " + http.StatusText(status)
+	}
 	typ, code := "server_error", "server_error"
 	if status == http.StatusTooManyRequests {
 		typ, code = "rate_limit_exceeded", "rate_limit_exceeded"
 	}
 	writeJSON(w, status, map[string]any{"error": map[string]any{
-		"message": "modelserver: scripted " + http.StatusText(status), "type": typ, "param": nil, "code": code,
+		"message": message, "type": typ, "param": nil, "code": code,
 	}})
 }

@@ -12,7 +12,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req Request) {
 		return
 	}
 	if failed(rep) {
-		anthropicError(w, rep.Status)
+		anthropicError(w, rep.Status, rep.Message)
 		return
 	}
 	id := "msg_" + itoa(seq)
@@ -105,7 +105,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req Request) {
 }
 
 // anthropicError answers with an error in the Anthropic format.
-func anthropicError(w http.ResponseWriter, status int) {
+func anthropicError(w http.ResponseWriter, status int, message string) {
+	if message == "" {
+		message = "modelserver: scripted " + http.StatusText(status)
+	}
 	typ := "api_error"
 	switch status {
 	case http.StatusTooManyRequests:
@@ -117,6 +120,6 @@ func anthropicError(w http.ResponseWriter, status int) {
 	}
 	w.Header().Set("request-id", "req_modelserver")
 	writeJSON(w, status, map[string]any{"type": "error", "error": map[string]any{
-		"type": typ, "message": "modelserver: scripted " + http.StatusText(status),
+		"type": typ, "message": message,
 	}})
 }

@@ -12,7 +12,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, req Request) 
 		return
 	}
 	if failed(rep) {
-		openAIError(w, rep.Status)
+		openAIError(w, rep.Status, rep.Message)
 		return
 	}
 	id := "resp_" + itoa(seq)

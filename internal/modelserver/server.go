@@ -21,6 +21,10 @@ type Reply struct {
 	// Status, when neither 0 nor 200, answers the request with this HTTP
 	// status and an error body in the endpoint's format (e.g. 500, 429).
 	Status int
+	// Message, with Status, is the error body's message; "" means
+	// "modelserver: scripted <status text>". A test can echo what it was
+	// sent (a key, to check it is redacted).
+	Message string
 	// Delay is waited before the first byte of the answer (a slow model).
 	Delay time.Duration
 	// ChunkDelay is waited between the chunks of a streamed answer.

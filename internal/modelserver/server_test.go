@@ -352,3 +352,15 @@ func TestCut(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorMessage(t *testing.T) {
+	t.Parallel()
+	s := Start(t, Reply{Status: 401, Message: "bad key sk-echoed"}, Reply{Status: 401, Message: "bad key sk-echoed"})
+	for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
+		resp := post(t, s.URL()+path, `{}`)
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 401 || !strings.Contains(string(b), `"message":"bad key sk-echoed"`) {
+			t.Errorf("%s: %d %s, want 401 with the scripted message", path, resp.StatusCode, b)
+		}
+	}
+}

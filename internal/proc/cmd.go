@@ -26,6 +26,8 @@ type Cmd struct {
 	Grace time.Duration
 
 	tag string
+	// stop cancels the command's own context (Stop); Wait releases it.
+	stop context.CancelCauseFunc
 	// cancelled holds the time of the cancellation in Unix nanoseconds, or 0.
 	// It is written by os/exec's context watcher and read after Wait.
 	cancelled atomic.Int64
@@ -38,8 +40,14 @@ type Cmd struct {
 // Like exec.CommandContext, a name without a slash is looked up in PATH, and
 // the lookup error, if any, is returned by Start.
 func Command(ctx context.Context, runID, name string, arg ...string) *Cmd {
-	return &Cmd{Cmd: exec.CommandContext(ctx, name, arg...), tag: newTag(runID)}
+	ctx, stop := context.WithCancelCause(ctx)
+	return &Cmd{Cmd: exec.CommandContext(ctx, name, arg...), tag: newTag(runID), stop: stop}
 }
+
+// Stop ends the command's process tree as a cancellation of its context
+// would (SIGTERM, SIGKILL after the grace), without cancelling anything
+// else. Wait still has to be called.
+func (c *Cmd) Stop(cause error) { c.stop(cause) }
 
 // Tag returns the value of FLOW_PROC_TAG that this command and its
 // descendants carry in their environment.
@@ -74,6 +82,7 @@ func (c *Cmd) Start() error {
 // The error is os/exec's: nil, an *exec.ExitError, or the cancellation's.
 func (c *Cmd) Wait() error {
 	err := c.Cmd.Wait()
+	defer c.stop(nil) // the process is gone: release the context
 	if at := c.cancelled.Load(); at != 0 {
 		reap(c.Cmd.Process.Pid, exactTag(c.tag), time.Unix(0, at).Add(c.grace()), c.termed)
 	}

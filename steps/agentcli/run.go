@@ -36,6 +36,9 @@ type Command struct {
 	// Transcript gets every line of stdout as it arrives, before the
 	// driver's parser does; nil keeps none.
 	Transcript *transcript.Log
+	// Lingering is called when the CLI closed its stdout but lives on and
+	// is about to be ended (progress, typically); nil says nothing.
+	Lingering func()
 }
 
 // Exit is how a run of an agent CLI ended.
@@ -46,6 +49,10 @@ type Exit struct {
 	Err error
 	// Stderr is the whole standard error, kept for the turn's result.
 	Stderr string
+	// Lingered says the CLI closed its stdout but was still running
+	// proc.DefaultLinger later, and was ended: its stream had said all it
+	// would, and the stream decides the turn.
+	Lingered bool
 }
 
 // Run runs c: it starts the CLI, hands each line of its stdout, numbered
@@ -59,9 +66,9 @@ type Exit struct {
 // argument could be taken for an option (or, by pi, an @file), and one may
 // not exceed 128 KiB.
 //
-// Stdout is a writer rather than a pipe: os/exec copies it in a goroutine
-// of its own, and its WaitDelay stops a stray descendant that keeps stdout
-// open from holding the turn.
+// Stdout is read by proc.RunOutput: a CLI that closes it and lingers is
+// ended after proc.DefaultLinger, with progress saying so, and a stray
+// descendant that keeps it open past the grace does not hold the turn.
 func Run(ctx context.Context, c Command, each func(n int, line []byte)) (Exit, error) {
 	stdin, err := promptFile(c.Prompt)
 	if err != nil {
@@ -81,16 +88,15 @@ func Run(ctx context.Context, c Command, each func(n int, line []byte)) (Exit, e
 		c.Transcript.Raw(line)
 		each(n, line)
 	})
-	p.Cmd.Stdout = lines
-	if err := p.Start(); err != nil {
+	end, err := p.RunOutput(lines, 0, c.Lingering)
+	if err != nil {
 		if ctx.Err() != nil {
 			return Exit{}, context.Cause(ctx)
 		}
 		return Exit{}, fmt.Errorf("starting %s: %w: %w", c.Binary, engine.ErrUnavailable, err)
 	}
-	werr := p.Wait()
 	lines.Flush()
-	return Exit{name: c.Name, Err: werr, Stderr: stderr.String()}, nil
+	return Exit{name: c.Name, Err: end.Err, Stderr: stderr.String(), Lingered: end.Lingered}, nil
 }
 
 // promptFile writes text to a new temporary file and returns it open for
@@ -115,6 +121,9 @@ func promptFile(text string) (*os.File, error) {
 // last line of stderr, where CLIs put their reason — or returns "" for a
 // clean one.
 func (e Exit) Problem() string {
+	if e.Lingered {
+		return "" // the signal was flow's, after the CLI had said all it would
+	}
 	status, ok := proc.ExitStatus(e.Err)
 	switch {
 	case !ok:
@@ -139,7 +148,19 @@ func (e Exit) Settle(ctx context.Context, res *engine.TurnResult) error {
 		res.Status = engine.Failed
 		res.Diagnostics = append(res.Diagnostics, p)
 	}
+	if n := e.Lingering(); n != "" {
+		res.Diagnostics = append(res.Diagnostics, n)
+	}
 	return nil
+}
+
+// Lingering is the diagnostic of a CLI that was ended because it lived on
+// after closing its stdout, or "".
+func (e Exit) Lingering() string {
+	if !e.Lingered {
+		return ""
+	}
+	return fmt.Sprintf("answer received, process did not exit: %s closed its output but was still running %v later; flow ended it", e.name, proc.DefaultLinger)
 }
 
 // lastLine returns ": <last non-blank line of stderr>", cut to 200 bytes,

@@ -75,7 +75,7 @@ func openTranscript(t *engine.Turn, driver, key string) (*transcript.Log, error)
 		return nil, nil
 	}
 	log, err := transcript.Open(t.Home, t.Agent.Name, transcript.Header{Visit: t.Visit, Driver: driver, Model: t.Model,
-		Session: t.Session, Started: time.Now(), System: t.Agent.Instructions, Prompt: t.Prompt})
+		Session: t.Session, Started: time.Now(), System: t.Agent.Instructions, Prompt: t.Prompt}, t.Secrets)
 	if err != nil {
 		return nil, err
 	}

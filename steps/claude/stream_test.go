@@ -135,7 +135,7 @@ func TestToolList(t *testing.T) {
 func TestHTMLEscapes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	log, err := transcript.Open(dir, "a<gent>", transcript.Header{Visit: "v<1>", Driver: "claude", Prompt: "<script>alert(1)</script>"})
+	log, err := transcript.Open(dir, "a<gent>", transcript.Header{Visit: "v<1>", Driver: "claude", Prompt: "<script>alert(1)</script>"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,12 +125,12 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	args := arguments(t, model, base, providerKey, schemaFile, d.opts.MaxRetries)
 
 	log, err := transcript.Open(home, a.Name, transcript.Header{Visit: t.Visit, Driver: "codex", Model: model,
-		Session: t.Session, Started: start, System: a.Instructions, Prompt: t.Prompt})
+		Session: t.Session, Started: start, System: a.Instructions, Prompt: t.Prompt}, t.Secrets)
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close()
-	log.Redact(os.Getenv(keyEnv))
+	log.Redact(os.Getenv(keyEnv)) // also when its name does not say it is a key
 	log.Record(map[string]any{"command": map[string]any{"visit": t.Visit, "argv": append([]string{d.opts.Binary}, args...), "codex_home": codexHome}})
 
 	var env []string // nil: the flow process's
@@ -142,6 +142,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	exit, err := agentcli.Run(ctx, agentcli.Command{
 		Name: "codex", Binary: d.opts.Binary, Args: args, Env: env, Dir: t.WorkDir, Prompt: t.Prompt,
 		RunID: t.RunID, Grace: d.opts.Grace, Transcript: log,
+		Lingering: func() { t.Progress(engine.Progress{Activity: "answer received, codex did not exit; ending it"}) },
 	}, s.line)
 	if err != nil {
 		return nil, err
@@ -163,6 +164,9 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		rerr = context.Cause(ctx)
 	} else {
 		res.Status, res.Diagnostics = s.outcome(exit.Problem())
+		if n := exit.Lingering(); n != "" {
+			res.Diagnostics = append(res.Diagnostics, n)
+		}
 	}
 	if err := log.End(res, s.steps); err != nil {
 		res.Diagnostics = append(res.Diagnostics, err.Error())

@@ -24,6 +24,20 @@
 // cancellation the process tree is ended through package proc, and Turn
 // returns an Aborted result together with context.Cause of the context.
 //
+// The answer is complete when stdout closes. A program that has closed its
+// stdout but is still running Options.Linger (default proc.DefaultLinger,
+// 3 s) later is ended — progress says "answer received, <program> did not
+// exit; ending it" — and the turn is Completed with the answer and a
+// diagnostic "answer received, process did not exit" (Failed "no answer"
+// when stdout was blank), instead of waiting out the turn's timeout.
+//
+// # Long answers
+//
+// Stdout goes into a transcript.Answer: at most engine.AnswerLimit bytes
+// are held, and a longer answer is streamed into <Home>/<agent>-answer.md
+// and stored there once (TurnResult.File). The live log then says where it
+// is instead of taking the rest of stdout.
+//
 // # Usage
 //
 // The driver measures wall_ms and counts one turn; tokens and cost are not
@@ -40,8 +54,9 @@
 // # Transcript
 //
 // Every turn appends one JSON line to <Home>/<agent name>.jsonl:
-// {"visit","model","prompt","answer","exit","wall_ms"}; the result's
-// Transcript is that path. The environment is never written there.
+// {"visit","model","prompt","answer","answer_file","exit","wall_ms"}; the
+// result's Transcript is that path. The environment is never written
+// there, and everything written into the home passes the turn's Secrets.
 //
 // A Driver holds only settings: it is immutable and safe for concurrent use.
 // It keeps no session: with `memory:` every turn still starts the program

@@ -22,6 +22,9 @@ type Options struct {
 	// Grace is the time a cancelled program gets between SIGTERM and
 	// SIGKILL; zero means proc.DefaultGrace.
 	Grace time.Duration
+	// Linger is how long a program that has closed its stdout may live on
+	// before it is ended; zero means proc.DefaultLinger.
+	Linger time.Duration
 }
 
 // Driver runs exec agents. It holds only settings: it is immutable and safe
@@ -37,6 +40,9 @@ func New(opts Options) *Driver {
 	if opts.Grace == 0 {
 		opts.Grace = proc.DefaultGrace
 	}
+	if opts.Linger == 0 {
+		opts.Linger = proc.DefaultLinger
+	}
 	return &Driver{opts: opts}
 }
 
@@ -50,47 +56,65 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	name := filepath.Base(argv[0])
 	t.Progress(engine.Progress{Activity: "running " + name})
 
-	var stdout, stderr bytes.Buffer
+	// The answer is held up to engine.AnswerLimit; a longer one is stored
+	// once, in its answer file. Stderr is kept whole.
+	answer := transcript.NewAnswer(t.Home, t.Agent.Name, t.Secrets)
+	defer answer.Close()
+	var stderr bytes.Buffer
+	var stdout io.Writer = answer
 	p := proc.Command(ctx, t.RunID, argv[0], argv[1:]...)
 	p.Grace = d.opts.Grace
 	p.Cmd.Dir = t.WorkDir
 	p.Cmd.Env = environ(t)
 	p.Cmd.Stdin = strings.NewReader(t.Prompt)
-	p.Cmd.Stdout = &stdout
 	p.Cmd.Stderr = &stderr
 	// The live log lets `flow tail` show what the program writes while the
 	// turn runs; the transcript line is only written when it ends.
-	if t.Home != "" && os.MkdirAll(t.Home, 0o755) == nil {
-		if live, err := os.OpenFile(filepath.Join(t.Home, transcript.FileName(t.Agent.Name)+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
-			defer live.Close()
-			p.Cmd.Stdout = io.MultiWriter(&stdout, live)
-			p.Cmd.Stderr = io.MultiWriter(&stderr, live)
-		}
+	live := openLive(t)
+	if live != nil {
+		defer live.close()
+		stdout = io.MultiWriter(answer, live.stdout(answer))
+		p.Cmd.Stderr = io.MultiWriter(&stderr, live.stderr)
 	}
 
 	start := time.Now()
-	if err := p.Start(); err != nil {
+	end, err := p.RunOutput(stdout, d.opts.Linger, func() {
+		t.Progress(engine.Progress{Activity: fmt.Sprintf("answer received, %s did not exit; ending it", name)})
+	})
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
 		return nil, fmt.Errorf("starting %s: %w: %w", argv[0], engine.ErrUnavailable, err)
 	}
-	werr := p.Wait()
+	werr := end.Err
 	wall := time.Since(start).Milliseconds()
 
-	res := &engine.TurnResult{Output: strings.TrimRight(stdout.String(), "\r\n"), Stderr: stderr.String()}
+	res := &engine.TurnResult{Stderr: stderr.String()}
+	var diags []string
+	if err := answer.Result(res, true); err != nil {
+		diags = append(diags, "storing the answer: "+err.Error())
+	}
 	res.Usage, res.Diagnostics = usage(res.Stderr)
 	res.Usage.WallMS = wall
 	status, exited := proc.ExitStatus(werr)
 	if !exited {
 		status = -1
 	}
-	var err error
+	var rerr error
+	blank := answer.Blank()
 	switch {
 	case werr != nil && ctx.Err() != nil:
 		res.Status = engine.Aborted
 		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("%s was stopped: %v", name, context.Cause(ctx)))
-		err = context.Cause(ctx)
+		rerr = context.Cause(ctx)
+	case end.Lingered && !blank:
+		// The answer was complete when stdout closed.
+		res.Status = engine.Completed
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("answer received, process did not exit: %s closed its output but was still running %v later; flow ended it", name, d.opts.Linger))
+	case end.Lingered:
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("no answer: %s closed its output without one and was still running %v later; flow ended it", name, d.opts.Linger))
 	case !exited:
 		res.Status = engine.Failed
 		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("waiting for %s: %v", name, werr))
@@ -100,22 +124,29 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	case status != 0:
 		res.Status = engine.Failed
 		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("%s exited with status %d%s", name, status, lastLine(res.Stderr)))
-	case strings.TrimSpace(res.Output) == "":
+	case blank:
 		res.Status = engine.Failed
 		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("no answer: %s exited 0 with nothing on stdout%s", name, lastLine(res.Stderr)))
 	default:
 		res.Status = engine.Completed
 	}
-	if errors.Is(werr, osexec.ErrWaitDelay) {
+	if end.HeldOpen || errors.Is(werr, osexec.ErrWaitDelay) {
 		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("a background process of %s held its output open; it was closed after %v", name, d.opts.Grace))
 	}
+	if len(diags) > 0 {
+		res.Status = engine.Failed
+		res.Diagnostics = append(res.Diagnostics, diags...)
+	}
+	if end.Lingered {
+		status = 0 // what the program said by closing its output; the signal was flow's
+	}
 
-	path, terr := appendTranscript(t, res.Output, status, wall)
+	path, terr := appendTranscript(t, res, status, wall)
 	if terr != nil {
 		res.Diagnostics = append(res.Diagnostics, terr.Error())
 	}
 	res.Transcript = path
-	return res, err
+	return res, rerr
 }
 
 // isExit reports whether err is a normal exit (not a death by signal).

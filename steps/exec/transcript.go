@@ -15,21 +15,27 @@ type record struct {
 	Visit  string `json:"visit"`
 	Model  string `json:"model"`
 	Prompt string `json:"prompt"`
-	Answer string `json:"answer"`
-	Exit   int    `json:"exit"`
-	WallMS int64  `json:"wall_ms"`
+	// Answer is the answer, or its first engine.AnswerLimit bytes when
+	// AnswerFile holds it whole.
+	Answer     string `json:"answer"`
+	AnswerFile string `json:"answer_file,omitempty"`
+	Exit       int    `json:"exit"`
+	WallMS     int64  `json:"wall_ms"`
 }
 
 // appendTranscript appends the turn to <Home>/<agent>.jsonl in one write
-// (O_APPEND), so a torn line can only be the last one, and returns the path.
-func appendTranscript(t *engine.Turn, answer string, exit int, wallMS int64) (string, error) {
+// (O_APPEND), redacted of secrets, so a torn line can only be the last
+// one, and returns the path.
+func appendTranscript(t *engine.Turn, res *engine.TurnResult, exit int, wallMS int64) (string, error) {
 	if t.Home == "" {
 		return "", nil
 	}
-	line, err := json.Marshal(record{Visit: t.Visit, Model: t.Model, Prompt: t.Prompt, Answer: answer, Exit: exit, WallMS: wallMS})
+	line, err := json.Marshal(record{Visit: t.Visit, Model: t.Model, Prompt: t.Prompt, Answer: res.Output, AnswerFile: res.File,
+		Exit: exit, WallMS: wallMS})
 	if err != nil {
 		return "", fmt.Errorf("writing transcript: %w", err)
 	}
+	line = t.Secrets.Bytes(line)
 	if err := os.MkdirAll(t.Home, 0o755); err != nil {
 		return "", fmt.Errorf("writing transcript: %w", err)
 	}

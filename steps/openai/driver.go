@@ -84,7 +84,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	endpoint := chatURL(d.opts.BaseURL, a.BaseURL)
 
 	log, err := transcript.Open(t.Home, a.Name, transcript.Header{Visit: t.Visit, Driver: "openai", Model: model,
-		Session: t.Session, Started: start, System: a.Instructions, Prompt: t.Prompt})
+		Session: t.Session, Started: start, System: a.Instructions, Prompt: t.Prompt}, t.Secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +146,8 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	}
 
 	p := newParser(t.Progress)
+	p.text = transcript.NewAnswer(t.Home, a.Name, t.Secrets)
+	defer p.text.Close()
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		err = p.whole(resp.Body, log)
 	} else {
@@ -157,14 +159,22 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if err != nil {
 		p.diag = append(p.diag, fmt.Sprintf("reading the answer: %v", err))
 	}
-	res.Output = p.text.String()
+	if err := p.text.Result(res, false); err != nil {
+		p.diag = append(p.diag, "storing the answer: "+err.Error())
+	}
 	res.Usage.Input, res.Usage.Output, res.Usage.CacheRead = p.usage.input, p.usage.output, p.usage.cacheRead
 	steps = p.steps()
 	res.Status, res.Diagnostics = p.outcome()
 	if res.Status != engine.Completed {
 		return finish(nil)
 	}
-	sess, err := hist.save(t.Home, a.Name, t.Prompt, res.Output)
+	// The history keeps what the next turn is given of a long answer: its
+	// start and where the rest is.
+	said := res.Output
+	if res.File != "" {
+		said += fmt.Sprintf("\n\n[… the whole answer, %d bytes, is in %s]", res.Size, res.File)
+	}
+	sess, err := hist.save(t.Home, a.Name, t.Prompt, said, t.Secrets)
 	if err != nil {
 		res.Diagnostics = append(res.Diagnostics, err.Error())
 	}

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/flowrun/flow/internal/secret"
 )
 
 // history is the conversation of one memory session, kept in the home so a
@@ -42,9 +44,9 @@ func loadHistory(home, agent, session string) (*history, error) {
 	return &h, nil
 }
 
-// save appends one exchange and writes the history, under a new session id
-// when it had none. It returns the session id.
-func (h *history) save(home, agent, prompt, answer string) (string, error) {
+// save appends one exchange and writes the history, redacted of secrets,
+// under a new session id when it had none. It returns the session id.
+func (h *history) save(home, agent, prompt, answer string, secrets *secret.Redactor) (string, error) {
 	if h.Session == "" {
 		h.Session = newSessionID()
 	}
@@ -54,7 +56,7 @@ func (h *history) save(home, agent, prompt, answer string) (string, error) {
 		return h.Session, fmt.Errorf("saving the session history: %w", err)
 	}
 	path := historyPath(home, agent)
-	if err := os.WriteFile(path+".tmp", b, 0o644); err != nil {
+	if err := os.WriteFile(path+".tmp", secrets.Bytes(b), 0o644); err != nil {
 		return h.Session, fmt.Errorf("saving the session history: %w", err)
 	}
 	if err := os.Rename(path+".tmp", path); err != nil {

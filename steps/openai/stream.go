@@ -50,7 +50,7 @@ type usage struct{ input, output, cacheRead *int64 }
 // parser folds a chat completions stream into an answer.
 type parser struct {
 	progress  func(engine.Progress)
-	text      strings.Builder
+	text      *transcript.Answer // at most engine.AnswerLimit bytes in memory
 	reasoning strings.Builder
 	tools     map[int]*toolCall
 	order     []int
@@ -65,7 +65,7 @@ type parser struct {
 type toolCall struct{ name, args string }
 
 func newParser(progress func(engine.Progress)) *parser {
-	return &parser{progress: progress, tools: map[int]*toolCall{}}
+	return &parser{progress: progress, tools: map[int]*toolCall{}, text: transcript.NewAnswer("", "", nil)}
 }
 
 // stream reads server-sent events to the end, logging every data line.
@@ -149,7 +149,7 @@ func (p *parser) chunk(c *chunk) {
 	for _, ch := range c.Choices {
 		d := ch.Delta
 		if d.Content != nil && *d.Content != "" {
-			p.text.WriteString(*d.Content)
+			_, _ = p.text.WriteString(*d.Content) // an error is the answer file's: Close reports it
 			p.chunks++
 			p.report()
 		}
@@ -207,7 +207,7 @@ func (p *parser) outcome() (engine.Status, []string) {
 		diag = append(diag, fmt.Sprintf("the model stopped abnormally (finish_reason %s)", p.finish))
 		ok = false
 	}
-	if strings.TrimSpace(p.text.String()) == "" {
+	if p.text.Blank() {
 		diag = append(diag, "no answer: the model wrote no text")
 		ok = false
 	}

@@ -59,7 +59,7 @@ data: [DONE]
 		},
 	}
 	for _, tt := range tests {
-		log, err := transcript.Open(t.TempDir(), "a", transcript.Header{})
+		log, err := transcript.Open(t.TempDir(), "a", transcript.Header{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,12 +16,23 @@
 // The HTML page is rendered from the summary lines, so the JSONL file stays
 // the single source of both; html/template escapes every value in it.
 //
+// # Long answers
+//
+// Answer holds at most engine.AnswerLimit bytes of a turn's answer and
+// streams a longer one into an answer file in the home
+// (engine.CreateAnswerFile), where it is stored once; End does the same
+// for an answer a driver's parser read whole (StoreAnswer), so the
+// summary, like the journal, carries a prefix and the file. The raw stream
+// kept of one turn is cut after MaxRaw bytes.
+//
 // # Secrets
 //
-// A Log replaces every occurrence of the values given to Redact with
-// "[redacted]" in everything it writes, the header included. Drivers never
-// hand it a key on purpose; this is the second line of defence (SPEC 4: no
-// secret in the run directory).
+// A Log and an Answer write everything through the turn's redactor
+// (engine.Turn.Secrets, package secret), the header included; Redact adds
+// values of its own (a key a driver knows by another name). Drivers never
+// hand them a key on purpose; this is the second line of defence (SPEC 4:
+// no secret in the run directory), and the engine's sweep of the home when
+// a visit ends is the third.
 //
 // # Sharing
 //

@@ -43,7 +43,7 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 <details><summary>Prompt: {{oneLine $t.Prompt 80}}</summary><pre>{{$t.Prompt}}</pre></details>
 {{range $t.Steps}}<div class="step {{.Kind}}"><div class="meta">{{.Kind}}{{if .Title}}: {{.Title}}{{end}}</div><pre>{{.Text}}</pre></div>
 {{end}}
-<h3>Answer</h3><pre>{{$t.Answer}}</pre>
+<h3>Answer</h3><pre>{{$t.Answer}}</pre>{{if $t.AnswerFile}}<p class="meta">This is the start of the answer; the whole answer is in {{$t.AnswerFile}}.</p>{{end}}
 {{if $t.Diagnostics}}<h3>Diagnostics</h3><ol>{{range $t.Diagnostics}}<li>{{.}}</li>{{end}}</ol>{{end}}
 {{if $t.Stderr}}<details><summary>stderr</summary><pre>{{$t.Stderr}}</pre></details>{{end}}
 </section>

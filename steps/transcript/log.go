@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/secret"
 )
 
 // Header opens a turn in the JSONL transcript, as the line
@@ -32,17 +33,20 @@ type Header struct {
 // Turn summarises one turn for the readable transcript: its Header's
 // fields, then how it ended.
 type Turn struct {
-	Visit       string       `json:"visit"`
-	Driver      string       `json:"driver"`
-	Model       string       `json:"model,omitempty"`
-	Session     string       `json:"session,omitempty"`
-	Started     time.Time    `json:"started"`
-	WallMS      int64        `json:"wall_ms"`
-	Status      string       `json:"status"`
-	System      string       `json:"system,omitempty"`
-	Prompt      string       `json:"prompt"`
-	Steps       []Step       `json:"steps,omitempty"`
+	Visit   string    `json:"visit"`
+	Driver  string    `json:"driver"`
+	Model   string    `json:"model,omitempty"`
+	Session string    `json:"session,omitempty"`
+	Started time.Time `json:"started"`
+	WallMS  int64     `json:"wall_ms"`
+	Status  string    `json:"status"`
+	System  string    `json:"system,omitempty"`
+	Prompt  string    `json:"prompt"`
+	Steps   []Step    `json:"steps,omitempty"`
+	// Answer is the answer, or its first engine.AnswerLimit bytes when
+	// AnswerFile holds it whole.
 	Answer      string       `json:"answer"`
+	AnswerFile  string       `json:"answer_file,omitempty"`
 	Usage       engine.Usage `json:"usage"`
 	Diagnostics []string     `json:"diagnostics,omitempty"`
 	Stderr      string       `json:"stderr,omitempty"`
@@ -66,16 +70,25 @@ type Log struct {
 	headed     bool // the header is written
 	f          *os.File
 	w          *bufio.Writer
-	secrets    []string
+	secrets    *secret.Redactor
+	raw        int64 // bytes of the raw stream written this turn
+	cut        bool  // the raw stream passed MaxRaw
 	err        error
 }
 
+// MaxRaw bounds the raw stream a transcript keeps of one turn: an agent
+// that streams a huge answer has it stored once, in its answer file
+// (engine.TurnResult.File), not a second time here. Past it, one line
+// {"flow_raw_cut": {"after_bytes": N}} says the rest was left out.
+const MaxRaw = 8 << 20
+
 // Open opens <home>/<agent>.jsonl for appending, creating home if needed
 // (the engine leaves that to the first writer), for the turn h begins; h
-// goes out before the turn's first line. An agent name that could leave
+// goes out before the turn's first line. Everything written is redacted of
+// secrets (the turn's engine.Turn.Secrets). An agent name that could leave
 // home ("..", a slash) is replaced in the file names.
-func Open(home, agent string, h Header) (*Log, error) {
-	l := &Log{dir: home, agent: agent, head: h}
+func Open(home, agent string, h Header, secrets *secret.Redactor) (*Log, error) {
+	l := &Log{dir: home, agent: agent, head: h, secrets: secrets}
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return nil, fmt.Errorf("opening transcript: %w", err)
 	}
@@ -104,26 +117,17 @@ func (l *Log) HTMLPath() string {
 	return filepath.Join(l.dir, FileName(l.agent)+".html")
 }
 
-// Redact makes the Log replace every occurrence of each non-empty secret
-// with "[redacted]". The header waits for the first line written, so that
-// it is redacted too.
+// Redact makes the Log also replace every occurrence of each secret (of
+// secret.MinLen bytes or more) with "[redacted]". The header waits for the
+// first line written, so that it is redacted too.
 func (l *Log) Redact(secrets ...string) {
 	if l == nil {
 		return
 	}
-	for _, s := range secrets {
-		if s != "" {
-			l.secrets = append(l.secrets, s)
-		}
-	}
+	l.secrets = l.secrets.With(secrets...)
 }
 
-func (l *Log) redact(b []byte) []byte {
-	for _, s := range l.secrets {
-		b = bytes.ReplaceAll(b, []byte(s), []byte("[redacted]"))
-	}
-	return b
-}
+func (l *Log) redact(b []byte) []byte { return l.secrets.Bytes(b) }
 
 // Raw appends one line of the raw stream. A line that is not one JSON value
 // is wrapped as {"raw": line}, so that every line of the file is JSON. The
@@ -134,6 +138,14 @@ func (l *Log) Raw(line []byte) {
 	}
 	line = bytes.TrimRight(line, "\r\n")
 	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if l.cut {
+		return
+	}
+	if l.raw += int64(len(line)); l.raw > MaxRaw {
+		l.cut = true
+		l.Record(map[string]any{"flow_raw_cut": map[string]any{"after_bytes": l.raw - int64(len(line))}})
 		return
 	}
 	if !json.Valid(line) || bytes.ContainsAny(line, "\n") {
@@ -179,16 +191,22 @@ func (l *Log) write(line []byte) {
 
 // End appends the turn's summary — its header completed with res and
 // steps — closes the JSONL file and rewrites the HTML page from every turn
-// in the file. It returns the first error met while writing this turn.
+// in the file. An answer longer than engine.AnswerLimit that res does not
+// yet keep in a file is stored in one first (StoreAnswer), so res leaves
+// with the prefix and the file. It returns the first error met while
+// writing this turn.
 func (l *Log) End(res *engine.TurnResult, steps []Step) error {
 	if l == nil {
 		return nil
+	}
+	if err := StoreAnswer(res, l.dir, l.agent, l.secrets); err != nil && l.err == nil {
+		l.err = err
 	}
 	h := l.head
 	t := Turn{
 		Visit: h.Visit, Driver: h.Driver, Model: h.Model, Session: res.Session, Started: h.Started,
 		WallMS: res.Usage.WallMS, Status: string(res.Status), System: h.System, Prompt: h.Prompt, Steps: steps,
-		Answer: res.Output, Usage: res.Usage, Diagnostics: res.Diagnostics, Stderr: res.Stderr,
+		Answer: res.Output, AnswerFile: res.File, Usage: res.Usage, Diagnostics: res.Diagnostics, Stderr: res.Stderr,
 	}
 	l.Record(map[string]any{"flow_turn": t})
 	if err := l.Close(); err != nil && l.err == nil {

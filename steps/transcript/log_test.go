@@ -17,7 +17,7 @@ func TestLog(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "not", "yet")
 	for i, answer := range []string{"first <b>bold</b>", "second"} {
 		l, err := Open(home, "coder", Header{Visit: "loop#1/code", Driver: "openai", Model: "m", Started: time.Now(),
-			Prompt: "do <it> with sk-secret"})
+			Prompt: "do <it> with sk-secret"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestFileName(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	for agent, want := range map[string]string{"scout": "scout.jsonl", "../up": ".._up.jsonl", "..": "agent.jsonl", "": "agent.jsonl"} {
-		l, err := Open(home, agent, Header{})
+		l, err := Open(home, agent, Header{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/flowrun/flow/internal/secret"
+)
+
+// AnswerLimit is the most of an answer that is held in memory and handed
+// on: the journal, the events, output.json, report.html, the next turn's
+// reads and the expressions (x.output) get at most this many bytes, cut
+// on a UTF-8 boundary. A longer answer is stored once, whole, in a file
+// in the visit's home, whose path goes with the prefix (SPEC 4).
+const AnswerLimit = 50 << 10
+
+// TypedLimit is the largest typed answer that is parsed: a typed output
+// is held and journaled whole, so an answer longer than this fails the
+// visit `schema` instead of filling memory.
+const TypedLimit = 1 << 20
+
+// CreateAnswerFile creates a new file for a long answer of agent in home
+// (created if needed): <agent>-answer.md, or -2, -3, … when a visit of the
+// same memory scope left one already, so that no answer replaces another.
+func CreateAnswerFile(home, agent string) (*os.File, error) {
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the answer file: %w", err)
+	}
+	base := fileName(agent) + "-answer"
+	for n := 1; ; n++ {
+		name := base + ".md"
+		if n > 1 {
+			name = base + "-" + strconv.Itoa(n) + ".md"
+		}
+		f, err := os.OpenFile(filepath.Join(home, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || n == 1000 {
+			return nil, fmt.Errorf("creating the answer file: %w", err)
+		}
+	}
+}
+
+// fileName keeps an agent's name inside the home, whatever it holds.
+func fileName(agent string) string {
+	name := strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 {
+			return '_'
+		}
+		return r
+	}, agent)
+	if name == "" || name == "." || name == ".." {
+		return "agent"
+	}
+	return name
+}
+
+// reply is a turn's answer as the engine holds it: at most AnswerLimit
+// bytes of text, and the file with the whole answer when it is longer.
+type reply struct {
+	text string
+	file string
+	size int64
+}
+
+// bound makes res's answer a reply. A driver that stored a long answer
+// gives its file; an Output longer than AnswerLimit without one is written
+// to a file here, through secrets.
+func bound(res *TurnResult, home, agent string, secrets *secret.Redactor) (reply, error) {
+	if res.File != "" {
+		size := res.Size
+		if size <= 0 {
+			if st, err := os.Stat(res.File); err == nil {
+				size = st.Size()
+			}
+		}
+		return reply{text: utf8Prefix(res.Output, AnswerLimit), file: res.File, size: size}, nil
+	}
+	if len(res.Output) <= AnswerLimit {
+		return reply{text: res.Output}, nil
+	}
+	rp := reply{text: utf8Prefix(res.Output, AnswerLimit), size: int64(len(res.Output))}
+	f, err := CreateAnswerFile(home, agent)
+	if err != nil {
+		return rp, err
+	}
+	w := secrets.Writer(f)
+	_, err = io.WriteString(w, res.Output)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return rp, fmt.Errorf("writing %s: %w", f.Name(), err)
+	}
+	rp.file = f.Name()
+	return rp, nil
+}
+
+// whole returns the whole answer, for parsing a typed output: read back
+// from its file when it has one, refused past TypedLimit.
+func (rp reply) whole() (string, error) {
+	if rp.file == "" {
+		return rp.text, nil
+	}
+	if rp.size > TypedLimit {
+		return "", fmt.Errorf("the answer is %d bytes, more than the %d a typed output may have (it is in %s)", rp.size, TypedLimit, rp.file)
+	}
+	f, err := os.Open(rp.file)
+	if err != nil {
+		return "", fmt.Errorf("reading the answer: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, TypedLimit+1))
+	if err != nil {
+		return "", fmt.Errorf("reading the answer: %w", err)
+	}
+	if len(b) > TypedLimit {
+		return "", fmt.Errorf("the answer is more than the %d bytes a typed output may have (it is in %s)", TypedLimit, rp.file)
+	}
+	return string(b), nil
+}
+
+// shown is the answer as a prompt quotes it: the text, and where the rest
+// is when there is more.
+func (rp reply) shown() string {
+	if rp.file == "" {
+		return rp.text
+	}
+	return rp.text + fmt.Sprintf("\n\n[… the whole answer, %d bytes, is in %s]", rp.size, rp.file)
+}
+
+func utf8Prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

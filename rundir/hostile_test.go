@@ -1,0 +1,212 @@
+package rundir
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowrun/flow/schema"
+)
+
+// The hostile-input cases of the run directory (issue 15): each test says
+// which hole it closes.
+
+// A reused pid: the lock names a live process, but not the one that wrote
+// it (another start time, or another boot), so the lock is stale and a
+// resume takes it over instead of waiting forever.
+func TestHostileLockOfAReusedPidIsStale(t *testing.T) {
+	me := thisProcess()
+	if me.Start == 0 {
+		t.Skip("no /proc/<pid>/stat here")
+	}
+	for name, l := range map[string]Lock{
+		"another start time": {PID: me.PID, Host: me.Host, Start: me.Start + 1, Boot: me.Boot},
+		"another boot":       {PID: me.PID, Host: me.Host, Start: me.Start, Boot: "not-" + me.Boot},
+	} {
+		dir := t.TempDir()
+		writeLock(t, dir, l)
+		if err := acquireLock(dir); err != nil {
+			t.Errorf("%s: the lock of a reused pid must be taken over, got %v", name, err)
+		}
+	}
+}
+
+// Every lock message names the pid and the lock's path.
+func TestHostileLockMessagesNamePidAndPath(t *testing.T) {
+	me := thisProcess()
+	for name, l := range map[string]Lock{
+		"held by a live process": me,
+		"held on another host":   {PID: 4242, Host: "elsewhere.example"},
+	} {
+		dir := t.TempDir()
+		writeLock(t, dir, l)
+		err := acquireLock(dir)
+		if !errors.Is(err, ErrLocked) {
+			t.Fatalf("%s: %v, want ErrLocked", name, err)
+		}
+		path := filepath.Join(dir, lockFile)
+		if msg := err.Error(); !strings.Contains(msg, "pid "+strconv.Itoa(l.PID)) || !strings.Contains(msg, path) {
+			t.Errorf("%s: %q names not both the pid %d and %s", name, msg, l.PID, path)
+		}
+	}
+}
+
+func writeLock(t *testing.T, dir string, l Lock) {
+	t.Helper()
+	b, _ := json.Marshal(l)
+	if err := os.WriteFile(filepath.Join(dir, lockFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A visit path from the command line cannot lead outside the run
+// directory: only visits the journal names are looked up.
+func TestHostileTranscriptOfAPathOutsideTheRun(t *testing.T) {
+	runs := t.TempDir()
+	w, err := Create(runs, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := true
+	for _, f := range []*Fact{
+		{Type: FactRun, Time: time.Now(), Status: StatusRunning},
+		{Type: FactStart, Time: time.Now(), Visit: "a", Kind: schema.KindAgent},
+		{Type: FactEnd, Time: time.Now(), Visit: "a", Kind: schema.KindAgent, OK: &ok},
+	} {
+		if err := w.Fact(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A log outside the run directory that ../../../x would reach.
+	outside := filepath.Join(runs, "x")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret.log"), []byte("outside\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, visit := range []string{"../../../x", "../../x", "/etc", "a/../../../x"} {
+		path, err := Transcript(w.Dir(), visit)
+		if err == nil || !strings.Contains(err.Error(), "has no visit") {
+			t.Errorf("Transcript(%q) = %q, %v; want refused: the journal names no such visit", visit, path, err)
+		}
+	}
+}
+
+// A corrupt journal names its file and line, and the run stays in the
+// list as corrupt instead of vanishing from it.
+func TestHostileCorruptJournalIsListed(t *testing.T) {
+	runs := t.TempDir()
+	dir := filepath.Join(runs, "20260101-120000-abcdef")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	journal := `{"type":"run","status":"running","time":"2026-01-01T12:00:00Z","flow":"f"}` + "\n" + "garbage\n" + `{"type":"start","visit":"a"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, journalFile), []byte(journal), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Inspect(dir)
+	if ce := (*CorruptError)(nil); !errors.As(err, &ce) || !strings.Contains(err.Error(), filepath.Join(dir, journalFile)+":2:") {
+		t.Fatalf("Inspect = %v, want a CorruptError naming %s:2", err, journalFile)
+	}
+	runsList, err := List(runs)
+	if err != nil || len(runsList) != 1 {
+		t.Fatalf("List = %v, %v; want the corrupt run", runsList, err)
+	}
+	r := runsList[0]
+	if r.Status != StatusCorrupt || r.Resumable || !strings.Contains(r.Why, journalFile+":2:") || r.Started.IsZero() {
+		t.Errorf("listed as %+v, want corrupt, not resumable, with the line, and its start from the id", r)
+	}
+}
+
+const testKey = "sk-hostile-0123456789"
+
+// Secrets are redacted on the way in, whatever path writes them: facts,
+// events, the output, the snapshot, the report, and files an agent CLI
+// wrote into a home itself.
+func TestHostileSecretsAreRedactedOnTheWayIn(t *testing.T) {
+	t.Setenv("FLOW_TEST_SERVICE_TOKEN", "tok-from-the-environment")
+	w, err := Create(t.TempDir(), "r", testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := false
+	start := time.Now()
+	fail := &Failure{Kind: schema.FailProvider, Message: "the server said: bad key " + testKey, Visit: "a"}
+	if err := w.WriteSnapshot(&Snapshot{Run: "r", Input: map[string]any{"k": testKey}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Fact(&Fact{Type: FactRun, Time: start, Status: StatusRunning, Input: testKey}); err != nil {
+		t.Fatal(err)
+	}
+	end := &Fact{Type: FactEnd, Time: time.Now(), Visit: "a", Kind: schema.KindAgent, OK: &ok, Error: fail, Output: "tok-from-the-environment"}
+	if err := w.Fact(end); err != nil {
+		t.Fatal(err)
+	}
+	if end.Error.Message != "the server said: bad key [redacted]" {
+		t.Errorf("the fact kept for the report: %q", end.Error.Message)
+	}
+	ev := &Event{Type: EventProgress, Visit: "a", Activity: "echoing " + testKey}
+	if err := w.Event(ev); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ev.Activity, testKey) {
+		t.Errorf("the event handed on is not redacted: %q", ev.Activity)
+	}
+	home := w.Home("a")
+	if err := os.MkdirAll(filepath.Join(home, "cli-config"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	session := filepath.Join(home, "cli-config", "session.jsonl")
+	if err := os.WriteFile(session, []byte(`{"answer":"`+strings.Repeat("x", 100<<10)+testKey+`"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RedactHome("a", start); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(session); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the redacted file lost its mode: %v %v", st, err)
+	}
+	if err := w.Finish(map[string]any{"answer": "x " + testKey}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecret(t, w.Dir(), testKey, "tok-from-the-environment")
+}
+
+// assertNoSecret walks dir and fails for every file that holds one of
+// secrets.
+func assertNoSecret(t *testing.T, dir string, secrets ...string) {
+	t.Helper()
+	files := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		files++
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, s := range secrets {
+			if strings.Contains(string(b), s) {
+				t.Errorf("%s holds the secret %q", p, s)
+			}
+		}
+		return nil
+	})
+	if err != nil || files == 0 {
+		t.Fatalf("walking %s: %v (%d files)", dir, err, files)
+	}
+}

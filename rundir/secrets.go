@@ -1,0 +1,91 @@
+package rundir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/flowrun/flow/internal/secret"
+)
+
+// RedactHome redacts, in place, every regular file under the home at path
+// (as for Home) that changed at or after since and holds a secret. Flow's
+// own writers redact on the way in; this catches what the agent CLIs
+// write into a home themselves — pi's sessions, Claude Code's and Codex's
+// private configuration directories — which does not pass through them.
+// The engine calls it when a leaf visit ends, before its end is
+// journaled. A file is rewritten aside and renamed into place, keeping its
+// mode; symbolic links are not followed. It returns the files it could not
+// redact, joined.
+func (w *Writer) RedactHome(path string, since time.Time) error {
+	if w.secrets.Empty() {
+		return nil
+	}
+	since = since.Add(-2 * time.Second) // file times are coarser than the clock
+	var errs []error
+	err := filepath.WalkDir(w.Home(path), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil || info.ModTime().Before(since) {
+			return nil
+		}
+		if err := redactFile(p, info.Mode().Perm(), w.secrets); err != nil {
+			errs = append(errs, err)
+		}
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// redactFile rewrites the file at p redacted, if it holds a secret.
+func redactFile(p string, mode fs.FileMode, secrets *secret.Redactor) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("redacting %s: %w", p, err)
+	}
+	defer f.Close()
+	found, err := secrets.ContainsReader(f)
+	if err != nil || !found {
+		return err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		return fmt.Errorf("redacting %s: %w", p, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".redacting-*")
+	if err != nil {
+		return fmt.Errorf("redacting %s: %w", p, err)
+	}
+	defer os.Remove(tmp.Name())
+	rw := secrets.Writer(tmp)
+	_, err = rw.ReadFrom(f)
+	if err == nil {
+		err = rw.Flush()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), mode)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), p)
+	}
+	if err != nil {
+		return fmt.Errorf("redacting %s: %w", p, err)
+	}
+	return nil
+}
