@@ -222,6 +222,12 @@ func (r *runner) total() Usage {
 	return r.usage
 }
 
+// CheckInput checks a run's input against the flow's declared input and
+// fills in its defaults, as Execute does before anything runs; a sweep
+// checks every cell's input so before its first cell starts. A misfit is
+// an *InputError.
+func CheckInput(f *flows.Flow, in any) (any, error) { return checkInput(f, in) }
+
 func checkInput(f *flows.Flow, in any) (any, error) {
 	if f.Input == nil || f.Input.Kind == schema.TString {
 		switch v := in.(type) {
