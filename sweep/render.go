@@ -177,7 +177,7 @@ func markdown(r *Report) ([]byte, error) {
 	fmt.Fprintf(&b, "%s. Success: %s. Baseline: %s. Updated %s.\n\n", r.Cells.text(), r.Success, r.Baseline, r.Updated.Format(time.RFC3339))
 	table(&b, r.columns(), rowsOf(r, r.Assignments))
 	if r.Pin != nil {
-		fmt.Fprintf(&b, "\nPinned by `flow pin %s`: **%s** — %s.\n", r.Sweep, r.Pin.Assignment, r.Pin.Reason)
+		fmt.Fprintf(&b, "\nChosen (`flow pin %s` writes it into the flow): **%s** — %s.\n", r.Sweep, r.Pin.Assignment, r.Pin.Reason)
 	}
 	if len(r.ByParams) > 0 {
 		b.WriteString("\n## By parameters\n\n")
