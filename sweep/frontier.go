@@ -49,10 +49,11 @@ func dominates(a, b *Row) bool {
 // good when its success rate is at least the best's, or when nothing shows
 // it below: the paired exact McNemar test (runs of the same task,
 // parameters and repetition, where there are pairs; else the two Wilson
-// intervals overlapping) finds no difference at the 5% level, AND its
-// success rate lies inside the best's Wilson 95% interval. The second
+// intervals overlapping) finds no difference at the 5% level, AND each
+// success rate lies inside the other's Wilson 95% interval. The second
 // condition keeps a small sweep — where no test can find anything — from
-// choosing an assignment that visibly fails more. The cheapest of those is
+// choosing an assignment that visibly fails more: against a best that never
+// failed, any failure rules a candidate out. The cheapest of those is
 // chosen.
 func choose(rows []*Row, byAssignment map[string][]*Cell, basis string) *Choice {
 	pts := points(rows)
@@ -85,7 +86,7 @@ func asGood(r, best *Row, byAssignment map[string][]*Cell) (bool, string) {
 	if *r.SuccessRate >= *best.SuccessRate {
 		return true, rate + ", no lower"
 	}
-	if *r.SuccessRate < *best.WilsonLow {
+	if *r.SuccessRate < *best.WilsonLow || *best.SuccessRate > *r.WilsonHigh {
 		return false, ""
 	}
 	if c := compare(byAssignment[r.Assignment], byAssignment[best.Assignment]); c.Pairs > 0 {

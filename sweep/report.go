@@ -35,6 +35,9 @@ type Report struct {
 	ByParams []*Row     `json:"by_params,omitempty"`
 	Nodes    []*NodeRow `json:"nodes"`
 	Pin      *Choice    `json:"pin,omitempty"`
+	// NullMeans says, in the file itself, what a null field is: "not
+	// reported" (by the driver), never 0.
+	NullMeans string `json:"null_means"`
 }
 
 // Counts counts the sweep's cells by what became of them.
@@ -117,7 +120,7 @@ type NodeRow struct {
 // Build makes the report of a sweep file.
 func Build(f *File) *Report {
 	r := &Report{Sweep: f.ID, Flow: f.Flow, File: f.FlowFile, Updated: time.Now().UTC(), K: max(f.Spec.Repeat, 1),
-		Success: "the run succeeds"}
+		Success: "the run succeeds", NullMeans: notReported}
 	if f.Score != "" {
 		r.Success = "the run succeeds and its score " + f.Score + " holds (a number is the score)"
 	}

@@ -103,11 +103,25 @@ func TestReportChoosesWhatAPersonWould(t *testing.T) {
 			frontier: []string{"gold", "bronze"}, chosen: "gold", p: map[string]float64{"bronze": 0.25},
 		},
 		{
-			name:   "one failure in nine is within the noise",
+			name:   "against a best that never failed, one failure rules a candidate out",
 			repeat: 3,
 			wins: map[string][][]bool{"gold": all(3, 3, always),
 				"bronze": all(3, 3, func(t, r int) bool { return t != 1 || r != 0 })},
+			frontier: []string{"gold", "bronze"}, chosen: "gold", p: map[string]float64{"bronze": 1},
+		},
+		{
+			name:   "one more failure in nine is within the noise",
+			repeat: 3,
+			// gold fails task a once, bronze task b once and task c once: 8/9 against 7/9.
+			wins: map[string][][]bool{"gold": all(3, 3, func(t, r int) bool { return t != 0 || r != 0 }),
+				"bronze": all(3, 3, func(t, r int) bool { return !(t == 1 && r == 1) && !(t == 2 && r == 2) })},
 			frontier: []string{"gold", "bronze"}, chosen: "bronze", p: map[string]float64{"bronze": 1},
+		},
+		{
+			name:     "repeat 1: right on 2 of 3 tasks is not as good as 3 of 3",
+			repeat:   1,
+			wins:     map[string][][]bool{"gold": all(3, 1, always), "bronze": all(3, 1, twoOfThree)},
+			frontier: []string{"gold", "bronze"}, chosen: "gold", p: map[string]float64{"bronze": 1},
 		},
 	}
 	prices := map[string]*float64{"gold": cost(0.05), "silver": cost(0.02), "bronze": cost(0.005)}

@@ -343,7 +343,10 @@ func (a *app) printSummary(r *sweep.Report) {
 			rate = fmt.Sprintf("%.0f%% [%.0f%%, %.0f%%]", *row.SuccessRate*100, *row.WilsonLow*100, *row.WilsonHigh*100)
 		}
 		cost := "not reported"
-		if row.Cost != nil {
+		switch {
+		case row.N == 0:
+			cost = "–"
+		case row.Cost != nil:
 			cost = fmt.Sprintf("$%.4f", *row.Cost)
 		}
 		mark := ""
