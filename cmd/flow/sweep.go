@@ -15,6 +15,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/schema"
 	"github.com/flowrun/flow/steps/run"
 	"github.com/flowrun/flow/sweep"
 )
@@ -412,6 +413,9 @@ func (a *app) sweepSpec(cmd *cobra.Command, plan *flows.Plan, f sweepFlags) (swe
 	spec.Tasks = tasks
 	spec.Params = declared.Params
 	if len(f.params) > 0 {
+		if in := plan.Root.Input; in == nil || in.Kind != schema.TObject {
+			return spec, fmt.Errorf("--param sweeps fields of the input, and flow %s takes no object input", plan.Root.Name)
+		}
 		spec.Params = nil
 		for _, p := range f.params {
 			key, list, ok := strings.Cut(p, "=")
