@@ -699,3 +699,34 @@ func TestSweepReportPageRenders(t *testing.T) {
 		t.Logf("DOM:\n%s", dom)
 	}
 }
+
+// TestSweepTheExample: examples/solve.yaml's own sweep — three models,
+// three tasks, three runs each — finds that small gets multiplication
+// wrong and pins medium, as cheap as it gets while as good as large.
+func TestSweepTheExample(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, name := range []string{"solve.yaml", "solve-tasks.jsonl", "agents/solver.md", "agents/explainer.md", "agents/bin/solver.sh", "agents/bin/explainer.sh"} {
+		b, err := os.ReadFile(filepath.Join(root, "examples", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = string(b)
+	}
+	d := newSweepDir(t, files)
+	out, code := d.flow("sweep", "solve.yaml", "--concurrency", "3", "--pin")
+	if code != 0 {
+		t.Fatalf("flow sweep: exit %d\n%s", code, out)
+	}
+	r := d.report(d.sweeps()[0])
+	if r.Cells.Total != 27 || r.Cells.Succeeded != 24 || r.Pin == nil || r.Pin.Assignment != "medium" {
+		t.Errorf("cells %+v, chosen %+v\n%s", r.Cells, r.Pin, out)
+	}
+	after, _ := os.ReadFile(filepath.Join(d.dir, "solve.yaml"))
+	if changed := diffLines(files["solve.yaml"], string(after)); len(changed) != 1 || changed[0] != "+models: {explainer: medium, solver: medium}" {
+		t.Errorf("the pin changed %q", changed)
+	}
+}
