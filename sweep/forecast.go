@@ -190,3 +190,38 @@ func agentEstimates(seq *flows.SequenceEstimate) []*flows.NodeEstimate {
 	}
 	return out
 }
+
+// Outlook is the forecast of the cells left to run, spread evenly over
+// the assignments: their worst-case turns, and tokens and cost, unknown
+// when any assignment's is.
+type Outlook struct {
+	Cells   int
+	Turns   int
+	Tokens  Range
+	Cost    Range
+	Missing []string // agents and models no earlier run reported
+}
+
+// OutlookOf sums the forecasts of cells runs over the assignments.
+func OutlookOf(plan *flows.Plan, as []Assignment, cells int, base flows.Settings, h *History) Outlook {
+	fcs := Forecasts(plan, as, base, h)
+	per := cells / max(len(as), 1)
+	o := Outlook{Cells: cells, Tokens: Range{Known: true}, Cost: Range{Known: true}}
+	for _, a := range as {
+		fc := fcs[a.Label]
+		o.Turns += fc.Turns * per
+		for _, p := range []struct {
+			into *Range
+			r    Range
+		}{{&o.Tokens, fc.Tokens}, {&o.Cost, fc.Cost}} {
+			p.into.Known = p.into.Known && p.r.Known
+			p.into.add(p.r.scaled(per))
+		}
+		for _, m := range fc.Missing {
+			if !slices.Contains(o.Missing, m) {
+				o.Missing = append(o.Missing, m)
+			}
+		}
+	}
+	return o
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -14,7 +13,6 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 	"github.com/flowrun/flow/steps/run"
 	"github.com/flowrun/flow/sweep"
@@ -121,7 +119,11 @@ func (a *app) sweep(cmd *cobra.Command, file string, f sweepFlags) error {
 	if err != nil {
 		return err
 	}
-	spec, err := a.sweepSpec(cmd, plan, f)
+	o, err := overrides(cmd, plan, f)
+	if err != nil {
+		return invalid("%v", err)
+	}
+	spec, err := sweep.SpecFor(plan, o)
 	if err != nil {
 		return invalid("%v", err)
 	}
@@ -234,136 +236,6 @@ func (a *app) history(flow string) (*sweep.History, error) {
 	return sweep.ReadHistory(flow, append([]string{a.cfg.GetString("runs_dir")}, dirs...)...)
 }
 
-func (a *app) printForecast(plan *flows.Plan, as []sweep.Assignment, cells int, base flows.Settings) error {
-	history, err := a.history(plan.Root.Name)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(a.stderr, "%d assignment(s), %d cell(s) (one run each)\n", len(as), cells)
-	return a.printForecastWith(plan, as, cells, base, history)
-}
-
-// printForecastWith prints, before anything runs, the worst-case turns and
-// the forecast of tokens and cost for cells runs spread evenly over the
-// assignments; what no earlier run recorded stays unknown.
-func (a *app) printForecastWith(plan *flows.Plan, as []sweep.Assignment, cells int, base flows.Settings, h *sweep.History) error {
-	fcs := sweep.Forecasts(plan, as, base, h)
-	per := cells / max(len(as), 1)
-	turns := 0
-	var tokens, cost sweep.Range
-	tokens.Known, cost.Known = true, true
-	var missing []string
-	for _, x := range as {
-		fc := fcs[x.Label]
-		turns += fc.Turns * per
-		for _, p := range []struct {
-			into *sweep.Range
-			r    sweep.Range
-		}{{&tokens, fc.Tokens}, {&cost, fc.Cost}} {
-			p.into.Known = p.into.Known && p.r.Known
-			p.into.Low += p.r.Low * float64(per)
-			p.into.Expected += p.r.Expected * float64(per)
-			p.into.High += p.r.High * float64(per)
-		}
-		for _, m := range fc.Missing {
-			if !slices.Contains(missing, m) {
-				missing = append(missing, m)
-			}
-		}
-	}
-	fmt.Fprintf(a.stderr, "to run: %d cell(s), worst case %d agent turn(s) in all\n", cells, turns)
-	tok, usd := "unknown", "unknown"
-	if tokens.Known {
-		tok = fmt.Sprintf("%.0f–%.0f (expected %.0f)", tokens.Low, tokens.High, tokens.Expected)
-	}
-	if cost.Known {
-		usd = fmt.Sprintf("$%.4f–$%.4f (expected $%.4f)", cost.Low, cost.High, cost.Expected)
-	}
-	if h.Runs() == 0 {
-		fmt.Fprintf(a.stderr, "forecast: tokens and cost unknown: no earlier run of %s recorded usage\n", plan.Root.Name)
-		return nil
-	}
-	fmt.Fprintf(a.stderr, "forecast from %d earlier run(s): tokens %s, cost %s\n", h.Runs(), tok, usd)
-	if len(missing) > 0 {
-		fmt.Fprintf(a.stderr, "  unknown: no earlier run reported usage for %s\n", strings.Join(missing, ", "))
-	}
-	return nil
-}
-
-func gridText(f *sweep.File) string {
-	parts := []string{fmt.Sprintf("%d assignment(s)", len(f.Assignments))}
-	if n := len(f.ParamSets); n > 1 {
-		parts = append(parts, fmt.Sprintf("%d parameter set(s)", n))
-	}
-	parts = append(parts, fmt.Sprintf("%d task(s)", len(f.Spec.Tasks)), fmt.Sprintf("repeat %d", max(f.Spec.Repeat, 1)))
-	s := strings.Join(parts, " × ") + fmt.Sprintf(" = %d cell(s), %d at a time", len(f.Cells), f.Concurrency)
-	if f.Budget.Cost > 0 {
-		s += fmt.Sprintf(", budget $%.4f", f.Budget.Cost)
-	}
-	if f.Budget.Tokens > 0 {
-		s += fmt.Sprintf(", budget %d tokens", f.Budget.Tokens)
-	}
-	return s
-}
-
-// cellLine prints one line per cell that starts or ends.
-func (a *app) cellLine(ev sweep.CellEvent) {
-	c := ev.Cell
-	name := fmt.Sprintf("cell %d/%d %s", c.Index, ev.Of, c.Assignment)
-	if c.Params != "" {
-		name += " [" + c.Params + "]"
-	}
-	name += fmt.Sprintf(" %s #%d", c.Task, c.Repeat)
-	switch {
-	case ev.Started:
-		fmt.Fprintf(a.stderr, "%s: started (run %s)\n", name, c.Run)
-	case c.Status == sweep.StatusSkipped:
-		fmt.Fprintf(a.stderr, "%s: not started: %s\n", name, c.Note)
-	case c.Outcome != nil:
-		o := c.Outcome
-		what := string(c.Status)
-		if o.Failure != "" {
-			what += " (" + o.Failure + ")"
-		}
-		fmt.Fprintf(a.stderr, "%s: %s in %s, tokens %s, cost %s\n", name, what, fmtMS(o.WallMS), rundir.TokensText(o.Usage), rundir.CostText(o.Usage))
-	default:
-		fmt.Fprintf(a.stderr, "%s: %s\n", name, c.Status)
-	}
-}
-
-func countsText(c sweep.Counts) string {
-	return fmt.Sprintf("%d of %d cell(s) ended: %d succeeded, %d failed; %d stopped, %d skipped, %d not run",
-		c.Succeeded+c.Failed, c.Total, c.Succeeded, c.Failed, c.Stopped, c.Skipped, c.NotRun)
-}
-
-// printSummary prints the per-assignment table on stdout.
-func (a *app) printSummary(r *sweep.Report) {
-	for _, row := range r.Assignments {
-		rate := "–"
-		if row.SuccessRate != nil {
-			rate = fmt.Sprintf("%.0f%% [%.0f%%, %.0f%%]", *row.SuccessRate*100, *row.WilsonLow*100, *row.WilsonHigh*100)
-		}
-		cost := "not reported"
-		switch {
-		case row.N == 0:
-			cost = "–"
-		case row.Cost != nil:
-			cost = fmt.Sprintf("$%.4f", *row.Cost)
-		}
-		mark := ""
-		if row.Frontier {
-			mark += " frontier"
-		}
-		if row.Pinned {
-			mark += " chosen"
-		}
-		fmt.Fprintf(a.stdout, "%-30s %d/%d  %-18s cost %s%s\n", row.Assignment, row.Successes, row.N, rate, cost, mark)
-	}
-	if r.Pin != nil {
-		fmt.Fprintf(a.stdout, "chosen: %s — %s\n", r.Pin.Assignment, r.Pin.Reason)
-	}
-}
-
 func (a *app) pin(s *sweep.Sweep) error {
 	choice, line, err := s.Pin(a.loadOptions())
 	if err != nil {
@@ -373,94 +245,62 @@ func (a *app) pin(s *sweep.Sweep) error {
 	return nil
 }
 
-// sweepSpec makes the grid from the command line, and from the flow's
-// sweep: for what the command line does not give.
-func (a *app) sweepSpec(cmd *cobra.Command, plan *flows.Plan, f sweepFlags) (sweep.Spec, error) {
-	var spec sweep.Spec
-	declared := plan.Root.Sweep
-	if declared == nil {
-		declared = &flows.Sweep{}
-	}
-	spec.Models = declared.Models
-	if len(f.models) > 0 {
-		spec.Models = f.models
-	}
-	spec.Assign = declared.Assign
-	if len(f.assign) > 0 {
-		spec.Assign = nil
-		for _, as := range f.assign {
-			agent, list, ok := strings.Cut(as, "=")
-			models := splitList(list)
-			if !ok || agent == "" || len(models) == 0 {
-				return spec, fmt.Errorf("--assign %q: write AGENT=m1,m2", as)
-			}
-			if plan.Agents[agent] == nil {
-				return spec, fmt.Errorf("--assign %q: the flow runs no agent %q (it runs %s)", as, agent, strings.Join(agentNames(plan), ", "))
-			}
-			spec.Assign = append(spec.Assign, flows.Assign{Agent: agent, Models: models})
+// overrides reads the grid the command line gives (sweep.SpecFor takes
+// the rest from the flow's sweep: section).
+func overrides(cmd *cobra.Command, plan *flows.Plan, f sweepFlags) (sweep.Overrides, error) {
+	o := sweep.Overrides{Models: f.models, Baseline: f.baseline}
+	for _, as := range f.assign {
+		agent, list, ok := strings.Cut(as, "=")
+		models := splitList(list)
+		if !ok || agent == "" || len(models) == 0 {
+			return o, fmt.Errorf("--assign %q: write AGENT=m1,m2", as)
 		}
+		o.Assign = append(o.Assign, flows.Assign{Agent: agent, Models: models})
 	}
-	if len(f.models) == 0 && len(f.assign) == 0 {
-		spec.Baseline = declared.Baseline
-	}
-	if f.baseline != "" {
-		spec.Baseline = f.baseline
-	}
-	tasks, err := sweepTasks(plan, f, declared)
-	if err != nil {
-		return spec, err
-	}
-	spec.Tasks = tasks
-	spec.Params = declared.Params
-	if len(f.params) > 0 {
-		if in := plan.Root.Input; in == nil || in.Kind != schema.TObject {
-			return spec, fmt.Errorf("--param sweeps fields of the input, and flow %s takes no object input", plan.Root.Name)
+	for _, p := range f.params {
+		key, list, ok := strings.Cut(p, "=")
+		if !ok || key == "" || list == "" {
+			return o, fmt.Errorf("--param %q: write key=v1,v2", p)
 		}
-		spec.Params = nil
-		for _, p := range f.params {
-			key, list, ok := strings.Cut(p, "=")
-			if !ok || key == "" || list == "" {
-				return spec, fmt.Errorf("--param %q: write key=v1,v2", p)
-			}
-			var values []any
-			for _, v := range splitList(list) {
-				values = append(values, fieldValue(plan.Root.Input, key, v))
-			}
-			spec.Params = append(spec.Params, flows.Param{Key: key, Values: values})
+		param := flows.Param{Key: key}
+		for _, v := range splitList(list) {
+			param.Values = append(param.Values, paramValue(plan.Root.Input, key, v))
 		}
+		o.Params = append(o.Params, param)
 	}
-	spec.Repeat = max(declared.Repeat, 1)
 	if cmd.Flags().Changed("repeat") {
 		if f.repeat < 1 {
-			return spec, errors.New("--repeat must be at least 1")
+			return o, errors.New("--repeat must be at least 1")
 		}
-		spec.Repeat = f.repeat
+		o.Repeat = f.repeat
 	}
-	return spec, nil
-}
-
-// sweepTasks reads the tasks: --inputs, else one --input/-i, else the
-// flow's sweep.inputs, else one task with no input.
-func sweepTasks(plan *flows.Plan, f sweepFlags, declared *flows.Sweep) ([]sweep.Task, error) {
-	keepID := plan.Root.Input != nil && plan.Root.Input.Field("id") != nil
 	oneInput := f.input != "" || f.inputFile != "" || len(f.inputKV) > 0
 	switch {
 	case f.inputs != "" && oneInput:
-		return nil, errors.New("give --inputs or one --input, not both")
+		return o, errors.New("give --inputs or one --input, not both")
 	case f.inputs != "":
-		return sweep.ReadTasks(f.inputs, keepID)
+		tasks, err := sweep.ReadTasks(f.inputs, sweep.KeepsID(plan))
+		if err != nil {
+			return o, err
+		}
+		o.Tasks = tasks
 	case oneInput:
 		in, err := parseInput(plan.Root, f.runFlags)
 		if err != nil {
-			return nil, err
+			return o, err
 		}
-		return []sweep.Task{{ID: "t1", Input: in}}, nil
-	case declared.Inputs != "":
-		return sweep.ReadTasks(declared.Inputs, keepID)
-	case declared.HasTasks:
-		return sweep.TasksOf(declared.Tasks, keepID)
+		o.Tasks = []sweep.Task{{ID: "t1", Input: in}}
 	}
-	return []sweep.Task{{ID: "t1"}}, nil
+	return o, nil
+}
+
+// paramValue reads a swept value as -i reads a field: JSON unless the
+// field is declared a string.
+func paramValue(t *schema.Type, key, v string) any {
+	if t == nil {
+		return v
+	}
+	return fieldValue(t, key, v)
 }
 
 func splitList(s string) []string {
@@ -470,14 +310,5 @@ func splitList(s string) []string {
 			out = append(out, x)
 		}
 	}
-	return out
-}
-
-func agentNames(plan *flows.Plan) []string {
-	var out []string
-	for name := range plan.Agents {
-		out = append(out, name)
-	}
-	slices.Sort(out)
 	return out
 }

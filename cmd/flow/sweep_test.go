@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -9,8 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -63,6 +64,24 @@ func (d *sweepDir) flow(args ...string) (string, int) {
 		d.t.Fatal(err)
 	}
 	return string(out), 0
+}
+
+// syncBuffer collects a process's output while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // sweeps opens every sweep of the project, oldest first.
@@ -206,138 +225,6 @@ func readCSV(t *testing.T, path string) [][]string {
 	return rows
 }
 
-// Agents of known quality for the statistics test. The coder on model b
-// fails task n on the first n-1 runs of every three (a counter per model
-// and task in $STATE); the reviewer on model d fails task 3 always.
-const (
-	countedCoder = `#!/usr/bin/env bash
-turn=$(cat)
-n=$(printf '%s\n' "$turn" | grep -oE '"n": *[0-9]+' | grep -oE '[0-9]+$')
-file="$STATE/count-$FLOW_MODEL-$n"
-c=$(( $(cat "$file" 2>/dev/null || echo 0) + 1 ))
-echo "$c" > "$file"
-if [ "$FLOW_MODEL" = b ] && [ $(( (c - 1) % 3 )) -lt $(( n - 1 )) ]; then
-  echo "coder on b fails task $n, run $c" >&2
-  exit 1
-fi
-echo "coded task $n on $FLOW_MODEL"
-`
-	strictReviewer = `#!/usr/bin/env bash
-turn=$(cat)
-if [ "$FLOW_MODEL" = d ] && printf '%s\n' "$turn" | grep -qE '"n": *3'; then
-  echo "reviewer on d rejects task 3" >&2
-  exit 1
-fi
-echo "approved on $FLOW_MODEL"
-`
-)
-
-// TestSweepStatisticsMatchTheRecordedOutcomes: --assign coder=a,b --assign
-// reviewer=c,d is 4 assignments; --inputs with 3 tasks and --repeat 3 is 9
-// runs each; the report's pass^3 and Wilson interval are what the test
-// works out itself from the cells' run directories.
-func TestSweepStatisticsMatchTheRecordedOutcomes(t *testing.T) {
-	d := newSweepDir(t, map[string]string{
-		"agents/coder.md":    "---\nname: coder\ndescription: codes\ndriver: exec\ncommand: [./coder.sh]\n---\nCode.\n",
-		"agents/reviewer.md": "---\nname: reviewer\ndescription: reviews\ndriver: exec\ncommand: [./reviewer.sh]\n---\nReview.\n",
-		"agents/coder.sh":    countedCoder,
-		"agents/reviewer.sh": strictReviewer,
-		"tasks.jsonl":        "{\"id\": \"one\", \"n\": 1}\n{\"id\": \"two\", \"n\": 2}\n\n{\"id\": \"three\", \"n\": 3}\n",
-		"f.yaml": `name: f
-agents: [./agents]
-input: {n: integer}
-nodes:
-  - {id: code, agent: coder, reads: [input], prompt: Code.}
-  - {id: review, agent: reviewer, reads: [input], prompt: Review.}
-`,
-	})
-	out, code := d.flow("sweep", "f.yaml", "--assign", "coder=a,b", "--assign", "reviewer=c,d", "--inputs", "tasks.jsonl", "--repeat", "3")
-	if code != 0 {
-		t.Fatalf("flow sweep: exit %d\n%s", code, out)
-	}
-	s := d.sweeps()[0]
-	f := s.Snapshot()
-	// Outcomes as the run directories record them, by assignment and task.
-	type tally struct{ n, c int }
-	outcomes := map[string]map[string]*tally{}
-	for _, c := range f.Cells {
-		info, err := rundir.Inspect(filepath.Join(s.CellsDir(), c.Run))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if outcomes[c.Assignment] == nil {
-			outcomes[c.Assignment] = map[string]*tally{}
-		}
-		tt := outcomes[c.Assignment][c.Task]
-		if tt == nil {
-			tt = &tally{}
-			outcomes[c.Assignment][c.Task] = tt
-		}
-		tt.n++
-		if info.Status == rundir.StatusSucceeded {
-			tt.c++
-		}
-	}
-	want := map[string]int{"coder=a reviewer=c": 9, "coder=a reviewer=d": 6, "coder=b reviewer=c": 6, "coder=b reviewer=d": 5}
-	r := d.report(s)
-	if len(r.Assignments) != 4 {
-		t.Fatalf("%d assignments, want 4", len(r.Assignments))
-	}
-	for _, row := range r.Assignments {
-		n, c := 0, 0
-		hat := 0.0
-		for _, tt := range outcomes[row.Assignment] {
-			n, c = n+tt.n, c+tt.c
-			hat += choose(tt.c, 3) / choose(tt.n, 3)
-		}
-		hat /= float64(len(outcomes[row.Assignment]))
-		low, high := wilson95(c, n)
-		if row.N != 9 || n != 9 || row.Successes != c || c != want[row.Assignment] {
-			t.Errorf("%s: report %d/%d, runs %d/%d, want %d/9", row.Assignment, row.Successes, row.N, c, n, want[row.Assignment])
-		}
-		if row.PassHatK == nil || !near(*row.PassHatK, hat) {
-			t.Errorf("%s: pass^3 %v, want %v", row.Assignment, row.PassHatK, hat)
-		}
-		if !near(*row.WilsonLow, low) || !near(*row.WilsonHigh, high) {
-			t.Errorf("%s: Wilson [%v, %v], want [%v, %v]", row.Assignment, *row.WilsonLow, *row.WilsonHigh, low, high)
-		}
-	}
-}
-
-// choose is C(n, k) by multiplication, for the test's own reckoning.
-func choose(n, k int) float64 {
-	if k > n {
-		return 0
-	}
-	v := 1.0
-	for i := 1; i <= k; i++ {
-		v = v * float64(n-k+i) / float64(i)
-	}
-	return v
-}
-
-// wilson95 is the Wilson score interval, written out from its formula.
-func wilson95(c, n int) (float64, float64) {
-	const z = 1.959963984540054
-	p, nf := float64(c)/float64(n), float64(n)
-	mid := (p + z*z/(2*nf)) / (1 + z*z/nf)
-	half := z / (1 + z*z/nf) * sqrtf(p*(1-p)/nf+z*z/(4*nf*nf))
-	return max(mid-half, 0), min(mid+half, 1)
-}
-
-func sqrtf(x float64) float64 {
-	r := x
-	for range 60 {
-		if r == 0 {
-			return 0
-		}
-		r = (r + x/r) / 2
-	}
-	return r
-}
-
-func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
-
 // An agent whose answers depend on its model: gold and silver always
 // right, bronze wrong on task 3; each model has its price.
 const qualityAgent = `#!/usr/bin/env bash
@@ -466,176 +353,6 @@ func diffLines(a, b string) []string {
 		}
 	}
 	return out
-}
-
-// A slow agent that logs every turn it takes, by run and visit.
-const loggedSlowAgent = `#!/usr/bin/env bash
-cat >/dev/null
-echo "$FLOW_RUN $FLOW_VISIT" >> "$STATE/turns.log"
-sleep 0.4
-echo "done on $FLOW_MODEL"
-`
-
-// TestSweepResumeRunsOnlyTheMissingCells: a sweep killed (SIGKILL) after 2
-// of its 4 cells ended; --resume runs the other two — resuming the one
-// that was cut off — and no turn of the first two again; the report then
-// covers all four.
-func TestSweepResumeRunsOnlyTheMissingCells(t *testing.T) {
-	d := newSweepDir(t, map[string]string{
-		"agents/slow.md": "---\nname: slow\ndescription: slow\ndriver: exec\ncommand: [./slow.sh]\n---\nWork.\n",
-		"agents/slow.sh": loggedSlowAgent,
-		"f.yaml": `name: f
-agents: [./agents]
-nodes:
-  - {id: first, agent: slow, prompt: one}
-  - {id: second, agent: slow, prompt: two}
-`,
-	})
-	cmd := d.cmd("sweep", "f.yaml", "--model", "alpha,beta", "--repeat", "2")
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() { _ = cmd.Process.Kill(); <-exited }()
-	var s *sweep.Sweep
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-exited:
-			t.Fatalf("the sweep ended before it was killed:\n%s", out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("two cells did not end:\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-		ss := d.sweeps()
-		if len(ss) == 0 {
-			continue
-		}
-		s = ss[0]
-		if r := sweep.Build(s.Snapshot()); r.Cells.Succeeded >= 2 {
-			break
-		}
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-exited
-	s, _ = sweep.Open(s.Dir())
-	ended := map[int]string{}
-	for _, c := range s.Snapshot().Cells {
-		if c.Status.Ended() {
-			ended[c.Index] = c.Run
-		}
-	}
-	if len(ended) != 2 || ended[1] == "" || ended[2] == "" {
-		t.Fatalf("ended before the kill: %v", ended)
-	}
-
-	res, code := d.flow("sweep", "--resume", s.ID())
-	if code != 0 {
-		t.Fatalf("flow sweep --resume: exit %d\n%s", code, res)
-	}
-	var started []string
-	for _, line := range strings.Split(res, "\n") {
-		if strings.HasPrefix(line, "cell ") && strings.Contains(line, ": started") {
-			started = append(started, strings.Fields(line)[1])
-		}
-	}
-	if !slices.Equal(started, []string{"3/4", "4/4"}) {
-		t.Errorf("the resume started cells %v, want 3/4 and 4/4\n%s", started, res)
-	}
-	s, _ = sweep.Open(s.Dir())
-	for _, c := range s.Snapshot().Cells {
-		if run, ok := ended[c.Index]; ok && c.Run != run {
-			t.Errorf("cell %d ran again as %s", c.Index, c.Run)
-		}
-	}
-	log, _ := os.ReadFile(filepath.Join(d.dir, "turns.log"))
-	turns := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
-		turns[line]++
-	}
-	for _, run := range ended {
-		for _, visit := range []string{"first", "second"} {
-			if n := turns[run+" "+visit]; n != 1 {
-				t.Errorf("an ended cell's visit %s/%s took %d turns", run, visit, n)
-			}
-		}
-	}
-	r := d.report(s)
-	if r.Cells.Total != 4 || r.Cells.Succeeded != 4 || r.Assignments[0].N != 2 || r.Assignments[1].N != 2 {
-		t.Errorf("the report after the resume: %+v", r.Cells)
-	}
-}
-
-// pricedAgent reports a cost per turn by model: alpha $0.01, beta $0.10.
-const pricedAgent = `#!/usr/bin/env bash
-cat >/dev/null
-case "$FLOW_MODEL" in alpha) cost=0.01 ;; beta) cost=0.10 ;; *) cost=1 ;; esac
-echo "done on $FLOW_MODEL"
-echo "FLOW_USAGE {\"input\": 50, \"output\": 5, \"cost\": $cost}" >&2
-`
-
-// TestSweepBudgetStartsNoCellItCannotCover: after a sweep that records
-// what a run costs on each model, a sweep whose forecast exceeds
-// --budget-cost runs the cells it can cover, model-major, and starts no
-// other: it has no run directory.
-func TestSweepBudgetStartsNoCellItCannotCover(t *testing.T) {
-	d := newSweepDir(t, map[string]string{
-		"agents/worker.md": "---\nname: worker\ndescription: works\ndriver: exec\ncommand: [./priced.sh]\n---\nWork.\n",
-		"agents/priced.sh": pricedAgent,
-		"f.yaml": `name: f
-agents: [./agents]
-nodes:
-  - {id: first, agent: worker, prompt: one}
-  - {id: second, agent: worker, prompt: two}
-`,
-	})
-	if out, code := d.flow("sweep", "f.yaml", "--model", "alpha,beta"); code != 0 {
-		t.Fatalf("the first sweep: exit %d\n%s", code, out)
-	}
-	// A run costs $0.02 on alpha and $0.20 on beta: the four cells come to
-	// $0.44. $0.25 covers alpha, alpha, beta ($0.24), not the last beta.
-	out, code := d.flow("sweep", "f.yaml", "--model", "alpha,beta", "--repeat", "2", "--budget-cost", "0.25")
-	if code != 1 {
-		t.Fatalf("a sweep over budget: exit %d, want 1\n%s", code, out)
-	}
-	if !strings.Contains(out, "cost $0.4400–$0.4400 (expected $0.4400)") {
-		t.Errorf("no cost forecast:\n%s", out)
-	}
-	s := d.sweeps()[1]
-	f := s.Snapshot()
-	spent := 0.0
-	for _, c := range f.Cells {
-		switch {
-		case c.Index < 4 && c.Status != sweep.StatusSucceeded:
-			t.Errorf("cell %d: %s %s", c.Index, c.Status, c.Note)
-		case c.Index == 4 && (c.Status != sweep.StatusSkipped || c.Run != "" || !strings.Contains(c.Note, "budget")):
-			t.Errorf("cell 4 was not refused: %+v", c)
-		}
-		if c.Outcome != nil {
-			spent += *c.Outcome.Usage.Cost
-		}
-	}
-	if spent > 0.25 || !near(spent, 0.24) {
-		t.Errorf("spent $%v of $0.25", spent)
-	}
-	if runs, _ := os.ReadDir(s.CellsDir()); len(runs) != 3 {
-		t.Errorf("%d run directories, want 3", len(runs))
-	}
-
-	// Nothing fits in $0.015: no cell starts.
-	if out, code := d.flow("sweep", "f.yaml", "--model", "alpha,beta", "--budget-cost", "0.015"); code != 1 || strings.Contains(out, ": started") {
-		t.Errorf("a budget that covers nothing: exit %d\n%s", code, out)
-	}
-	if runs, _ := os.ReadDir(d.sweeps()[2].CellsDir()); len(runs) != 0 {
-		t.Errorf("%d runs started under a budget that covers none", len(runs))
-	}
 }
 
 // TestSweepReportsSayNotReported: a driver that reports no cost shows "not
