@@ -32,14 +32,14 @@ type Sweep struct {
 
 // Assign is one agent's models in a sweep.
 type Assign struct {
-	Agent  string
-	Models []string
+	Agent  string   `json:"agent"`
+	Models []string `json:"models"`
 }
 
 // Param is one input field a sweep gives each of Values in turn.
 type Param struct {
-	Key    string
-	Values []any
+	Key    string `json:"key"`
+	Values []any  `json:"values"`
 }
 
 // Score is a compiled `sweep.score`: an expression over the run's input

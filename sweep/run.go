@@ -161,6 +161,13 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 
 	s.mu.Lock()
 	r.reserved.add(Budget{Tokens: -reserve.Tokens, Cost: -reserve.Cost})
+	if o.Status == rundir.StatusRunning {
+		c.Note = o.Message // left running: it is not this sweep's to record
+		ev = CellEvent{Cell: *c, Forecast: fc, Of: len(s.f.Cells)}
+		s.mu.Unlock()
+		r.notify(ev)
+		return
+	}
 	c.Outcome = o
 	switch {
 	case o.Status == rundir.StatusSucceeded || o.Status == rundir.StatusFailed:
@@ -194,6 +201,9 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 	switch {
 	case ierr == nil && (info.Status == rundir.StatusSucceeded || info.Status == rundir.StatusFailed):
 		// It ended before the sweep could record it.
+	case ierr == nil && info.Status == rundir.StatusRunning:
+		// Another process (another resume of this sweep) holds its lock.
+		return &Outcome{Status: rundir.StatusRunning, Message: "its run is held by another process: " + info.Why}, nil
 	case ierr == nil && info.Resumable:
 		_, err = engine.Resume(ctx, dir, r.opts.Load, eo)
 	case ierr == nil:

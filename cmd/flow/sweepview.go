@@ -74,6 +74,8 @@ func (a *app) cellLine(ev sweep.CellEvent) {
 		fmt.Fprintf(a.stderr, "%s: started (run %s)\n", name, c.Run)
 	case c.Status == sweep.StatusSkipped:
 		fmt.Fprintf(a.stderr, "%s: not started: %s\n", name, c.Note)
+	case c.Status == sweep.StatusRunning:
+		fmt.Fprintf(a.stderr, "%s: left alone: %s\n", name, c.Note)
 	case c.Outcome != nil:
 		o := c.Outcome
 		what := string(c.Status)
