@@ -2,9 +2,11 @@ package sweep
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -58,6 +60,7 @@ func htmlReport(r *Report) ([]byte, error) {
 type chart struct {
 	W, H, Left, Right, Top, Bottom   int
 	TickX, TickY, MidX, MidY, LabelY int
+	LegendX, LegendY, LegendTextX    int
 	XLabel                           string
 	XTicks, YTicks                   []tick
 	Points                           []point
@@ -70,24 +73,22 @@ type tick struct {
 }
 
 type point struct {
-	Label, Text            string
-	X, Y, Low, High, TextX string
-	Frontier               bool
+	Label, Text                   string
+	X, Y, Low, High, TextX, TextY string
+	Frontier                      bool
 }
 
 func drawChart(r *Report) chart {
 	c := chart{W: 720, H: 400, Left: 80, Right: 560, Top: 20, Bottom: 340}
 	c.TickX, c.TickY, c.MidX, c.MidY, c.LabelY = c.Left-8, c.Bottom+18, (c.Left+c.Right)/2, (c.Top+c.Bottom)/2, c.Bottom+40
+	c.LegendX, c.LegendY, c.LegendTextX = c.Left+6, c.H-10, c.Left+16
 	c.XLabel = map[string]string{"cost": "cost per run (USD)", "tokens": "tokens per run (no cost reported)", "wall": "wall time per run, s (no cost or tokens reported)"}[r.Basis]
 	pts := points(r.Assignments)
 	maxX := 0.0
 	for _, p := range pts {
 		maxX = max(maxX, *p.PerRun)
 	}
-	if maxX == 0 {
-		maxX = 1
-	}
-	maxX *= 1.1
+	maxX = niceCeil(maxX * 1.05)
 	x := func(v float64) float64 { return float64(c.Left) + v/maxX*float64(c.Right-c.Left) }
 	y := func(v float64) float64 { return float64(c.Bottom) - v*float64(c.Bottom-c.Top) }
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
@@ -98,23 +99,18 @@ func drawChart(r *Report) chart {
 		c.XTicks = append(c.XTicks, tick{Pos: num(x(xv)), Label: r.tickText(xv)})
 	}
 	var front []*Row
-	for _, p := range pts {
+	var placed [][3]float64 // labels so far: x from, x to, y
+	for _, p := range byCost(pts) {
+		px, py := x(*p.PerRun), y(*p.SuccessRate)
+		ly := labelY(placed, px+10, px+10+7*float64(len(p.Assignment)), py)
+		placed = append(placed, [3]float64{px + 10, px + 10 + 7*float64(len(p.Assignment)), ly})
 		c.Points = append(c.Points, point{Label: p.Assignment, Frontier: p.Frontier,
 			Text: fmt.Sprintf("%d/%d succeeded, %s per run", p.Successes, p.N, r.perRun(p.PerRun)),
-			X:    num(x(*p.PerRun)), Y: num(y(*p.SuccessRate)), Low: num(y(*p.WilsonLow)), High: num(y(*p.WilsonHigh)), TextX: num(x(*p.PerRun) + 10)})
+			X:    num(px), Y: num(py), Low: num(y(*p.WilsonLow)), High: num(y(*p.WilsonHigh)), TextX: num(px + 10), TextY: num(ly)})
 		if p.Frontier {
 			front = append(front, p)
 		}
 	}
-	slices.SortFunc(front, func(a, b *Row) int {
-		if *a.PerRun != *b.PerRun {
-			if *a.PerRun < *b.PerRun {
-				return -1
-			}
-			return 1
-		}
-		return 0
-	})
 	var line []byte
 	for i, p := range front {
 		if i > 0 {
@@ -126,10 +122,46 @@ func drawChart(r *Report) chart {
 	return c
 }
 
+// byCost sorts rows by their cost per run, cheapest first.
+func byCost(rows []*Row) []*Row {
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, func(a, b *Row) int { return cmp.Compare(*a.PerRun, *b.PerRun) })
+	return out
+}
+
+// labelY moves a point's label down, line by line, until it overlaps no
+// label placed before it.
+func labelY(placed [][3]float64, from, to, y float64) float64 {
+	for moved := true; moved; {
+		moved = false
+		for _, p := range placed {
+			if from < p[1] && p[0] < to && math.Abs(p[2]-y) < 14 {
+				y, moved = p[2]+14, true
+			}
+		}
+	}
+	return y
+}
+
+// niceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten, so that
+// quarters of it are round numbers.
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
 func (r *Report) tickText(v float64) string {
 	switch r.Basis {
 	case "cost":
-		return fmt.Sprintf("$%.3g", v)
+		return "$" + strconv.FormatFloat(v, 'g', 4, 64)
 	case "tokens":
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
