@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"math"
+	"math/big"
 	"slices"
 )
 
@@ -67,18 +68,15 @@ func McNemar(b, c int) float64 {
 	if n == 0 {
 		return 1
 	}
-	tail := 0.0
-	for i := 0; i <= min(b, c); i++ {
-		tail += math.Exp(logChoose(n, i) - float64(n)*math.Ln2)
+	// Exactly, in integers: 2·Σ_{i≤min(b,c)} C(n, i) / 2^n.
+	term, tail := big.NewInt(1), big.NewInt(1)
+	for i := 0; i < min(b, c); i++ {
+		term.Mul(term, big.NewInt(int64(n-i)))
+		term.Quo(term, big.NewInt(int64(i+1)))
+		tail.Add(tail, term)
 	}
-	return min(1, 2*tail)
-}
-
-func logChoose(n, k int) float64 {
-	a, _ := math.Lgamma(float64(n + 1))
-	b, _ := math.Lgamma(float64(k + 1))
-	c, _ := math.Lgamma(float64(n - k + 1))
-	return a - b - c
+	p, _ := new(big.Rat).SetFrac(tail.Lsh(tail, 1), new(big.Int).Lsh(big.NewInt(1), uint(n))).Float64()
+	return min(1, p)
 }
 
 // Percentile returns the p-th quantile (0 ≤ p ≤ 1) of xs by linear
