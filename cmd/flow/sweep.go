@@ -190,9 +190,7 @@ func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, notes []string, pin boo
 	if err != nil {
 		return err
 	}
-	if err := a.printForecastWith(plan, f.Assignments, left, base, history); err != nil {
-		return err
-	}
+	a.warnOverBudget(a.printForecastWith(plan, f.Assignments, left, base, history), f.Budget)
 
 	sigCtx, sigStop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer sigStop()

@@ -152,7 +152,7 @@ nodes:
 	if code != 1 {
 		t.Fatalf("a sweep over budget: exit %d, want 1\n%s", code, out)
 	}
-	if !strings.Contains(out, "cost $0.4400–$0.4400 (expected $0.4400)") {
+	if !strings.Contains(out, "cost $0.4400–$0.4400 (expected $0.4400)") || !strings.Contains(out, "exceeds the budget $0.2500") {
 		t.Errorf("no cost forecast:\n%s", out)
 	}
 	s := d.sweeps()[1]

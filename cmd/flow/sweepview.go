@@ -18,18 +18,19 @@ func (a *app) printForecast(plan *flows.Plan, as []sweep.Assignment, cells int, 
 		return err
 	}
 	fmt.Fprintf(a.stderr, "%d assignment(s), %d cell(s) (one run each)\n", len(as), cells)
-	return a.printForecastWith(plan, as, cells, base, history)
+	a.printForecastWith(plan, as, cells, base, history)
+	return nil
 }
 
 // printForecastWith prints, before anything runs, the worst-case turns and
 // the forecast of tokens and cost for cells runs spread evenly over the
 // assignments; what no earlier run recorded stays unknown.
-func (a *app) printForecastWith(plan *flows.Plan, as []sweep.Assignment, cells int, base flows.Settings, h *sweep.History) error {
+func (a *app) printForecastWith(plan *flows.Plan, as []sweep.Assignment, cells int, base flows.Settings, h *sweep.History) sweep.Outlook {
 	o := sweep.OutlookOf(plan, as, cells, base, h)
 	fmt.Fprintf(a.stderr, "to run: %d cell(s), worst case %d agent turn(s) in all\n", cells, o.Turns)
 	if h.Runs() == 0 {
 		fmt.Fprintf(a.stderr, "forecast: tokens and cost unknown: no earlier run of %s recorded usage\n", plan.Root.Name)
-		return nil
+		return o
 	}
 	tok, usd := "unknown", "unknown"
 	if o.Tokens.Known {
@@ -42,7 +43,18 @@ func (a *app) printForecastWith(plan *flows.Plan, as []sweep.Assignment, cells i
 	if len(o.Missing) > 0 {
 		fmt.Fprintf(a.stderr, "  unknown: no earlier run reported usage for %s\n", strings.Join(o.Missing, ", "))
 	}
-	return nil
+	return o
+}
+
+// warnOverBudget says before anything runs that the forecast exceeds the
+// sweep's budget, so some cells will not start.
+func (a *app) warnOverBudget(o sweep.Outlook, b sweep.Budget) {
+	if b.Cost > 0 && o.Cost.Known && o.Cost.Expected > b.Cost {
+		fmt.Fprintf(a.stderr, "the forecast cost $%.4f exceeds the budget $%.4f: cells it cannot cover will not start\n", o.Cost.Expected, b.Cost)
+	}
+	if b.Tokens > 0 && o.Tokens.Known && o.Tokens.Expected > float64(b.Tokens) {
+		fmt.Fprintf(a.stderr, "the forecast of %.0f tokens exceeds the budget of %d: cells it cannot cover will not start\n", o.Tokens.Expected, b.Tokens)
+	}
 }
 
 func gridText(f *sweep.File) string {
