@@ -32,6 +32,10 @@ type Options struct {
 	// Concurrency caps the agent turns alive at once in the run; default
 	// the flow's concurrency, else 8.
 	Concurrency int
+	// Live, when set, is the cap on live agent turns shared with other
+	// runs (a sweep's cells): a slot is a value sent into it, so its
+	// capacity is the cap, and Concurrency is then ignored.
+	Live chan struct{}
 	// Asker answers `ask` nodes; nil means nobody is at the terminal, so an
 	// ask takes its default and a flow with an ask without one is refused.
 	Asker Asker
@@ -173,7 +177,7 @@ func (o *Options) secrets(plan *flows.Plan) []string {
 }
 
 func (o *Options) snapshotSettings() rundir.Settings {
-	s := rundir.Settings{Model: o.Settings.Model, Concurrency: o.Concurrency, WorkDir: o.WorkDir, Config: o.Config}
+	s := rundir.Settings{Model: o.Settings.Model, Models: o.Settings.Models, Concurrency: o.Concurrency, WorkDir: o.WorkDir, Config: o.Config}
 	if o.Settings.Timeout > 0 {
 		s.Timeout = o.Settings.Timeout.String()
 	}
@@ -186,8 +190,11 @@ func (o *Options) snapshotSettings() rundir.Settings {
 // run walks the plan with w open, and closes w. earlier holds the facts of
 // earlier attempts when the run resumes; notes are said as it starts.
 func run(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, input any, earlier []*Fact, notes ...string) (res *Result, err error) {
-	r := &runner{plan: plan, opts: opts, dir: w, live: make(chan struct{}, opts.Concurrency),
+	r := &runner{plan: plan, opts: opts, dir: w, live: opts.Live,
 		sessions: map[rundir.Scope]*session{}, minTurn: map[string]int64{}}
+	if r.live == nil {
+		r.live = make(chan struct{}, opts.Concurrency)
+	}
 	defer func() {
 		// A run ends every process it started, daemons a step left included.
 		endLeftovers(r.opts.RunID)
@@ -205,7 +212,8 @@ func run(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, 
 		r.emit(&Event{Type: rundir.EventNote, Message: n})
 	}
 	fr := (&frame{calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
-	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, map[string]any{"input": input}, "")
+	values := map[string]any{"input": input} // the root sequence adds each node's value by id
+	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, values, "")
 	shown := filepath.Join(opts.RunsDir, opts.RunID) // as the user named it
 	// What the caller prints is as redacted as what the run directory
 	// holds.
@@ -216,7 +224,7 @@ func run(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, 
 	// has: it goes to output.json, not into the journal a second time.
 	endErr := w.Fact(&Fact{Type: rundir.FactRun, Time: time.Now(), RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall})
 	r.emit(&Event{Type: rundir.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown})
-	return res, errors.Join(endErr, w.Finish(out))
+	return res, errors.Join(endErr, w.WriteValues(values), w.Finish(out))
 }
 
 // redactFailure returns f with its messages redacted, as a copy when it
@@ -277,6 +285,12 @@ func (r *runner) total() Usage {
 	defer r.mu.Unlock()
 	return r.usage
 }
+
+// CheckInput checks a run's input against the flow's declared input and
+// fills in its defaults, as Execute does before anything runs; a sweep
+// checks every cell's input so before its first cell starts. A misfit is
+// an *InputError.
+func CheckInput(f *flows.Flow, in any) (any, error) { return checkInput(f, in) }
 
 // checkInput is flows.Flow.CheckInput with the engine's representation of
 // numbers (normalize), its fault an *InputError.

@@ -139,42 +139,4 @@ func parseTyped(answer string, t *schema.Type) (any, error) {
 
 // normalize converts decoded JSON to the types expressions were checked
 // against: whole numbers where the type says integer.
-func normalize(t *schema.Type, v any) any {
-	switch t.Kind {
-	case schema.TInteger:
-		if f, ok := v.(float64); ok {
-			return int(f)
-		}
-		if i, ok := v.(int64); ok {
-			return int(i)
-		}
-	case schema.TNumber:
-		if i, ok := v.(int64); ok {
-			return float64(i)
-		}
-	case schema.TList:
-		if l, ok := v.([]any); ok {
-			out := make([]any, len(l))
-			for i, x := range l {
-				out[i] = normalize(t.Elem, x)
-			}
-			return out
-		}
-	case schema.TObject:
-		if m, ok := v.(map[string]any); ok {
-			out := make(map[string]any, len(m))
-			for k, x := range m {
-				out[k] = x
-			}
-			for _, f := range t.Fields {
-				if x, ok := m[f.Name]; ok {
-					out[f.Name] = normalize(f.Type, x)
-				} else {
-					out[f.Name] = nil
-				}
-			}
-			return out
-		}
-	}
-	return v
-}
+func normalize(t *schema.Type, v any) any { return t.Normalize(v) }

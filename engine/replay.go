@@ -18,7 +18,8 @@ import (
 // outcome and is not run again. Processes the dead engine left are ended
 // first. load says where agents come from and which drivers exist; opts
 // gives the drivers, the live view and a new --timeout (Settings.Timeout)
-// if any; its RunID, RunsDir, Input and Settings.Model are the run's own.
+// if any; its RunID, RunsDir, Input and Settings.Model and Models are the
+// run's own.
 func Resume(ctx context.Context, dir string, load flows.Options, opts Options) (*Result, error) {
 	info, err := rundir.Inspect(dir)
 	if err != nil {
@@ -39,7 +40,7 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts Options) (
 	if opts.Settings.Timeout == 0 {
 		opts.Settings.Timeout = timeout
 	}
-	opts.Settings.Model, opts.Settings.TurnTimeout = snap.Settings.Model, turnTimeout
+	opts.Settings.Model, opts.Settings.Models, opts.Settings.TurnTimeout = snap.Settings.Model, snap.Settings.Models, turnTimeout
 	opts.Input, opts.WorkDir, opts.Config = snap.Input, snap.Settings.WorkDir, snap.Settings.Config
 	opts.RunID, opts.RunsDir = info.ID, filepath.Dir(dir)
 	if opts.Concurrency <= 0 {

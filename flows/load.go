@@ -169,6 +169,11 @@ func (l *loader) flow(file string, src []byte) *Flow {
 	f.Nodes = c.sequence(doc.Nodes, (*scope)(nil).with("input", inputT), nil)
 	f.Schedule = l.schedule(f, doc.Schedule)
 	c.costWarnings(f.Nodes, f.Budget != nil && f.Budget.Cost > 0)
+	if len(doc.Models) > 0 || doc.Sweep != nil {
+		used := l.plan.usedAgents(f.Nodes)
+		f.Models = c.models(doc.Models, used)
+		f.Sweep = c.sweep(doc.Sweep, used, inputT)
+	}
 	if len(f.Nodes) > 0 {
 		f.Output = f.Nodes[len(f.Nodes)-1].Output
 	} else {

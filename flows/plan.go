@@ -21,11 +21,13 @@ type Plan struct {
 
 // Flow is one compiled flow file.
 type Flow struct {
-	Name        string
-	File        string
-	Doc         *schema.Flow
-	Input       *schema.Type // nil: the input is a string
-	Model       string
+	Name  string
+	File  string
+	Doc   *schema.Flow
+	Input *schema.Type // nil: the input is a string
+	Model string
+	// Models is the flow's `models:`, by agent name: what a sweep pins.
+	Models      map[string]string
 	Timeout     time.Duration // 0: not set here
 	Budget      *Budget
 	Concurrency int // 0: not set here
@@ -33,6 +35,8 @@ type Flow struct {
 	Schedule    *Schedule // nil: not scheduled
 	// Output is the type of the flow's result: its last node's output.
 	Output *schema.Type
+	// Sweep is the flow's `sweep:` section, or nil.
+	Sweep *Sweep
 }
 
 // Budget is what a flow or node may spend; a zero field is unbounded.

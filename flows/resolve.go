@@ -9,12 +9,16 @@ const (
 )
 
 // Settings are the run-wide overrides that take precedence over the flow
-// files (SPEC 3.6): the command line's --model and --timeout, and the
-// configuration's default bound on a turn. The engine and `flow plan`
-// resolve models and timeouts through the same methods, so what the plan
-// shows is what a run does.
+// files (SPEC 3.6): the command line's --model and --timeout, a sweep
+// cell's models, and the configuration's default bound on a turn. The
+// engine and `flow plan` resolve models and timeouts through the same
+// methods, so what the plan shows is what a run does.
 type Settings struct {
-	Model       string        // --model: every agent on this model
+	Model string // --model, or a sweep cell's model: every agent on this model
+	// Models are a sweep cell's models by agent name (--assign): each wins
+	// over everything else for its agent, Model included, so that nothing
+	// pinned in a flow or an agent file leaks into a comparison (SPEC 8).
+	Models      map[string]string
 	Timeout     time.Duration // --timeout: the bound on every turn
 	TurnTimeout time.Duration // the configuration's `timeout`; 0 means DefaultTurnTimeout
 }
@@ -29,14 +33,21 @@ type Calls struct {
 // Call returns the chain inside a call of f from c.
 func (c *Calls) Call(f *Flow) *Calls { return &Calls{Flow: f, Caller: c} }
 
-// ResolveModel resolves the model of a turn of agent a in c: --model, then the
-// flow's model, then each calling flow's, then the agent's own; "" leaves
-// it to the driver.
+// ResolveModel resolves the model of a turn of agent a in c (SPEC 3.6): a
+// sweep cell's model for the agent, --model, then in the agent's flow its
+// `models:` entry and then its `model:`, then the same in each calling
+// flow, then the agent's own; "" leaves it to the driver.
 func (s Settings) ResolveModel(c *Calls, a *Agent) string {
+	if m := s.Models[a.Name]; m != "" {
+		return m
+	}
 	if s.Model != "" {
 		return s.Model
 	}
 	for ; c != nil; c = c.Caller {
+		if m := c.Flow.Models[a.Name]; m != "" {
+			return m
+		}
 		if c.Flow.Model != "" {
 			return c.Flow.Model
 		}

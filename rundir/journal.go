@@ -17,6 +17,7 @@ const (
 	snapshotFile = "snapshot.json"
 	lockFile     = "lock.json"
 	outputFile   = "output.json"
+	valuesFile   = "values.json"
 	usageFile    = "usage.json"
 	reportFile   = "report.html"
 	homesDir     = "home"

@@ -34,11 +34,13 @@ type SnapshotFlow struct {
 // Settings are the run-wide settings as resolved when the run started:
 // the command line's overrides and the configuration (without secrets).
 type Settings struct {
-	Model       string `json:"model"`
-	Timeout     string `json:"timeout"`         // --timeout, "" if not given
-	TurnTimeout string `json:"default_timeout"` // the configuration's bound on a turn
-	Concurrency int    `json:"concurrency"`
-	WorkDir     string `json:"workdir"`
+	Model string `json:"model"`
+	// Models are a sweep cell's models by agent (flows.Settings.Models).
+	Models      map[string]string `json:"models,omitempty"`
+	Timeout     string            `json:"timeout"`         // --timeout, "" if not given
+	TurnTimeout string            `json:"default_timeout"` // the configuration's bound on a turn
+	Concurrency int               `json:"concurrency"`
+	WorkDir     string            `json:"workdir"`
 	// Config is the resolved configuration, secrets left out.
 	Config map[string]any `json:"config,omitempty"`
 }

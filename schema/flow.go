@@ -17,6 +17,8 @@ type Flow struct {
 	Description   String
 	Input         *Type // nil: the input is a string
 	Model         String
+	Models        []ModelPin // `models:`, in file order
+	ModelsPos     Pos
 	Timeout       Duration
 	Budget        *Budget
 	Concurrency   Int
@@ -24,6 +26,7 @@ type Flow struct {
 	InlineAgents  []*AgentDoc
 	ProjectAgents Bool
 	Schedule      *Schedule
+	Sweep         *Sweep
 	Nodes         []*Node
 	NodesPos      Pos
 }
@@ -73,6 +76,9 @@ func ParseFlow(file string, src []byte) (*Flow, Diagnostics) {
 			f.Input = r.typeExpr(e.value, "input")
 		case "model":
 			f.Model = r.str(e.value, "model")
+		case "models":
+			f.ModelsPos = r.pos(e.keyN)
+			f.Models = r.models(e.value)
 		case "timeout":
 			f.Timeout = r.duration(e.value, "timeout")
 		case "budget":
@@ -92,6 +98,8 @@ func ParseFlow(file string, src []byte) (*Flow, Diagnostics) {
 			f.ProjectAgents = r.boolean(e.value, "project_agents")
 		case "schedule":
 			f.Schedule = r.schedule(e.value)
+		case "sweep":
+			f.Sweep = r.sweep(e.value)
 		case "nodes":
 			hasNodes = true
 			f.NodesPos = r.pos(e.keyN)

@@ -94,12 +94,14 @@ name: all
 description: d
 input: {goal: string, focus?: [string], n: {type: integer, default: 3}}
 model: ""
+models: {scout: m1, writer: m2}
 timeout: 1h30m
 budget: {tokens: 2000000, cost: 5.00}
 concurrency: 4
 agents: [./agents, {name: x, description: d, driver: exec, command: [./x.sh], instructions: hi}]
 project_agents: false
 schedule: {cron: "@every 10m", input: {goal: g}, overlap: queue}
+sweep: {models: [a, b], assign: {scout: [c, d], writer: e}, inputs: tasks.jsonl, params: {n: [1, 2]}, repeat: 3, score: review.ok, baseline: a scout=c}
 nodes:
   - id: look
     map: input.focus
@@ -176,6 +178,14 @@ nodes: [{id: a, run: x}]`, false},
 		{"exec agent without command", `
 name: x
 nodes: [{id: a, agent: {name: n, description: d, driver: exec}, prompt: p}]`, false},
+		{"sweep with an unknown key", `
+name: x
+sweep: {model: [a]}
+nodes: [{id: a, run: x}]`, false},
+		{"sweep repeat 0", `
+name: x
+sweep: {repeat: 0}
+nodes: [{id: a, run: x}]`, false},
 		{"negative budget", `
 name: x
 budget: {cost: -1}

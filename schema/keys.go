@@ -3,8 +3,8 @@ package schema
 // The keys each document type accepts. The decoder rejects any other key
 // (with a "did you mean"), and a test holds flow.schema.json to the same sets.
 var (
-	flowKeys = []string{"name", "description", "input", "model", "timeout", "budget", "concurrency",
-		"agents", "project_agents", "schedule", "nodes"}
+	flowKeys = []string{"name", "description", "input", "model", "models", "timeout", "budget", "concurrency",
+		"agents", "project_agents", "schedule", "sweep", "nodes"}
 	nodeKindKeys = []string{"agent", "run", "choice", "parallel", "map", "loop", "flow", "ask"}
 	nodeKeys     = append(append([]string{"id"}, nodeKindKeys...),
 		"prompt", "reads", "output", "memory", "retry", "timeout", "on_fail", "budget", "env",
@@ -12,6 +12,7 @@ var (
 	loopKeys     = []string{"until", "max"}
 	budgetKeys   = []string{"tokens", "cost"}
 	scheduleKeys = []string{"cron", "tz", "input", "overlap", "catchup"}
+	sweepKeys    = []string{"models", "assign", "inputs", "params", "repeat", "score", "baseline"}
 	agentKeys    = []string{"name", "description", "driver", "model", "thinking", "tools", "command",
 		"base_url", "api_key_env", "instructions"}
 )
@@ -24,6 +25,7 @@ func Keys() map[string][]string {
 		"loop":     loopKeys,
 		"budget":   budgetKeys,
 		"schedule": scheduleKeys,
+		"sweep":    sweepKeys,
 		"agent":    agentKeys,
 	}
 }

@@ -197,7 +197,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	root.PersistentFlags().Bool("project-agents", false, "load the repository's own agents (.flow/agents, .pi/agents, .claude/agents)")
 	root.AddCommand(a.runCmd(), a.validateCmd(), a.planCmd(), a.schemaCmd(), a.agentsCmd(),
-		a.resumeCmd(), a.runsCmd(), a.showCmd(), a.tailCmd(), a.serveCmd())
+		a.resumeCmd(), a.runsCmd(), a.showCmd(), a.tailCmd(), a.serveCmd(), a.sweepCmd(), a.pinCmd())
 	// cobra adds these when it executes; added now, their arguments are
 	// checked as every other command's.
 	root.InitDefaultHelpCmd()
@@ -213,6 +213,7 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 	v := a.cfg
 	v.SetDefault("driver", "pi")
 	v.SetDefault("runs_dir", filepath.Join(".flow", "runs"))
+	v.SetDefault("sweeps_dir", filepath.Join(".flow", "sweeps"))
 	v.SetDefault("concurrency", 0)
 	v.SetDefault("timeout", "30m") // a turn that nothing else bounds
 	v.SetDefault("project_agents", false)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -43,6 +44,9 @@ func (a *app) planCmd() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "%s  (worst case: %d turns, %s)\n", plan.Root.Name, est.Turns, est.Time)
 			printEstimate(a.stdout, est, "  ")
+			if sw := plan.Root.Sweep; sw != nil {
+				fmt.Fprintf(a.stdout, "sweep: %s (flow sweep %s runs it; --dry-run forecasts it)\n", sweepText(sw), args[0])
+			}
 			return nil
 		},
 	}
@@ -51,6 +55,36 @@ func (a *app) planCmd() *cobra.Command {
 	cmd.Flags().StringVar(&model, "model", "", "assume this --model for every agent")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "assume this --timeout for every agent turn")
 	return cmd
+}
+
+// sweepText describes a flow's sweep: section in one line.
+func sweepText(sw *flows.Sweep) string {
+	var parts []string
+	if len(sw.Models) > 0 {
+		parts = append(parts, "models "+strings.Join(sw.Models, ", "))
+	}
+	for _, as := range sw.Assign {
+		parts = append(parts, as.Agent+" on "+strings.Join(as.Models, ", "))
+	}
+	switch {
+	case sw.Inputs != "":
+		parts = append(parts, "tasks from "+filepath.Base(sw.Inputs))
+	case sw.HasTasks:
+		parts = append(parts, fmt.Sprintf("%d task(s)", len(sw.Tasks)))
+	}
+	for _, p := range sw.Params {
+		parts = append(parts, fmt.Sprintf("%s over %d value(s)", p.Key, len(p.Values)))
+	}
+	if sw.Repeat > 1 {
+		parts = append(parts, fmt.Sprintf("repeat %d", sw.Repeat))
+	}
+	if sw.Score != nil {
+		parts = append(parts, "score "+sw.Score.Source)
+	}
+	if len(parts) == 0 {
+		return "declared, with nothing to vary"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // plannedNode is one node of `flow plan --json`.

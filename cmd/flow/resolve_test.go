@@ -12,9 +12,10 @@ import (
 )
 
 // TestPlanAndRunResolveAlike holds `flow plan` to what `flow run` does: for
-// every node of every example, and of a called flow with models and
-// timeouts at every level, the model and timeout the plan shows are the
-// ones the run journals, with and without --model and --timeout.
+// every node of every example, and of a called flow with models (model:
+// and models:) and timeouts at every level, the model and timeout the plan
+// shows are the ones the run journals, with and without --model and
+// --timeout.
 func TestPlanAndRunResolveAlike(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -25,20 +26,25 @@ func TestPlanAndRunResolveAlike(t *testing.T) {
 	writeFiles(t, own, map[string]string{
 		"caller.yaml": `name: caller
 model: caller-model
+models: {other: caller-pin}
 timeout: 3m
 agents:
   - {name: pinned, description: has a model, driver: exec, model: agent-model, command: [cat]}
   - {name: plain, description: has none, driver: exec, command: [cat]}
+  - {name: other, description: has a model, driver: exec, model: other-model, command: [cat]}
 nodes:
   - {id: a, agent: plain, prompt: x}
   - {id: b, flow: callee}
   - {id: c, run: [echo, c]}
+  - {id: i, agent: other, prompt: x}
 `,
 		"callee.yaml": `name: callee
+models: {plain: callee-pin}
 nodes:
   - {id: d, agent: pinned, prompt: x, timeout: 40s}
   - {id: e, agent: plain, prompt: x}
   - {id: f, flow: leaf}
+  - {id: j, agent: other, prompt: x}
 `,
 		"leaf.yaml": `name: leaf
 model: leaf-model

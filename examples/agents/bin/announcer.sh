@@ -14,4 +14,6 @@ if [ -z "$report" ]; then
   echo "No changes since the last release."
   exit 0
 fi
-printf '%b\n' "$report" | sed '/^$/d' | head -n 10 | sed 's/^\([0-9a-f]*\) /- /'
+# awk takes the first ten lines itself: `head` would close the pipe early,
+# and under pipefail a writer cut off by SIGPIPE fails the turn.
+printf '%b\n' "$report" | awk 'NF && n++ < 10 { sub(/^[0-9a-f]+ /, "- "); print }'
