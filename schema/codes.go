@@ -39,4 +39,5 @@ const (
 	CodeUnknownKey   Code = "unknown-key"   // a key flow does not know
 	CodeValue        Code = "value"         // a key that takes one of a few words has another
 	CodeYAML         Code = "yaml"          // the file is not YAML flow can read: a syntax error, several documents, a merge key
+	CodeIsolation    Code = "isolation"     // isolation: worktree outside a git repository or inside another isolated scope, or land:/repo: without it
 )
