@@ -41,6 +41,10 @@ type Options struct {
 	Config map[string]any
 	// Backoff is the first retry delay (doubling, capped at 30 s); default 1 s.
 	Backoff time.Duration
+
+	// repos are the commits the run started at, by repository (the
+	// snapshot's Repos): where isolated scopes begin.
+	repos map[string]string
 }
 
 // Asker asks the person running the flow a question.
@@ -91,6 +95,8 @@ func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, erro
 	}
 	opts.RunID = w.ID()
 	snap := rundir.NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings())
+	snap.Repos = startCommits(ctx, plan, opts.WorkDir)
+	opts.repos = snap.Repos
 	if err := w.WriteSnapshot(snap); err != nil {
 		_ = w.Close()
 		return nil, err
@@ -142,7 +148,7 @@ func (o *Options) snapshotSettings() rundir.Settings {
 // earlier attempts when the run resumes; notes are said as it starts.
 func run(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, input any, earlier []*Fact, notes ...string) (res *Result, err error) {
 	r := &runner{plan: plan, opts: opts, dir: w, live: make(chan struct{}, opts.Concurrency),
-		sessions: map[rundir.Scope]*session{}, minTurn: map[string]int64{}}
+		sessions: map[rundir.Scope]*session{}, minTurn: map[string]int64{}, wt: newWorktrees(opts.repos)}
 	defer func() {
 		// A run ends every process it started, daemons a step left included.
 		endLeftovers(r.opts.RunID)
@@ -161,6 +167,7 @@ func run(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, 
 	}
 	fr := (&frame{calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
 	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, map[string]any{"input": input}, "")
+	r.closeOwned(ctx, "_flow")
 	shown := filepath.Join(opts.RunsDir, opts.RunID) // as the user named it
 	res = &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: out, Failure: fail, Usage: r.total()}
 	wall := time.Since(start).Milliseconds()
@@ -184,6 +191,8 @@ type runner struct {
 	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
 	minTurn  map[string]int64 // the smallest turn (tokens) of each agent so far
 	usage    Usage            // what every visit spent, earlier attempts' included
+
+	wt *worktrees // isolated scopes and their repositories (SPEC 11)
 }
 
 // emit writes an event and hands it to OnEvent.

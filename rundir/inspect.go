@@ -26,9 +26,12 @@ type RunInfo struct {
 	Failure *Failure  `json:"error,omitempty"`
 	// Resumable says whether flow resume may continue the run; Why says
 	// why not when it may not.
-	Resumable bool    `json:"resumable"`
-	Why       string  `json:"why,omitempty"`
-	Facts     []*Fact `json:"-"`
+	Resumable bool   `json:"resumable"`
+	Why       string `json:"why,omitempty"`
+	// Worktrees are the worktrees of isolated scopes the run made and did
+	// not remove: kept on failure, for flow resume or flow gc.
+	Worktrees []*Worktree `json:"worktrees,omitempty"`
+	Facts     []*Fact     `json:"-"`
 }
 
 // Inspect reads the run in dir.
@@ -42,6 +45,7 @@ func Inspect(dir string) (*RunInfo, error) {
 		return nil, err
 	}
 	info.Facts = facts
+	info.Worktrees = Kept(facts)
 	return info, nil
 }
 
