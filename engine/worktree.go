@@ -265,6 +265,9 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 	if sc.path == "" {
 		sc.path = r.dir.Worktree(sc.name)
 	}
+	if err := r.dir.KeepOutOfGit(); err != nil {
+		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
+	}
 	if sc.branch == "" {
 		sc.branch = r.branchName(sc.name)
 	}

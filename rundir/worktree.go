@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -101,6 +102,18 @@ func Kept(facts []*Fact) []*Worktree {
 // is not created here: git makes it.
 func (w *Writer) Worktree(scope string) string {
 	return filepath.Join(w.dir, worktreesDir, filepath.FromSlash(scopeDir(scope)))
+}
+
+// KeepOutOfGit writes a .gitignore that ignores the whole run directory:
+// a run that makes worktrees under the working tree of the repository they
+// belong to (the default place of runs) must not have them added to it as
+// embedded repositories by the user's next `git add -A`. It is idempotent.
+func (w *Writer) KeepOutOfGit() error {
+	path := filepath.Join(w.dir, ".gitignore")
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	return os.WriteFile(path, []byte("# flow: a run directory is not part of the repository\n*\n"), 0o644)
 }
 
 // scopeDir names a scope's directory without the characters that need
