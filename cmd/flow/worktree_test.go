@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -247,4 +249,56 @@ nodes:
 	if err == nil || !strings.Contains(string(out), "build: unavailable") || !strings.Contains(string(out), "git is not installed") {
 		t.Fatalf("flow run without git: %v\n%s", err, out)
 	}
+}
+
+// writeTool is a tool call, in each CLI's own terms, that writes a file
+// into the agent's working directory.
+var writeTool = map[string]*modelserver.ToolCall{
+	"pi":     {Name: "bash", Arguments: `{"command":"echo written > by-agent.txt"}`},
+	"claude": {Name: "Bash", Arguments: `{"command":"echo written > by-agent.txt","description":"write a file"}`},
+	"codex":  {Name: "exec_command", Arguments: `{"cmd":"echo written > by-agent.txt"}`},
+}
+
+// TestDriverWritesInItsWorktree: each agent CLI works in the isolated
+// visit's worktree — a file its tool writes lands on flow/<run-id>, and the
+// repository's own working tree never sees it; the turn says where it is.
+func TestDriverWritesInItsWorktree(t *testing.T) {
+	eachDriver(t, func(t *testing.T, dc driverCase) {
+		tool := writeTool[dc.name]
+		var replies []modelserver.Reply
+		if tool != nil {
+			replies = append(replies, modelserver.Reply{Text: "Writing.", ToolCall: tool, Input: 100, Output: 10})
+		}
+		replies = append(replies, modelserver.Reply{Text: "Done.", Input: 100, Output: 5})
+		s := modelserver.Start(t, replies...)
+		env, frontmatter := dc.setup(t, s.URL())
+		env = append(append(env, gitEnv(t)...), "FLOW_TEST_MODEL_KEY="+cliKey)
+		agent := "---\nname: helper\ndescription: Helps with the test\ndriver: " + dc.name +
+			"\nmodel: test-model\ntools: read, ls, bash\n" + frontmatter + "---\nYou help, briefly.\n"
+		dir := repoWith(t, env, map[string]string{"agents/helper.md": agent, "README": "x\n", "f.yaml": `name: f
+agents: [./agents]
+nodes:
+  - {id: work, agent: helper, isolation: worktree, prompt: Write by-agent.txt with a tool.}
+`})
+		out, err := flowIn(t, env, dir, "run", "f.yaml")
+		if err != nil {
+			t.Fatalf("flow run: %v\n%s", err, out)
+		}
+		runs, _ := filepath.Glob(filepath.Join(dir, ".flow", "runs", "*"))
+		runID := filepath.Base(runs[0])
+		if !slices.ContainsFunc(bodies(s, dc), func(b string) bool { return strings.Contains(b, "worktrees/work") && strings.Contains(b, "a git worktree of its own") }) {
+			t.Error("the turn did not state the worktree it works in")
+		}
+		if tool != nil {
+			if got := gitCmd(t, env, dir, "show", "flow/"+runID+":by-agent.txt"); got != "written" {
+				t.Errorf("by-agent.txt on flow/%s: %q", runID, got)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, "by-agent.txt")); err == nil {
+			t.Error("the agent wrote into the repository's own working tree")
+		}
+		if got := gitCmd(t, env, dir, "status", "--porcelain"); got != "" {
+			t.Errorf("the working tree changed:\n%s", got)
+		}
+	})
 }
