@@ -235,7 +235,7 @@ func (r *runner) isolated(ctx context.Context, fr *frame, n *flows.Node, vars ma
 		return nil, noWorktree(), fail
 	}
 	out, fail := body(gfr.inScope(sc))
-	wt, lfail := r.endScope(ctx, gfr, sc, fail == nil, path)
+	wt, lfail := r.endScope(ctx, gfr, n, sc, fail == nil, path)
 	if fail == nil {
 		fail = lfail
 	}

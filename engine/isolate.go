@@ -43,7 +43,7 @@ func (r *runner) work(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 			return &outcome{fail: fail, worktree: noWorktree()}
 		}
 		o := r.dispatch(ctx, fr.inScope(sc), n, vars, path)
-		wt, lfail := r.endScope(ctx, fr, sc, o.fail == nil, path)
+		wt, lfail := r.endScope(ctx, fr, n, sc, o.fail == nil, path)
 		o.worktree = wt
 		if o.fail == nil {
 			o.fail = lfail
@@ -85,13 +85,16 @@ func (r *runner) inWorktree(ctx context.Context, fr *frame, sc *wtScope, n *flow
 func (r *runner) landLeaf(ctx context.Context, fr *frame, n *flows.Node, path string, o *outcome) {
 	sc := o.land
 	o.land = nil
-	rec, fail := r.land(ctx, fr, sc, path)
+	rec, fail := r.land(ctx, fr, sc, path, true)
 	var files []string
 	if o.wt != nil {
 		files = o.wt.Files
 	}
 	sc.mu.Lock()
 	sc.failed = fail != nil
+	if rec != nil {
+		sc.landed = rec.Land
+	}
 	sc.mu.Unlock()
 	if rec != nil {
 		r.afterLanding(ctx, sc, rec)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -75,17 +76,18 @@ func (r *runner) waitTurn(ctx context.Context, fr *frame, visit string) *Failure
 // its turn, and journals how it went (FactLand, for visit). It returns the
 // landing, and a failure: `conflict`, or why it could not land. A landing
 // an earlier attempt recorded is not done again; a conflict is tried again
-// (from the branch's head: the user may have resolved it there).
-func (r *runner) land(ctx context.Context, fr *frame, sc *wtScope, visit string) (*rundir.Worktree, *Failure) {
+// when retry says the flow did not go on from it (from the branch's head:
+// the user may have resolved it there).
+func (r *runner) land(ctx context.Context, fr *frame, sc *wtScope, visit string, retry bool) (*rundir.Worktree, *Failure) {
 	if f := r.waitTurn(ctx, fr, visit); f != nil {
 		return nil, f
 	}
-	retry := false
 	if prev := r.earlierLanding(visit); prev != nil && prev.Worktree != nil {
-		if prev.Worktree.Land != rundir.LandConflict {
-			return prev.Worktree, nil
+		if prev.Worktree.Land != rundir.LandConflict || !retry {
+			return prev.Worktree, prev.Error
 		}
-		retry = true
+	} else {
+		retry = false
 	}
 	sc.mu.Lock()
 	made := sc.made
@@ -174,11 +176,11 @@ func (r *runner) earlierLanding(visit string) *Fact {
 // worktree goes (its branch too once landed); one that failed, or
 // conflicted, keeps both for the user. It returns x.worktree of the scope
 // and a failure of the landing.
-func (r *runner) endScope(ctx context.Context, fr *frame, sc *wtScope, ok bool, visit string) (map[string]any, *Failure) {
+func (r *runner) endScope(ctx context.Context, fr *frame, n *flows.Node, sc *wtScope, ok bool, visit string) (map[string]any, *Failure) {
 	if !ok {
 		return sc.value(false), nil
 	}
-	rec, fail := r.land(ctx, fr, sc, visit)
+	rec, fail := r.land(ctx, fr, sc, visit, !n.Continue)
 	if rec == nil {
 		return sc.value(false), fail
 	}
@@ -200,21 +202,17 @@ func (r *runner) afterLanding(ctx context.Context, sc *wtScope, rec *rundir.Work
 // at path, has ended, unless their last visit failed or conflicted.
 func (r *runner) closeOwned(ctx context.Context, path string) {
 	r.wt.mu.Lock()
-	var owned []*wtScope
-	for _, sc := range r.wt.scopes {
-		if sc.memory && sc.owner == path {
-			owned = append(owned, sc)
-		}
-	}
+	owned := r.wt.owned[path]
+	delete(r.wt.owned, path)
 	r.wt.mu.Unlock()
 	for _, sc := range owned {
 		sc.mu.Lock()
-		keep := sc.failed
+		keep, drop := sc.failed, sc.landed == rundir.Landed
 		sc.mu.Unlock()
 		if keep {
 			continue
 		}
-		if err := r.remove(ctx, sc, sc.land != "none"); err != nil {
+		if err := r.remove(ctx, sc, drop); err != nil {
 			r.emit(&Event{Type: rundir.EventNote, Message: "warning: " + err.Error()})
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/proc"
@@ -82,6 +83,11 @@ func (r *runner) replay(facts []*Fact) {
 	r.ended = map[string]*Fact{}
 	for _, w := range rundir.Worktrees(facts) {
 		r.wt.earlier[w.Scope] = w
+		// A memory scope's worktree goes when its owner ends, also when
+		// every visit of it replays.
+		if owner, _, memory := strings.Cut(w.Scope, "@"); memory && w.Path != "" && !w.Removed {
+			r.scope(w.Scope, "", "", true, owner)
+		}
 	}
 	for _, f := range facts {
 		if f.Type == rundir.FactLand {

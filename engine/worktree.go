@@ -30,11 +30,14 @@ type worktrees struct {
 	// the last land fact of each visit (resume).
 	earlier map[string]*rundir.Worktree
 	landed  map[string]*Fact
+	// owned are the memory scopes by the path of the visit whose end ends
+	// them.
+	owned map[string][]*wtScope
 }
 
 func newWorktrees(starts map[string]string) *worktrees {
 	return &worktrees{repos: map[string]*wtRepo{}, scopes: map[string]*wtScope{}, starts: starts,
-		earlier: map[string]*rundir.Worktree{}, landed: map[string]*Fact{}}
+		earlier: map[string]*rundir.Worktree{}, landed: map[string]*Fact{}, owned: map[string][]*wtScope{}}
 }
 
 // wtRepo is one repository, opened on first use: its integration branch
@@ -71,9 +74,10 @@ type wtScope struct {
 	made   bool // made in this attempt or an earlier one
 	gone   bool // removed
 	base   string
-	head   string   // the last checkpoint, or what landed
-	files  []string // every file the scope changed
-	failed bool     // its last visit failed: keep it for the user
+	head   string         // the last checkpoint, or what landed
+	files  []string       // every file the scope changed
+	failed bool           // its last visit failed: keep it for the user
+	landed rundir.Landing // how its last landing went
 }
 
 // startCommits records, before the run starts, the commit checked out in
@@ -148,6 +152,9 @@ func (r *runner) scope(name, land, repoDir string, memory bool, owner string) *w
 	r.wt.mu.Lock()
 	defer r.wt.mu.Unlock()
 	if sc := r.wt.scopes[name]; sc != nil {
+		if sc.land == "" { // made by replay, before its node said how it lands
+			sc.land, sc.repoDir = land, repoDir
+		}
 		return sc
 	}
 	sc := &wtScope{name: name, land: land, memory: memory, owner: owner, repoDir: repoDir}
@@ -155,8 +162,15 @@ func (r *runner) scope(name, land, repoDir string, memory bool, owner string) *w
 		sc.branch, sc.path, sc.base, sc.head, sc.gone = rec.Branch, rec.Path, rec.Base, rec.Commit, rec.Removed
 		sc.made = rec.Path != ""
 		sc.files = slices.Clone(rec.Files)
+		sc.landed, sc.failed = rec.Land, rec.Land == rundir.LandConflict
+		if sc.repoDir == "" {
+			sc.repoDir = rec.Repo
+		}
 	}
 	r.wt.scopes[name] = sc
+	if memory {
+		r.wt.owned[owner] = append(r.wt.owned[owner], sc)
+	}
 	return sc
 }
 

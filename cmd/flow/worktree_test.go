@@ -164,6 +164,11 @@ func TestKillNineWhileWritersRunThenResume(t *testing.T) {
 		t.Fatalf("after kill -9: %v %+v", err, info)
 	}
 
+	// The dead run's worktrees block no other run of the repository.
+	if out, err := flowIn(t, append(env, "MARKS="+t.TempDir()), dir, "run", "two.yaml"); err != nil {
+		t.Fatalf("another run beside the dead one: %v\n%s", err, out)
+	}
+
 	resumed, err := flowIn(t, append(env, "MARKS="+marks), dir, "resume", runID)
 	if err != nil {
 		t.Fatalf("flow resume: %v\n%s", err, resumed)
