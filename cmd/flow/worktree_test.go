@@ -291,7 +291,9 @@ nodes:
 		}
 		runs, _ := filepath.Glob(filepath.Join(dir, ".flow", "runs", "*"))
 		runID := filepath.Base(runs[0])
-		if !slices.ContainsFunc(bodies(s, dc), func(b string) bool { return strings.Contains(b, "worktrees/work") && strings.Contains(b, "a git worktree of its own") }) {
+		if !slices.ContainsFunc(bodies(s, dc), func(b string) bool {
+			return strings.Contains(b, "worktrees/work") && strings.Contains(b, "a git worktree of its own")
+		}) {
 			t.Error("the turn did not state the worktree it works in")
 		}
 		if tool != nil {
