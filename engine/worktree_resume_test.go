@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -37,6 +38,15 @@ func landings(facts []*Fact) map[string]int {
 	return n
 }
 
+// gitOut is git's output in dir, "" when it fails: for drivers, which have
+// no *testing.T.
+func gitOut(dir string, args ...string) string {
+	c := exec.Command("git", args...)
+	c.Dir = dir
+	out, _ := c.Output()
+	return string(out)
+}
+
 func resumeIn(t *testing.T, runDir string, d Driver) (*Result, []*Fact) {
 	t.Helper()
 	res, err := Resume(context.Background(), runDir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, Backoff: time.Millisecond})
@@ -59,19 +69,29 @@ func TestResumeAfterAStopLandsEachScopeOnceInOrder(t *testing.T) {
 	p := loadIn(t, dir, "three", threeWriters)
 	ctx, stop := context.WithCancelCause(context.Background())
 	defer stop(nil)
-	var once sync.Once
+	var third sync.WaitGroup
+	third.Add(1)
 	first := driverFunc(func(ctx context.Context, t *Turn) (*TurnResult, error) {
 		name := "file-" + t.Visit[len("write["):len("write[")+1] + ".txt"
 		if t.Visit == "write[2]/w" {
+			// Half done when the run stops: once item 1 has landed and item 3
+			// has ended (and waits for this one to land).
 			_ = os.WriteFile(filepath.Join(t.WorkDir, "half-done.txt"), []byte("half\n"), 0o644)
+			third.Wait()
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if strings.Contains(gitOut(dir, "log", "--format=%s", "flow/"+t.RunID), "flow: land write[1]") {
+					break
+				}
+			}
+			stop(ErrStopped)
 			<-ctx.Done()
 			return &TurnResult{Status: Aborted}, context.Cause(ctx)
 		}
+		if t.Visit == "write[3]/w" {
+			defer third.Done()
+		}
 		if err := os.WriteFile(filepath.Join(t.WorkDir, name), []byte(t.Visit+"\n"), 0o644); err != nil {
 			return nil, err
-		}
-		if t.Visit == "write[3]/w" {
-			once.Do(func() { time.AfterFunc(200*time.Millisecond, func() { stop(ErrStopped) }) })
 		}
 		return &TurnResult{Status: Completed, Output: "ok"}, nil
 	})

@@ -156,21 +156,28 @@ func TestWritersLandInItemOrder(t *testing.T) {
     agent: judge
     prompt: 'landed ${{ write.output[0].ok }}'
 `)
+			// Item 3 ends first, then 2, then 1: each waits for the one after it.
+			finished := map[string]chan struct{}{"1": make(chan struct{}), "2": make(chan struct{}), "3": make(chan struct{})}
 			d := &writer{
 				edit: func(t *Turn) map[string]string {
 					if !strings.HasPrefix(t.Visit, "write[") {
 						return nil
 					}
-					item := t.Visit[len("write[")] // write[1]/w → 1
-					return map[string]string{"file" + string(item) + ".txt": "written by " + t.Visit + "\n"}
+					item := t.Visit[len("write[") : len("write[")+1] // write[1]/w → 1
+					return map[string]string{"file" + item + ".txt": "written by " + t.Visit + "\n"}
 				},
 				delay: func(t *Turn) time.Duration {
-					switch {
-					case strings.HasPrefix(t.Visit, "write[1]"):
-						return 600 * time.Millisecond
-					case strings.HasPrefix(t.Visit, "write[2]"):
-						return 300 * time.Millisecond
+					if !strings.HasPrefix(t.Visit, "write[") {
+						return 0
 					}
+					item := t.Visit[len("write[") : len("write[")+1]
+					if next := map[string]string{"1": "2", "2": "3"}[item]; next != "" {
+						select {
+						case <-finished[next]:
+						case <-time.After(10 * time.Second):
+						}
+					}
+					time.AfterFunc(50*time.Millisecond, func() { close(finished[item]) })
 					return 0
 				},
 			}
