@@ -176,21 +176,14 @@ func (r *Repo) RemoveWorktree(ctx context.Context, path string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, err := run(ctx, r.Top, nil, "worktree", "remove", "--force", "--force", path)
-	if err != nil {
-		// Not a worktree (any more): remove what is there and the record.
-		if rerr := os.RemoveAll(path); rerr != nil {
-			return errors.Join(err, rerr)
-		}
+	if err == nil {
+		return nil
+	}
+	// Not a worktree (any more): remove what is there, and the record.
+	if rerr := os.RemoveAll(path); rerr != nil {
+		return errors.Join(err, rerr)
 	}
 	_, err = run(ctx, r.Top, nil, "worktree", "prune")
-	return err
-}
-
-// Prune removes the records of worktrees whose directories are gone.
-func (r *Repo) Prune(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, err := run(ctx, r.Top, nil, "worktree", "prune")
 	return err
 }
 
