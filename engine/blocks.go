@@ -236,8 +236,8 @@ func (r *runner) isolated(ctx context.Context, fr *frame, n *flows.Node, vars ma
 	}
 	out, fail := body(gfr.inScope(sc))
 	wt, lfail := r.endScope(ctx, gfr, n, sc, fail == nil, path)
-	if fail == nil {
-		fail = lfail
+	if fail == nil && lfail != nil {
+		lfail.Pos, fail = n.Pos, lfail
 	}
 	return out, wt, fail
 }
