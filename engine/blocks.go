@@ -22,6 +22,34 @@ type frame struct {
 	scopes map[string]string
 	// meters are the budgets above this point, outermost first.
 	meters []*meter
+	// scope is the isolated scope this point is in, if any (SPEC 11), and
+	// dir the worktree a leaf works in once it is open: "" is the run's
+	// working directory.
+	scope  *wtScope
+	dir    string
+	branch string // the worktree's branch
+	// gates are the places in the landing orders above this point.
+	gates []gate
+}
+
+func (f *frame) inScope(sc *wtScope) *frame {
+	cp := *f
+	cp.scope, cp.dir, cp.branch = sc, "", ""
+	return &cp
+}
+
+func (f *frame) inDir(dir, branch string) *frame {
+	cp := *f
+	cp.dir, cp.branch = dir, branch
+	return &cp
+}
+
+// workDir is where a leaf at this point works.
+func (r *runner) workDir(fr *frame) string {
+	if fr.dir != "" {
+		return fr.dir
+	}
+	return r.opts.WorkDir
 }
 
 func (f *frame) withScope(id, path string) *frame {
@@ -62,7 +90,7 @@ func (r *runner) dispatch(ctx context.Context, fr *frame, n *flows.Node, vars ma
 	case schema.KindAgent:
 		return r.agent(ctx, fr, n, vars, path)
 	case schema.KindRun:
-		return r.command(ctx, n, vars, path)
+		return r.command(ctx, fr, n, vars, path)
 	case schema.KindChoice:
 		return r.choice(ctx, fr, n, vars, path)
 	case schema.KindParallel:
@@ -108,8 +136,10 @@ func (r *runner) choice(ctx context.Context, fr *frame, n *flows.Node, vars map[
 // conc pool that it waits for. With failFast, the first failure cancels
 // the others with cause errCancelled (conc's own cancellation has no
 // cause, and a visit must tell `cancelled` from `stopped`), and tasks not
-// started yet are skipped. It returns each task's failure by index.
-func (r *runner) block(ctx context.Context, count, limit int, failFast bool, task func(ctx context.Context, i int) *Failure) []*Failure {
+// started yet are skipped. Each task, skipped or not, finishes its place
+// in ord (nil: the block lands nothing). It returns each task's failure by
+// index.
+func (r *runner) block(ctx context.Context, count, limit int, failFast bool, ord *order, task func(ctx context.Context, i int) *Failure) []*Failure {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	fails := make([]*Failure, count)
@@ -119,6 +149,7 @@ func (r *runner) block(ctx context.Context, count, limit int, failFast bool, tas
 	}
 	for i := range count {
 		p.Go(func(ctx context.Context) error {
+			defer ord.finish(i)
 			if failFast && ctx.Err() != nil {
 				return nil // skipped: a sibling failed first
 			}
@@ -155,17 +186,67 @@ func firstFailure(path string, fails []*Failure) *Failure {
 
 func (r *runner) parallel(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
 	outs := make([]any, len(n.Branches))
-	fails := r.block(ctx, len(n.Branches), 0, n.FailFast, func(ctx context.Context, i int) *Failure {
+	wts := make([]map[string]any, len(n.Branches))
+	ord := r.orderOf(n, len(n.Branches))
+	fails := r.block(ctx, len(n.Branches), 0, n.FailFast, ord, func(ctx context.Context, i int) *Failure {
 		b := n.Branches[i]
-		out, fail := r.sequence(ctx, fr, b.Nodes, nested(vars), join(path, b.Name))
-		outs[i] = out
+		bpath := join(path, b.Name)
+		var fail *Failure
+		outs[i], wts[i], fail = r.isolated(ctx, fr, n, vars, bpath, ord, i, func(fr *frame) (any, *Failure) {
+			return r.sequence(ctx, fr, b.Nodes, nested(vars), bpath)
+		})
 		return fail
 	})
 	output := make(map[string]any, len(n.Branches))
+	worktrees := make(map[string]any, len(n.Branches))
 	for i, b := range n.Branches {
 		output[b.Name] = outs[i]
+		worktrees[b.Name] = orNoWorktree(wts[i])
 	}
-	return &outcome{output: output, fail: firstFailure(path, fails)}
+	o := &outcome{output: output, fail: firstFailure(path, fails)}
+	if n.Isolation {
+		o.worktree = worktrees
+	}
+	return o
+}
+
+// orderOf is the landing order of a map or parallel visit, or nil when
+// nothing below it is isolated.
+func (r *runner) orderOf(n *flows.Node, count int) *order {
+	if !n.Isolates {
+		return nil
+	}
+	return newOrder(count)
+}
+
+// isolated runs item (or branch) i of a map or parallel at path, in its
+// place in ord: in a scope of its own when the block is isolated, which
+// lands in its turn. It returns the body's output, the scope's x.worktree
+// (nil when the block is not isolated) and the failure.
+func (r *runner) isolated(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string, ord *order, i int, body func(fr *frame) (any, *Failure)) (any, map[string]any, *Failure) {
+	gfr := fr.withGate(ord, i)
+	if !n.Isolation {
+		out, fail := body(gfr)
+		return out, nil, fail
+	}
+	sc, fail := r.scopeFor(gfr, n, vars, path)
+	if fail != nil {
+		fail.Visit = path
+		return nil, noWorktree(), fail
+	}
+	out, fail := body(gfr.inScope(sc))
+	wt, lfail := r.endScope(ctx, gfr, n, sc, fail == nil, path)
+	if fail == nil && lfail != nil {
+		lfail.Pos, fail = n.Pos, lfail
+	}
+	return out, wt, fail
+}
+
+func orNoWorktree(v map[string]any) map[string]any {
+	if v == nil {
+		return noWorktree()
+	}
+	return v
 }
 
 func (r *runner) mapNode(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
@@ -181,11 +262,16 @@ func (r *runner) mapNode(ctx context.Context, fr *frame, n *flows.Node, vars map
 		return &outcome{fail: &Failure{Kind: schema.FailTooMany, Message: fmt.Sprintf("%d items, more than max %d; nothing ran", len(items), n.Max)}}
 	}
 	results := make([]any, len(items))
-	fails := r.block(ctx, len(items), n.Concurrency, n.FailFast, func(ctx context.Context, i int) *Failure {
+	wts := make([]map[string]any, len(items))
+	ord := r.orderOf(n, len(items))
+	fails := r.block(ctx, len(items), n.Concurrency, n.FailFast, ord, func(ctx context.Context, i int) *Failure {
 		iv := nested(vars)
 		iv["item"], iv["index"] = items[i], i+1
-		out, fail := r.sequence(ctx, fr, n.Body, iv, path+"["+strconv.Itoa(i+1)+"]")
-		results[i] = map[string]any{"item": items[i], "ok": fail == nil, "output": out, "error": errorValue(fail)}
+		ipath := path + "[" + strconv.Itoa(i+1) + "]"
+		out, wt, fail := r.isolated(ctx, fr, n, iv, ipath, ord, i, func(fr *frame) (any, *Failure) {
+			return r.sequence(ctx, fr, n.Body, iv, ipath)
+		})
+		results[i], wts[i] = map[string]any{"item": items[i], "ok": fail == nil, "output": out, "error": errorValue(fail)}, wt
 		return fail
 	})
 	for i, res := range results {
@@ -194,7 +280,15 @@ func (r *runner) mapNode(ctx context.Context, fr *frame, n *flows.Node, vars map
 				"error": map[string]any{"kind": string(schema.FailCancelled), "message": "skipped: a sibling failed first", "visit": path + "[" + strconv.Itoa(i+1) + "]"}}
 		}
 	}
-	return &outcome{output: results, fail: firstFailure(path, fails)}
+	o := &outcome{output: results, fail: firstFailure(path, fails)}
+	if n.Isolation {
+		list := make([]any, len(items))
+		for i, wt := range wts {
+			list[i] = orNoWorktree(wt)
+		}
+		o.worktree = list
+	}
+	return o
 }
 
 func toList(v any) ([]any, bool) {
@@ -269,7 +363,8 @@ func (r *runner) call(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 	if err != nil {
 		return condition(err)
 	}
-	inner := &frame{calls: fr.calls.Call(callee), scopes: map[string]string{"flow": path}, meters: fr.meters}
+	inner := &frame{calls: fr.calls.Call(callee), scopes: map[string]string{"flow": path}, meters: fr.meters,
+		scope: fr.scope, dir: fr.dir, branch: fr.branch, gates: fr.gates}
 	inner = inner.withBudget(callee.Budget, "flow "+callee.Name)
 	out, fail := r.sequence(ctx, inner, callee.Nodes, map[string]any{"input": input}, path)
 	if fail != nil {

@@ -53,6 +53,10 @@ type Options struct {
 	// environment variable whose name says it holds a secret, are added
 	// by the engine and the run directory themselves.
 	Secrets []string
+
+	// repos are the commits the run started at, by repository (the
+	// snapshot's Repos): where isolated scopes begin.
+	repos map[string]string
 }
 
 // Asker asks the person running the flow a question: at the terminal
@@ -127,6 +131,8 @@ func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, erro
 	}
 	opts.RunID = w.ID()
 	snap := rundir.NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings())
+	snap.Repos = startCommits(ctx, plan, opts.WorkDir)
+	opts.repos = snap.Repos
 	if err := w.WriteSnapshot(snap); err != nil {
 		_ = w.Close()
 		return nil, err
@@ -191,7 +197,7 @@ func (o *Options) snapshotSettings() rundir.Settings {
 // earlier attempts when the run resumes; notes are said as it starts.
 func run(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, input any, earlier []*Fact, notes ...string) (res *Result, err error) {
 	r := &runner{plan: plan, opts: opts, dir: w, live: opts.Live,
-		sessions: map[rundir.Scope]*session{}, minTurn: map[string]int64{}}
+		sessions: map[rundir.Scope]*session{}, minTurn: map[string]int64{}, wt: newWorktrees(opts.repos)}
 	if r.live == nil {
 		r.live = make(chan struct{}, opts.Concurrency)
 	}
@@ -214,6 +220,7 @@ func run(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, 
 	fr := (&frame{calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
 	values := map[string]any{"input": input} // the root sequence adds each node's value by id
 	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, values, "")
+	r.closeOwned(ctx, "_flow")
 	shown := filepath.Join(opts.RunsDir, opts.RunID) // as the user named it
 	// What the caller prints is as redacted as what the run directory
 	// holds.
@@ -256,6 +263,8 @@ type runner struct {
 	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
 	minTurn  map[string]int64 // the smallest turn (tokens) of each agent so far
 	usage    Usage            // what every visit spent, earlier attempts' included
+
+	wt *worktrees // isolated scopes and their repositories (SPEC 11)
 }
 
 // emit writes an event and hands it to OnEvent.

@@ -51,7 +51,7 @@ func cancelled(ctx context.Context, path string) *Failure {
 }
 
 func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
-	prompt, err := r.turnText(n, vars)
+	prompt, err := r.turnText(fr, n, vars)
 	if err != nil {
 		return condition(err)
 	}
@@ -75,7 +75,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	for attempt := 1; ; attempt++ {
 		o.attempts = attempt
 		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: n.OutputSchema,
-			Home: home, WorkDir: r.opts.WorkDir, Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model),
+			Home: home, WorkDir: r.workDir(fr), Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model),
 			Secrets: r.dir.Secrets()}
 		answer, fail := r.turn(ctx, fr, driver, t, &usage, sess)
 		var out any = answer.text
@@ -196,8 +196,8 @@ func (r *runner) progress(path, driver, model string) func(Progress) {
 	}
 }
 
-func (r *runner) command(ctx context.Context, n *flows.Node, vars map[string]any, path string) *outcome {
-	c := &Command{RunID: r.opts.RunID, Visit: path, Dir: r.opts.WorkDir, Progress: r.progress(path, "run", "")}
+func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
+	c := &Command{RunID: r.opts.RunID, Visit: path, Dir: r.workDir(fr), Progress: r.progress(path, "run", "")}
 	var err error
 	if n.Script != nil {
 		c.Script, err = render(n.Script, vars)

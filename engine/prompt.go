@@ -60,7 +60,7 @@ func jsonFence(v any) string {
 
 // turnText builds what a turn receives (SPEC 3.3): the prompt, each read
 // under its own heading, the output instruction, the working directory.
-func (r *runner) turnText(n *flows.Node, vars map[string]any) (string, error) {
+func (r *runner) turnText(fr *frame, n *flows.Node, vars map[string]any) (string, error) {
 	prompt, err := render(n.Prompt, vars)
 	if err != nil {
 		return "", err
@@ -77,7 +77,10 @@ func (r *runner) turnText(n *flows.Node, vars map[string]any) (string, error) {
 	if n.Typed {
 		fmt.Fprintf(&b, "\n\n## Answer format\nAnswer with only a JSON value (no prose, no code fence) that fits this JSON Schema:\n```json\n%s\n```", n.OutputSchema)
 	}
-	fmt.Fprintf(&b, "\n\nWorking directory: %s\n", r.opts.WorkDir)
+	fmt.Fprintf(&b, "\n\nWorking directory: %s\n", r.workDir(fr))
+	if fr.branch != "" {
+		fmt.Fprintf(&b, "It is a git worktree of its own, on branch %s: change files there. flow commits what you change and lands it on %s when this work ends; you need not commit.\n", fr.branch, r.integration())
+	}
 	return b.String(), nil
 }
 

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/proc"
 	"github.com/flowrun/flow/rundir"
-	"github.com/flowrun/flow/schema"
 )
 
 // Resume continues the run in dir from its first unended visit (SPEC 5):
@@ -42,7 +42,7 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts Options) (
 	}
 	opts.Settings.Model, opts.Settings.Models, opts.Settings.TurnTimeout = snap.Settings.Model, snap.Settings.Models, turnTimeout
 	opts.Input, opts.WorkDir, opts.Config = snap.Input, snap.Settings.WorkDir, snap.Settings.Config
-	opts.RunID, opts.RunsDir = info.ID, filepath.Dir(dir)
+	opts.RunID, opts.RunsDir, opts.repos = info.ID, filepath.Dir(dir), snap.Repos
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = snap.Settings.Concurrency
 	}
@@ -82,7 +82,18 @@ func (r *runner) replay(facts []*Fact) {
 		return
 	}
 	r.ended = map[string]*Fact{}
+	for _, w := range rundir.Worktrees(facts) {
+		r.wt.earlier[w.Scope] = w
+		// A memory scope's worktree goes when its owner ends, also when
+		// every visit of it replays.
+		if owner, _, memory := strings.Cut(w.Scope, "@"); memory && w.Path != "" && !w.Removed {
+			r.scope(w.Scope, "", "", true, owner)
+		}
+	}
 	for _, f := range facts {
+		if f.Type == rundir.FactLand {
+			r.wt.landed[f.Visit] = f
+		}
 		if f.Type != rundir.FactEnd {
 			continue
 		}
@@ -99,7 +110,7 @@ func (r *runner) replay(facts []*Fact) {
 // succeeded, or one whose failure the flow went on from (on_fail:
 // continue). Leaves that were interrupted, cancelled, or failed the run run
 // again.
-func (r *runner) replayed(n *flows.Node, path string) (*outcome, bool) {
+func (r *runner) replayed(fr *frame, n *flows.Node, vars map[string]any, path string) (*outcome, bool) {
 	f := r.ended[path]
 	if f == nil || !isLeaf(n) {
 		// Blocks are always entered again: their children replay, and
@@ -108,22 +119,51 @@ func (r *runner) replayed(n *flows.Node, path string) (*outcome, bool) {
 		return nil, false
 	}
 	ok := f.Succeeded()
-	if !ok {
-		if !n.Continue || f.Error == nil {
-			return nil, false
-		}
-		switch f.Error.Kind {
-		case schema.FailStopped, schema.FailCancelled, schema.FailChild:
-			return nil, false
-		}
+	if !ok && (f.Error == nil || !keeps(n, f.Error)) {
+		return nil, false
 	}
 	o := &outcome{output: normalize(n.Output, f.Output), skipped: f.Skipped, usage: f.Usage, model: f.Model,
-		attempts: f.Attempts, session: f.Session, scope: f.Scope, file: f.File, size: f.Size}
+		attempts: f.Attempts, session: f.Session, scope: f.Scope, file: f.File, size: f.Size, wt: f.Worktree}
 	if !ok {
 		o.fail = f.Error
 	}
+	if n.Isolation {
+		r.replayLanding(fr, n, vars, path, o)
+	}
 	r.emit(&Event{Type: rundir.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok, Error: o.fail})
 	return o, true
+}
+
+// replayLanding gives a replayed isolated leaf its landing: the one an
+// earlier attempt recorded, or — when the engine died between the visit's
+// end and its landing, or the run failed on its conflict — a landing still
+// to do (o.land), of the commit the visit's end recorded.
+func (r *runner) replayLanding(fr *frame, n *flows.Node, vars map[string]any, path string, o *outcome) {
+	var files []string
+	if o.wt != nil {
+		files = o.wt.Files
+	}
+	if o.fail != nil {
+		if o.wt != nil {
+			o.worktree = worktreeValue(o.wt.Branch, o.wt.Commit, files, false)
+		}
+		return
+	}
+	lf := r.earlierLanding(path)
+	if lf == nil || lf.Worktree == nil || lf.Worktree.Land == rundir.LandConflict && !n.Continue {
+		sc, fail := r.scopeFor(fr, n, vars, path)
+		if fail != nil {
+			o.fail = fail
+			return
+		}
+		o.land = sc
+		return
+	}
+	w := lf.Worktree
+	o.worktree = worktreeValue(w.Branch, w.Commit, files, w.Land == rundir.Landed)
+	if w.Land == rundir.LandConflict {
+		o.fail = lf.Error
+	}
 }
 
 // Causes of cancellation, read back with context.Cause to tell the kinds apart.

@@ -28,13 +28,22 @@ type outcome struct {
 	size     int64          // its whole length
 	home     string         // the home the visit wrote into, redacted when it ends
 	answer   *rundir.Answer // who answered an ask, and when
+	// worktree is x.worktree of an isolated node (SPEC 11); wt is what the
+	// end fact records of the worktree the visit ran in; land is the scope
+	// of an isolated leaf still to land once its end is journaled.
+	worktree any
+	wt       *rundir.Worktree
+	land     *wtScope
 }
 
 // visit runs one node and journals its start and end.
 func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) (map[string]any, *Failure) {
-	if o, ok := r.replayed(n, path); ok {
+	if o, ok := r.replayed(fr, n, vars, path); ok {
 		if isLeaf(n) {
 			fr.charge(o.usage)
+		}
+		if o.land != nil { // it ended, and did not land before the engine died
+			r.landLeaf(ctx, fr, n, path, o)
 		}
 		return nodeValue(o)
 	}
@@ -51,7 +60,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if ctx.Err() != nil {
 		o = &outcome{fail: cancelled(ctx, path)}
 	} else {
-		o = r.dispatch(ctx, fr, n, vars, path)
+		o = r.work(ctx, fr, n, vars, path)
 	}
 	if o.fail != nil && o.fail.Visit == "" {
 		o.fail.Visit = path
@@ -78,15 +87,24 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	f := &Fact{Type: rundir.FactEnd, Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Output: recorded,
 		Error: o.fail, File: o.file, Size: o.size, Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session,
-		Scope: o.scope, Answer: o.answer, WallMS: wall}
+		Scope: o.scope, Answer: o.answer, WallMS: wall, Worktree: o.wt}
 	if o.timeout > 0 {
 		f.Timeout = o.timeout.String()
 	}
 	r.spent(o.usage)
 	if err := r.dir.Fact(f); err != nil && o.fail == nil {
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
+		o.land = nil
+	}
+	if o.land != nil {
+		r.landLeaf(ctx, fr, n, path, o)
+		ok = o.fail == nil
+	}
+	if n.Isolation && o.worktree == nil {
+		o.worktree = zeroWorktree(n, 0)
 	}
 	r.emit(&Event{Time: end, Type: rundir.EventVisitEnd, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
+	r.closeOwned(ctx, path)
 	return nodeValue(o)
 }
 
@@ -100,6 +118,9 @@ func isLeaf(n *flows.Node) bool {
 // x.ok, x.output, x.error, x.skipped.
 func nodeValue(o *outcome) (map[string]any, *Failure) {
 	v := map[string]any{"ok": o.fail == nil, "output": o.output, "error": errorValue(o.fail), "skipped": o.skipped}
+	if o.worktree != nil {
+		v["worktree"] = o.worktree
+	}
 	if o.file != "" {
 		v["_file"], v["_size"] = o.file, o.size
 	}

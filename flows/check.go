@@ -31,7 +31,7 @@ func (c *checker) sequence(docs []*schema.Node, sc *scope, ancestors []*schema.N
 		n := c.node(d, sc, ancestors)
 		out = append(out, n)
 		if d.ID.Set() {
-			sc = sc.with(d.ID.Value, NodeValueType(n.Output))
+			sc = sc.with(d.ID.Value, n.ValueType())
 		}
 	}
 	return out
@@ -53,6 +53,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 		}
 	}
 	inner := append(append([]*schema.Node{}, ancestors...), d)
+	c.isolation(n, d, sc, ancestors)
 	switch d.Kind {
 	case schema.KindAgent:
 		c.agentNode(n, d, sc, ancestors)
@@ -115,7 +116,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 		prev := &schema.Type{Kind: schema.TObject}
 		for _, b := range d.Do {
 			if b.ID.Set() {
-				prev.Fields = append(prev.Fields, schema.F(b.ID.Value, NodeValueType(docOutput(b))))
+				prev.Fields = append(prev.Fields, schema.F(b.ID.Value, docValueType(b)))
 			}
 		}
 		loopVar := schema.ObjectOf(schema.F("previous", prev), schema.F("iteration", schema.IntegerType))
@@ -127,7 +128,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 		if d.Until.Set() {
 			untilScope := bodyScope
 			for _, b := range n.Body {
-				untilScope = untilScope.with(b.ID, NodeValueType(b.Output))
+				untilScope = untilScope.with(b.ID, b.ValueType())
 			}
 			n.Until = c.compile(d.Until, d.Until.Value, 0, untilScope, schema.BooleanType)
 		}
@@ -153,6 +154,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 		}
 		n.Default, n.HasDefault = d.Default.Value, d.Default.Set()
 	}
+	c.isolates(n, d, ancestors)
 	return n
 }
 
@@ -270,6 +272,18 @@ func (c *checker) addressType(src string, sc *scope, inferred *schema.Type) *sch
 	return t
 }
 
+// docValueType is the value type of a node from its document alone.
+func docValueType(d *schema.Node) *schema.Type {
+	if !d.Isolation.Set() {
+		return NodeValueType(docOutput(d))
+	}
+	var names []string
+	for _, b := range d.Parallel {
+		names = append(names, b.Name.Value)
+	}
+	return isolatedValueType(d.Kind, docOutput(d), names)
+}
+
 // docOutput is the output type of a node from its document alone, used for
 // `<loop>.previous` before the body is compiled.
 func docOutput(d *schema.Node) *schema.Type {
@@ -286,7 +300,7 @@ func docOutput(d *schema.Node) *schema.Type {
 	case schema.KindLoop:
 		prev := &schema.Type{Kind: schema.TObject}
 		for _, b := range d.Do {
-			prev.Fields = append(prev.Fields, schema.F(b.ID.Value, NodeValueType(docOutput(b))))
+			prev.Fields = append(prev.Fields, schema.F(b.ID.Value, docValueType(b)))
 		}
 		return loopOutput(prev)
 	case schema.KindParallel:

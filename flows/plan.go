@@ -56,6 +56,14 @@ type Node struct {
 	Budget   *Budget
 	Continue bool // on_fail: continue
 
+	// working copies (SPEC 11): agent, run, parallel, map, loop, flow
+	Isolation bool      // isolation: worktree
+	Land      string    // with Isolation: merge (the default), rebase or none
+	Repo      *Template // with Isolation: the repository; nil means the working directory's
+	// Isolates says this node or one below it, through called flows too,
+	// is isolated: a map or parallel then lands its items in order.
+	Isolates bool
+
 	// agent
 	Agent        *Agent
 	Prompt       *Template
@@ -141,6 +149,48 @@ func NodeValueType(output *schema.Type) *schema.Type {
 		schema.F("skipped", schema.BooleanType),
 	)
 }
+
+// ValueType is the type under which n is addressed in expressions.
+func (n *Node) ValueType() *schema.Type {
+	if !n.Isolation {
+		return NodeValueType(n.Output)
+	}
+	names := make([]string, len(n.Branches))
+	for i, b := range n.Branches {
+		names[i] = b.Name
+	}
+	return isolatedValueType(n.Kind, n.Output, names)
+}
+
+// isolatedValueType is NodeValueType of an isolated node, with `x.worktree`
+// beside its output: how its scopes landed. One scope's for an agent, run,
+// loop or flow call; a list in item order for a map; an object by branch
+// name for a parallel.
+func isolatedValueType(kind schema.Kind, output *schema.Type, branches []string) *schema.Type {
+	t := NodeValueType(output)
+	wt := WorktreeType
+	switch kind {
+	case schema.KindMap:
+		wt = schema.ListOf(WorktreeType)
+	case schema.KindParallel:
+		wt = &schema.Type{Kind: schema.TObject}
+		for _, b := range branches {
+			wt.Fields = append(wt.Fields, schema.F(b, WorktreeType))
+		}
+	}
+	t.Fields = append(t.Fields, schema.F("worktree", wt))
+	return t
+}
+
+// WorktreeType is how one isolated scope ended (SPEC 11): its branch, its
+// last commit, the files it changed, and whether it landed on the run's
+// integration branch.
+var WorktreeType = schema.ObjectOf(
+	schema.F("branch", schema.StringType),
+	schema.F("commit", schema.StringType),
+	schema.F("files", schema.ListOf(schema.StringType)),
+	schema.F("landed", schema.BooleanType),
+)
 
 // ErrorType is the type of a node's `error`: empty strings when it succeeded.
 var ErrorType = schema.ObjectOf(

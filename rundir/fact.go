@@ -19,6 +19,13 @@ const (
 	// FactEnd marks a visit's end with its whole outcome: enough to rebuild
 	// its value without running it again.
 	FactEnd FactType = "end"
+	// FactWorktree marks an isolated scope's worktree made (or made again
+	// by a resume) or removed, in Worktree (SPEC 11).
+	FactWorktree FactType = "worktree"
+	// FactLand records how an isolated scope landed on the run's
+	// integration branch, in Worktree: written once the branch has moved,
+	// before anything goes on, so that a resume never lands a scope twice.
+	FactLand FactType = "land"
 )
 
 // Status is a run's status word.
@@ -71,6 +78,9 @@ type Fact struct {
 	Scope    *Scope  `json:"scope,omitempty"`  // the memory scope the session belongs to
 	Answer   *Answer `json:"answer,omitempty"` // an ask's: who answered and when
 	WallMS   int64   `json:"wall_ms,omitempty"`
+	// Worktree is an isolated scope's working copy: on worktree and land
+	// facts, and on the end of a visit that ran in one.
+	Worktree *Worktree `json:"worktree,omitempty"`
 
 	// Run facts.
 	RunID  string `json:"run,omitempty"`
@@ -105,7 +115,9 @@ type Visit struct {
 
 // Visits pairs facts into visits, one per visit path, in the order the
 // visits first started, each with its latest start and end: a visit that
-// ran again in a resumed attempt keeps its place.
+// ran again in a resumed attempt keeps its place. An isolated visit whose
+// changes conflicted when they landed, after its end, ends with the land
+// fact's failure.
 func Visits(facts []*Fact) []Visit {
 	var visits []Visit
 	row := map[string]int{}
@@ -128,6 +140,13 @@ func Visits(facts []*Fact) []Visit {
 			start := &Fact{Type: FactStart, Time: f.Time.Add(-time.Duration(f.WallMS) * time.Millisecond), Visit: f.Visit, Node: f.Node, Kind: f.Kind}
 			row[f.Visit] = len(visits)
 			visits = append(visits, Visit{Start: start, End: f})
+		case FactLand:
+			if i, ok := row[f.Visit]; ok && f.Error != nil && visits[i].End != nil {
+				end := *visits[i].End
+				failed := false
+				end.OK, end.Error, end.Worktree = &failed, f.Error, f.Worktree
+				visits[i].End = &end
+			}
 		}
 	}
 	return visits

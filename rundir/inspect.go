@@ -26,9 +26,13 @@ type RunInfo struct {
 	Failure *Failure  `json:"error,omitempty"`
 	// Resumable says whether flow resume may continue the run; Why says
 	// why not when it may not.
-	Resumable bool    `json:"resumable"`
-	Why       string  `json:"why,omitempty"`
-	Facts     []*Fact `json:"-"`
+	Resumable bool   `json:"resumable"`
+	Why       string `json:"why,omitempty"`
+	// Worktrees are the worktrees of isolated scopes the run made, did not
+	// remove, and are still there: kept on failure, for the user to look
+	// at, flow resume to go on in, or flow gc to remove.
+	Worktrees []*Worktree `json:"worktrees,omitempty"`
+	Facts     []*Fact     `json:"-"`
 }
 
 // Inspect reads the run in dir.
@@ -42,6 +46,11 @@ func Inspect(dir string) (*RunInfo, error) {
 		return nil, err
 	}
 	info.Facts = facts
+	for _, w := range Kept(facts) {
+		if _, err := os.Stat(w.Path); err == nil { // flow gc may have removed it
+			info.Worktrees = append(info.Worktrees, w)
+		}
+	}
 	return info, nil
 }
 

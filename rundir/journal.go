@@ -21,6 +21,7 @@ const (
 	usageFile    = "usage.json"
 	reportFile   = "report.html"
 	homesDir     = "home"
+	worktreesDir = "worktrees"
 )
 
 // CorruptError is a journal line that is not a fact, other than a torn

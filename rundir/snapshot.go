@@ -23,6 +23,11 @@ type Snapshot struct {
 	Agents   map[string]*flows.Agent `json:"agents"`
 	Input    any                     `json:"input"`
 	Settings Settings                `json:"settings"`
+	// Repos maps the top-level directory of each repository the run
+	// isolates scopes in, when it is known before the run starts, to the
+	// commit checked out there when it started: every worktree of the
+	// run is made from it (SPEC 11), whatever the user commits meanwhile.
+	Repos map[string]string `json:"repos,omitempty"`
 }
 
 // SnapshotFlow is one flow file as the run read it.

@@ -40,6 +40,7 @@ const (
 	CodeValue        Code = "value"         // a key that takes one of a few words has another
 	CodeYAML         Code = "yaml"          // the file is not YAML flow can read: a syntax error, several documents, a merge key
 	CodeSweep        Code = "sweep"         // a sweep's baseline is not one of its assignments, its score is neither a boolean nor a number, or its tasks file cannot be used
+	CodeIsolation    Code = "isolation"     // isolation: worktree outside a git repository or inside another isolated scope, or land:/repo: without it
 )
 
 // The codes of schedules (SPEC 9), in a block of their own so that the

@@ -18,16 +18,21 @@ const (
 	FailUnavailable FailKind = "unavailable" // a command or driver could not be started
 	FailBudget      FailKind = "budget"      // the token or cost budget ran out
 	FailRefused     FailKind = "refused"     // the run refused to start the visit (e.g. ask unattended)
+	FailConflict    FailKind = "conflict"    // an isolated scope's changes could not land (SPEC 11)
 )
 
 // FailKinds lists every kind in SPEC order, for docs, schemas and checks.
 var FailKinds = []FailKind{
 	FailProvider, FailTimeout, FailSchema, FailStopped, FailCancelled, FailChild,
 	FailUnconverged, FailCondition, FailTooMany, FailUnavailable, FailBudget, FailRefused,
+	FailConflict,
 }
 
 // Resumable reports whether a run that failed with this kind may be resumed.
-// Failures the flow decided itself are final (SPEC 5).
+// Failures the flow decided itself are final (SPEC 5). A conflict is not one
+// of them: it depends on the repository, which the user may change (resolve
+// the kept branch), and a resume tries to land the scope again without
+// running its visits again.
 func (k FailKind) Resumable() bool {
 	switch k {
 	case FailUnconverged, FailCondition, FailTooMany, FailBudget:

@@ -25,13 +25,13 @@ const (
 
 // kindKeys says which keys besides id, budget and on_fail each kind takes.
 var kindKeys = map[Kind][]string{
-	KindAgent:    {"agent", "prompt", "reads", "output", "memory", "retry", "timeout"},
-	KindRun:      {"run", "env", "timeout"},
+	KindAgent:    {"agent", "prompt", "reads", "output", "memory", "retry", "timeout", "isolation", "land", "repo"},
+	KindRun:      {"run", "env", "timeout", "isolation", "land", "repo"},
 	KindChoice:   {"choice"},
-	KindParallel: {"parallel", "fail_fast"},
-	KindMap:      {"map", "max", "concurrency", "fail_fast", "do"},
-	KindLoop:     {"loop", "do"},
-	KindFlow:     {"flow", "input"},
+	KindParallel: {"parallel", "fail_fast", "isolation", "land", "repo"},
+	KindMap:      {"map", "max", "concurrency", "fail_fast", "do", "isolation", "land", "repo"},
+	KindLoop:     {"loop", "do", "isolation", "land", "repo"},
+	KindFlow:     {"flow", "input", "isolation", "land", "repo"},
 	KindAsk:      {"ask", "options", "default", "timeout"},
 }
 
@@ -47,6 +47,11 @@ type Node struct {
 
 	Budget *Budget
 	OnFail String // fail (default) | continue
+
+	// working copies (agent, run, parallel, map, loop, flow; SPEC 11)
+	Isolation String // worktree
+	Land      String // merge (default) | rebase | none
+	Repo      String // the repository to isolate in; default the working directory's
 
 	// agent
 	Agent       String
@@ -207,6 +212,21 @@ func (r *reader) nodeField(nd *Node, e entry, label string) {
 		nd.OnFail = r.str(e.value, "on_fail")
 		if !contains([]string{"fail", "continue"}, nd.OnFail.Value) {
 			r.errorf(e.value, CodeValue, "use fail (the default) or continue", "on_fail is %q", nd.OnFail.Value)
+		}
+	case "isolation":
+		nd.Isolation = r.str(e.value, "isolation")
+		if nd.Isolation.Value != "worktree" {
+			r.errorf(e.value, CodeValue, "use isolation: worktree", "isolation is %q", nd.Isolation.Value)
+		}
+	case "land":
+		nd.Land = r.str(e.value, "land")
+		if !contains([]string{"merge", "rebase", "none"}, nd.Land.Value) {
+			r.errorf(e.value, CodeValue, "use merge (the default), rebase or none", "land is %q", nd.Land.Value)
+		}
+	case "repo":
+		nd.Repo = r.str(e.value, "repo")
+		if !nd.Repo.Set() {
+			r.errorf(e.value, CodeEmpty, "give the repository's directory, or leave repo: out to use the working directory's", "repo is empty")
 		}
 	case "agent":
 		if isScalar(e.value) {

@@ -39,9 +39,12 @@ func TestExamplesValidateAndRun(t *testing.T) {
 	}
 }
 
+// command runs flow in dir with its runs in runs. Temporary files go there
+// too: the writers example makes its repository in $TMPDIR, and a test
+// leaves nothing behind.
 func command(bin, dir, runs string, args ...string) *exec.Cmd {
 	c := exec.Command(bin, args...)
 	c.Dir = dir
-	c.Env = append(c.Environ(), "FLOW_RUNS_DIR="+runs)
+	c.Env = append(c.Environ(), "FLOW_RUNS_DIR="+runs, "TMPDIR="+runs)
 	return c
 }

@@ -90,6 +90,13 @@ func (a *app) showCmd() *cobra.Command {
 			for _, v := range visitRows(info.Facts) {
 				fmt.Fprintln(a.stdout, v)
 			}
+			for _, w := range info.Worktrees {
+				why := "its scope did not end well"
+				if w.Land == rundir.LandConflict {
+					why = "its changes conflict with flow/" + info.ID
+				}
+				fmt.Fprintf(a.stdout, "kept worktree %s  %s  branch %s  (%s; flow gc removes it)\n", w.Scope, w.Path, w.Branch, why)
+			}
 			return nil
 		},
 	}

@@ -171,9 +171,12 @@ func (v *liveView) Event(e *engine.Event) {
 		}
 	case rundir.EventProgress:
 		if l := v.running[e.Visit]; l != nil {
-			l.what, l.model = e.Activity, e.Driver
-			if e.Model != "" {
-				l.model += "/" + e.Model
+			l.what = e.Activity
+			if e.Driver != "" { // the engine's own progress (landing a worktree) names none
+				l.model = e.Driver
+				if e.Model != "" {
+					l.model += "/" + e.Model
+				}
 			}
 			if e.Tokens > 0 {
 				l.tokens = e.Tokens

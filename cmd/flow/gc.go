@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flowrun/flow/engine"
+)
+
+func (a *app) gcCmd() *cobra.Command {
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Remove the git worktrees that runs kept (failed or conflicted isolated scopes)",
+		Long: "Remove the git worktrees that ended runs kept: isolated scopes that failed or\n" +
+			"conflicted, and runs that were stopped or died (docs/worktrees.md). Runs that\n" +
+			"are running are left alone. Branches stay: flow/<run-id> and the branches of\n" +
+			"kept scopes are yours to merge or delete; flow resume makes a removed worktree\n" +
+			"again from its branch.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			kept, err := engine.RemoveKeptWorktrees(cmd.Context(), a.cfg.GetString("runs_dir"), dryRun)
+			verb := "removed"
+			if dryRun {
+				verb = "would remove"
+			}
+			for _, k := range kept {
+				if k.Err != nil {
+					continue
+				}
+				fmt.Fprintf(a.stdout, "%s %s  (run %s, %s; branch %s stays)\n", verb, k.Path, k.Run, k.Scope, k.Branch)
+			}
+			if len(kept) == 0 {
+				fmt.Fprintln(a.stdout, "no worktree to remove")
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVarP(&dryRun, "dry-run", "n", false, "list the worktrees, remove nothing")
+	return cmd
+}

@@ -1,0 +1,378 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/gitwork"
+	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/schema"
+)
+
+// worktrees are a run's isolated scopes (SPEC 11) and the repositories they
+// are in. Its maps are guarded by mu; each repository and scope guards its
+// own state.
+type worktrees struct {
+	mu     sync.Mutex
+	repos  map[string]*wtRepo  // by the directory a scope named
+	scopes map[string]*wtScope // by scope name
+	// starts maps a repository's top-level directory to the commit the run
+	// started at (the snapshot's Repos).
+	starts map[string]string
+	// earlier is what earlier attempts recorded of each scope, and landed
+	// the last land fact of each visit (resume).
+	earlier map[string]*rundir.Worktree
+	landed  map[string]*Fact
+	// owned are the memory scopes by the path of the visit whose end ends
+	// them.
+	owned map[string][]*wtScope
+}
+
+func newWorktrees(starts map[string]string) *worktrees {
+	return &worktrees{repos: map[string]*wtRepo{}, scopes: map[string]*wtScope{}, starts: starts,
+		earlier: map[string]*rundir.Worktree{}, landed: map[string]*Fact{}, owned: map[string][]*wtScope{}}
+}
+
+// wtRepo is one repository, opened on first use: its integration branch
+// flow/<run-id> is made then, at the commit the run started from.
+type wtRepo struct {
+	dir  string
+	mu   sync.Mutex // guards the rest; held while the repository is opened
+	done bool
+	git  *gitwork.Repo
+	base string
+	err  error
+}
+
+// wtScope is one isolated scope: an isolated visit, a map item, a parallel
+// branch, a loop or a flow call, or a memory scope's agent. Its worktree is
+// made when the first visit in it runs, not before: a scope a resume
+// replays whole needs none.
+type wtScope struct {
+	name    string
+	land    string // merge | rebase | none
+	memory  bool   // a memory scope's: kept across its visits
+	owner   string // a memory scope's path: the worktree goes when that visit ends
+	repoDir string
+
+	// use makes a memory scope's worktree serve one visit at a time, from
+	// its first change to its checkpoint.
+	use sync.Mutex
+
+	mu     sync.Mutex // guards the rest
+	repo   *wtRepo
+	branch string
+	path   string
+	open   bool // made (again) in this attempt
+	made   bool // made in this attempt or an earlier one
+	gone   bool // removed
+	base   string
+	head   string         // the last checkpoint, or what landed
+	files  []string       // every file the scope changed
+	failed bool           // its last visit failed: keep it for the user
+	landed rundir.Landing // how its last landing went
+}
+
+// startCommits records, before the run starts, the commit checked out in
+// each repository the plan isolates scopes in whose directory is known now
+// (the working directory's, or a repo: without ${{ }}): its scopes are
+// made from it, whatever the user commits while the run goes on. A
+// repository that cannot be read now is left out; its first scope fails
+// then, saying why.
+func startCommits(ctx context.Context, plan *flows.Plan, workDir string) map[string]string {
+	dirs := map[string]bool{}
+	for _, f := range plan.Flows {
+		flows.Walk(f.Nodes, func(n *flows.Node) {
+			switch {
+			case !n.Isolation:
+			case n.Repo == nil:
+				dirs[workDir] = true
+			case n.Repo.IsStatic():
+				d, _ := render(n.Repo, nil)
+				if !filepath.IsAbs(d) {
+					d = filepath.Join(workDir, d)
+				}
+				dirs[d] = true
+			}
+		})
+	}
+	var out map[string]string
+	for d := range dirs {
+		g, err := gitwork.Open(ctx, d)
+		if err != nil {
+			continue
+		}
+		if head, err := g.Head(ctx); err == nil {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[g.Top] = head
+		}
+	}
+	return out
+}
+
+// identity is who commits for a visit: the run and the visit by name.
+func (r *runner) identity(visit string) gitwork.Identity {
+	return gitwork.Identity{Name: "flow " + visit, Email: strings.ReplaceAll(r.opts.RunID, "/", "-") + "@flow.invalid"}
+}
+
+// integration is the run's integration branch in every repository.
+func (r *runner) integration() string { return "flow/" + refSafe(r.opts.RunID) }
+
+// branchName is the branch of a scope. Git cannot hold flow/<run-id> and
+// flow/<run-id>/<scope> at once (one ref would be a file and a directory),
+// so a scope's branch is flow/<run-id>.<scope>.
+func (r *runner) branchName(scope string) string { return r.integration() + "." + refSafe(scope) }
+
+// refSafe makes a visit path usable in a branch name: look[2] becomes
+// look-2 and review#2 review-2; anything else git refuses becomes -.
+func refSafe(s string) string {
+	s = strings.NewReplacer("[", "-", "]", "", "#", "-").Replace(s)
+	out := []byte(s)
+	for i, c := range out {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_-./@", c) >= 0
+		if !ok || c == '.' && (i == 0 || out[i-1] == '/' || out[i-1] == '.') || c == '@' && i+1 < len(out) && out[i+1] == '{' {
+			out[i] = '-'
+		}
+	}
+	return strings.TrimSuffix(string(out), ".lock")
+}
+
+// scope returns the scope named name, made on first use with what earlier
+// attempts recorded of it.
+func (r *runner) scope(name, land, repoDir string, memory bool, owner string) *wtScope {
+	r.wt.mu.Lock()
+	defer r.wt.mu.Unlock()
+	if sc := r.wt.scopes[name]; sc != nil {
+		if sc.land == "" { // made by replay, before its node said how it lands
+			sc.land, sc.repoDir = land, repoDir
+		}
+		return sc
+	}
+	sc := &wtScope{name: name, land: land, memory: memory, owner: owner, repoDir: repoDir}
+	if rec := r.wt.earlier[name]; rec != nil {
+		sc.branch, sc.path, sc.base, sc.head, sc.gone = rec.Branch, rec.Path, rec.Base, rec.Commit, rec.Removed
+		sc.made = rec.Path != ""
+		sc.files = slices.Clone(rec.Files)
+		sc.landed, sc.failed = rec.Land, rec.Land == rundir.LandConflict
+		if sc.repoDir == "" {
+			sc.repoDir = rec.Repo
+		}
+	}
+	r.wt.scopes[name] = sc
+	if memory {
+		r.wt.owned[owner] = append(r.wt.owned[owner], sc)
+	}
+	return sc
+}
+
+// scopeFor returns the scope of an isolated node's visit at path: the
+// visit's own, or for an agent with memory the memory scope's.
+func (r *runner) scopeFor(fr *frame, n *flows.Node, vars map[string]any, name string) (*wtScope, *Failure) {
+	dir, err := r.repoDir(n, vars)
+	if err != nil {
+		return nil, &Failure{Kind: schema.FailCondition, Message: err.Error()}
+	}
+	if n.Kind == schema.KindAgent && n.Memory != "" {
+		owner := fr.scopes[n.Memory]
+		return r.scope(owner+"@"+n.Agent.Name, n.Land, dir, true, owner), nil
+	}
+	return r.scope(name, n.Land, dir, false, ""), nil
+}
+
+// repoDir is the directory whose repository an isolated node works in.
+func (r *runner) repoDir(n *flows.Node, vars map[string]any) (string, error) {
+	if n.Repo == nil {
+		return r.opts.WorkDir, nil
+	}
+	s, err := render(n.Repo, vars)
+	if err != nil {
+		return "", err
+	}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", fmt.Errorf("repo: %s gave an empty directory", n.Repo.Source)
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(r.opts.WorkDir, s)
+	}
+	return s, nil
+}
+
+// repo opens the repository of dir once per run: the commit to make
+// worktrees from, and the integration branch there.
+func (r *runner) repo(ctx context.Context, dir string) (*wtRepo, error) {
+	r.wt.mu.Lock()
+	rp := r.wt.repos[dir]
+	if rp == nil {
+		rp = &wtRepo{dir: dir}
+		r.wt.repos[dir] = rp
+	}
+	r.wt.mu.Unlock()
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	if rp.done {
+		return rp, rp.err
+	}
+	err := rp.init(ctx, r)
+	if err != nil && ctx.Err() != nil {
+		return rp, err // not kept: a later visit may try again
+	}
+	rp.done, rp.err = true, err
+	return rp, err
+}
+
+func (rp *wtRepo) init(ctx context.Context, r *runner) error {
+	g, err := gitwork.Open(ctx, rp.dir)
+	if err != nil {
+		return err
+	}
+	base := r.wt.starts[g.Top]
+	r.wt.mu.Lock()
+	for _, rec := range r.wt.earlier {
+		if base == "" && rec.Repo == g.Top && rec.Base != "" {
+			base = rec.Base
+		}
+	}
+	r.wt.mu.Unlock()
+	if base == "" { // a repository the run made, or named by an expression
+		if base, err = g.Head(ctx); err != nil {
+			return err
+		}
+	}
+	if err := g.EnsureBranch(ctx, r.integration(), base); err != nil {
+		return err
+	}
+	rp.git, rp.base = g, base
+	return nil
+}
+
+// open makes sure the scope's worktree is there and clean at the scope's
+// last recorded commit, and returns its directory: made on first use,
+// found by its recorded path on a resume (or made again if it is gone),
+// its branch moved back to what the journal holds.
+func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.open {
+		return sc.path, nil
+	}
+	rp, err := r.repo(ctx, sc.repoDir)
+	if err != nil {
+		return "", gitFailure(ctx, sc.name, err)
+	}
+	sc.repo = rp
+	if sc.base == "" {
+		sc.base = rp.base
+	}
+	if sc.head == "" {
+		sc.head = sc.base
+	}
+	if sc.path == "" {
+		sc.path = r.dir.Worktree(sc.name)
+	}
+	if err := r.dir.KeepOutOfGit(); err != nil {
+		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
+	}
+	if sc.branch == "" {
+		sc.branch = r.branchName(sc.name)
+	}
+	if err := rp.git.Worktree(ctx, sc.path, sc.branch, sc.head); err != nil {
+		return "", gitFailure(ctx, sc.name, err)
+	}
+	sc.open, sc.made, sc.gone = true, true, false
+	rec := &rundir.Worktree{Scope: sc.name, Repo: rp.git.Top, Path: sc.path, Branch: sc.branch, Base: sc.base, Commit: sc.head}
+	if err := r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: time.Now(), Worktree: rec}); err != nil {
+		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
+	}
+	return sc.path, nil
+}
+
+// gitTimeout bounds one git step that must not be cut short by a stop: a
+// checkpoint or a landing runs to its end, so the repository is never left
+// half way.
+const gitTimeout = 2 * time.Minute
+
+// checkpoint commits what a visit changed in the scope's worktree, so that
+// a resume finds the scope as the journal left it.
+func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*rundir.Worktree, error) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
+	defer cancel()
+	msg := fmt.Sprintf("flow: %s\n\nWhat visit %s of run %s changed.\n\nFlow-Run: %s\nFlow-Visit: %s\n", visit, visit, r.opts.RunID, r.opts.RunID, visit)
+	head, files, err := sc.repo.git.Checkpoint(ctx, sc.path, sc.head, r.identity(visit), msg)
+	if err != nil {
+		return nil, fmt.Errorf("committing what %s changed in %s: %w", visit, sc.path, err)
+	}
+	sc.head = head
+	for _, f := range files {
+		if !slices.Contains(sc.files, f) {
+			sc.files = append(sc.files, f)
+		}
+	}
+	slices.Sort(sc.files)
+	return &rundir.Worktree{Scope: sc.name, Branch: sc.branch, Commit: head, Files: files}, nil
+}
+
+// remove removes the scope's worktree, and its branch once it landed.
+func (r *runner) remove(ctx context.Context, sc *wtScope, dropBranch bool) error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.gone || !sc.made {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
+	defer cancel()
+	rp, err := r.repo(ctx, sc.repoDir)
+	if err != nil {
+		return err
+	}
+	err = rp.git.RemoveWorktree(ctx, sc.path)
+	if err == nil && dropBranch {
+		err = rp.git.DeleteBranch(ctx, sc.branch)
+	}
+	if err != nil {
+		return fmt.Errorf("removing the worktree of %s: %w", sc.name, err)
+	}
+	sc.gone, sc.open = true, false
+	return r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: time.Now(), Worktree: &rundir.Worktree{Scope: sc.name, Removed: true}})
+}
+
+// value is how a scope appears as x.worktree.
+func (sc *wtScope) value(landed bool) map[string]any {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return worktreeValue(sc.branch, sc.head, sc.files, landed)
+}
+
+func worktreeValue(branch, commit string, files []string, landed bool) map[string]any {
+	fs := make([]any, len(files))
+	for i, f := range files {
+		fs[i] = f
+	}
+	return map[string]any{"branch": branch, "commit": commit, "files": fs, "landed": landed}
+}
+
+// noWorktree is x.worktree of a scope that never ran.
+func noWorktree() map[string]any { return worktreeValue("", "", nil, false) }
+
+// gitFailure is a git step that failed: `unavailable`, or how ctx ended.
+func gitFailure(ctx context.Context, scope string, err error) *Failure {
+	if ctx.Err() != nil {
+		return cancelled(ctx, "")
+	}
+	msg := fmt.Sprintf("isolating %s: %v", scope, err)
+	if errors.Is(err, gitwork.ErrNoGit) {
+		msg = err.Error()
+	}
+	return &Failure{Kind: schema.FailUnavailable, Message: msg}
+}
