@@ -38,5 +38,8 @@ const (
 	CodeType         Code = "type"          // a value has the wrong shape, a type is unknown, or a map: yields no list
 	CodeUnknownKey   Code = "unknown-key"   // a key flow does not know
 	CodeValue        Code = "value"         // a key that takes one of a few words has another
-	CodeYAML         Code = "yaml"          // the file is not YAML flow can read: a syntax error, several documents, a merge key
+	CodeYAML         Code = "yaml"          // the file is not YAML flow can read: a syntax error, several documents, an alias without its anchor
+	CodeLimit        Code = "limit"         // the file is larger, nests deeper or holds more nodes than limits.* allow
+	CodeShell        Code = "shell"         // a ${{ }} in a run: script sits where its value could not be passed as data
+	CodeTool         Code = "tool"          // an agent names a tool its driver does not have
 )
