@@ -270,7 +270,7 @@ func (r *runner) call(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 		}
 		in = v
 	}
-	input, err := checkInput(callee, in)
+	input, err := checkInput(callee, in, false)
 	if err != nil {
 		return condition(err)
 	}

@@ -75,7 +75,7 @@ func (r *Result) Status() rundir.Status {
 // cause ErrStopped ends running visits as `stopped`. When Execute returns,
 // every process the run started has ended, daemons a step left included.
 func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, error) {
-	input, err := checkInput(plan.Root, opts.Input)
+	input, err := checkInput(plan.Root, opts.Input, true)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,11 @@ func (r *runner) total() Usage {
 	return r.usage
 }
 
-func checkInput(f *flows.Flow, in any) (any, error) {
+// checkInput checks a flow's input against its declared type and fills in
+// defaults. A run's input (closed) may hold no key the type does not
+// declare, so a typo'd key is an error rather than a run on the defaults;
+// a called flow's input may hold more, as a caller passes on what it has.
+func checkInput(f *flows.Flow, in any, closed bool) (any, error) {
 	if f.Input == nil || f.Input.Kind == schema.TString {
 		switch v := in.(type) {
 		case nil:
@@ -223,6 +227,11 @@ func checkInput(f *flows.Flow, in any) (any, error) {
 			return v, nil
 		}
 		return nil, &InputError{Msg: fmt.Sprintf("flow %s takes a string input, got %T", f.Name, in)}
+	}
+	if closed {
+		if err := f.Input.Unknown(in); err != nil {
+			return nil, &InputError{Msg: fmt.Sprintf("input of flow %s: %v", f.Name, err)}
+		}
 	}
 	v := f.Input.WithDefaults(in)
 	if err := f.Input.Check(v); err != nil {

@@ -362,9 +362,23 @@ func (t *Type) WithDefaults(v any) any {
 		out[k] = x
 	}
 	for _, f := range t.Fields {
+		if out[f.Name] == nil && f.Type.Kind == TObject && !f.Type.HasDefault && f.Type.needsValue() {
+			continue // an absent object stays absent unless defaults make all of it
+		}
 		out[f.Name] = f.Type.WithDefaults(out[f.Name])
 	}
 	return out
+}
+
+// needsValue reports whether an object has a required field without a
+// default, which defaults alone cannot fill.
+func (t *Type) needsValue() bool {
+	for _, f := range t.Fields {
+		if !f.Optional && !f.Type.HasDefault && (f.Type.Kind != TObject || f.Type.needsValue()) {
+			return true
+		}
+	}
+	return false
 }
 
 // JSONSchema renders t as a JSON Schema (as a plain value for encoding), for
