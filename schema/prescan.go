@@ -29,15 +29,59 @@ const pathBytesPerNode = 64
 // the true one and rarely above twice it, so it is held to twice
 // limits.depth; the exact depth is checked on the parsed tree.
 func (r *reader) prescan(l Limits) bool {
-	s := prescan{r: r, l: l, blockIndent: -1, budget: l.Nodes * pathBytesPerNode}
+	s := prescan{r: r, l: l, blockIndent: -1, plainIndent: -1, budget: l.Nodes * pathBytesPerNode}
 	text := r.src
+	quoteLine := 0
 	for lineNo := 1; len(text) > 0; lineNo++ {
 		end := bytes.IndexByte(text, '\n')
 		if end < 0 {
 			end = len(text)
 		}
+		quoted := s.quote != 0
 		if !s.line(lineNo, text[:end]) {
 			return false
+		}
+		if !quoted && s.quote != 0 {
+			quoteLine = lineNo
+		}
+		text = text[min(end+1, len(text)):]
+	}
+	if s.quote != 0 {
+		// A quote that never closes is either a YAML error, which the
+		// parser reports at once, or a quote this scan saw where YAML has
+		// none; lest what follows escape the scan, count its brackets and
+		// dashes with no regard for quotes.
+		return s.roughly(quoteLine)
+	}
+	return true
+}
+
+// roughly estimates the nesting of the text from line on by its brackets and
+// its lines' leading dashes alone.
+func (s *prescan) roughly(from int) bool {
+	text := s.r.src
+	for i := 1; i < from; i++ {
+		text = text[bytes.IndexByte(text, '\n')+1:]
+	}
+	depth := 0
+	for lineNo := from; len(text) > 0; lineNo++ {
+		end := bytes.IndexByte(text, '\n')
+		if end < 0 {
+			end = len(text)
+		}
+		line, dashes := text[:end], 0
+		for i, c := range line {
+			switch {
+			case c == '[' || c == '{':
+				depth++
+			case (c == ']' || c == '}') && depth > 0:
+				depth--
+			case c == '-' && (i+1 == len(line) || line[i+1] == ' ') && bytes.Count(line[:i], []byte("- ")) == dashes && len(bytes.TrimLeft(line[:i], " -")) == 0:
+				dashes++
+			}
+			if depth+dashes > 2*s.l.Depth+8 {
+				return s.fail(lineNo, line, i, "depth")
+			}
 		}
 		text = text[min(end+1, len(text)):]
 	}
@@ -50,6 +94,9 @@ type prescan struct {
 	flow        []flowLevel // open [ and {
 	quote       byte        // the quote of a quoted scalar that goes on past the line, or 0
 	blockIndent int         // the indentation of a block scalar's header line, or -1
+	plainIndent int         // the indentation of a line that ended in a plain scalar, which may go on, or -1
+	valueStart  bool        // at the end of the last line in a flow collection: a value may start
+	content     int         // where the current block line's content starts, after its - and ?
 	block       []blockLevel
 	inline      int // block indicators so far on this line
 	path        int // the length of the path to the current line
@@ -92,6 +139,9 @@ func (s *prescan) line(lineNo int, l []byte) bool {
 	l = bytes.TrimSuffix(l, []byte("\r"))
 	i := 0
 	valueStart := s.quote == 0
+	if len(s.flow) > 0 {
+		valueStart = s.quote == 0 && s.valueStart // a flow scalar may go on past the line
+	}
 	if s.quote == 0 && len(s.flow) == 0 {
 		for i < len(l) && l[i] == ' ' {
 			i++
@@ -106,6 +156,11 @@ func (s *prescan) line(lineNo int, l []byte) bool {
 		if len(rest) == 0 || rest[0] == '#' {
 			return true
 		}
+		if s.plainIndent >= 0 && i > s.plainIndent {
+			return true // the next line of a plain scalar: text, whatever it holds
+		}
+		s.plainIndent = -1
+		s.content = i
 		if !s.enter(i, rest) {
 			return s.fail(lineNo, l, i, "keys")
 		}
@@ -161,6 +216,7 @@ func (s *prescan) line(lineNo int, l []byte) bool {
 		case len(s.flow) == 0 && valueStart && (c == '-' || c == '?') && blankAfter:
 			s.inline++
 			node = true
+			s.content = i + 2
 			if s.depth() > 2*s.l.Depth+8 {
 				return s.fail(lineNo, l, i, "depth")
 			}
@@ -190,6 +246,10 @@ func (s *prescan) line(lineNo int, l []byte) bool {
 		if node && !s.spend(lineNo, l, i) {
 			return false
 		}
+	}
+	s.valueStart = valueStart
+	if s.quote == 0 && len(s.flow) == 0 && !valueStart {
+		s.plainIndent = s.content // this line's value may go on below, indented more than its key
 	}
 	return true
 }
