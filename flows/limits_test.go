@@ -184,8 +184,8 @@ func cpuTime() time.Duration {
 // runs measured 4.0 to 4.7; it was 22 before the parser was bounded and
 // the scope index made n log n). Both load under the default limits.
 func TestLoadIsLinear(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads 10 MB of flows")
+	if testing.Short() || raceSlowdown > 1 {
+		t.Skip("loads 30 MB of flows, and times them: not under -short or -race")
 	}
 	dir := t.TempDir()
 	for _, dense := range []bool{false, true} {
