@@ -351,6 +351,11 @@ func (r *runner) loop(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 
 func (r *runner) call(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
 	callee := r.plan.Flows[n.Callee]
+	if callee == nil {
+		// The loader puts every flow a node calls in the plan; a plan built
+		// some other way fails this visit rather than the engine.
+		return &outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: fmt.Sprintf("flow %q is not in the plan", n.Callee)}}
+	}
 	var in any
 	if n.Input != nil {
 		v, err := eval(n.Input, vars)
@@ -359,7 +364,7 @@ func (r *runner) call(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 		}
 		in = v
 	}
-	input, err := checkInput(callee, in)
+	input, err := checkInput(callee, in, false)
 	if err != nil {
 		return condition(err)
 	}

@@ -115,7 +115,7 @@ func (r *Result) Status() rundir.Status {
 // cause ErrStopped ends running visits as `stopped`. When Execute returns,
 // every process the run started has ended, daemons a step left included.
 func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, error) {
-	input, err := checkInput(plan.Root, opts.Input)
+	input, err := checkInput(plan.Root, opts.Input, true)
 	if err != nil {
 		return nil, err
 	}
@@ -299,11 +299,19 @@ func (r *runner) total() Usage {
 // fills in its defaults, as Execute does before anything runs; a sweep
 // checks every cell's input so before its first cell starts. A misfit is
 // an *InputError.
-func CheckInput(f *flows.Flow, in any) (any, error) { return checkInput(f, in) }
+func CheckInput(f *flows.Flow, in any) (any, error) { return checkInput(f, in, true) }
 
 // checkInput is flows.Flow.CheckInput with the engine's representation of
-// numbers (normalize), its fault an *InputError.
-func checkInput(f *flows.Flow, in any) (any, error) {
+// numbers (normalize), its fault an *InputError. A run's input (closed)
+// may hold no key the type does not declare, so a typo'd key is an error
+// rather than a run on the defaults; a called flow's input may hold more,
+// as a caller passes on what it has.
+func checkInput(f *flows.Flow, in any, closed bool) (any, error) {
+	if closed && f.Input != nil && f.Input.Kind != schema.TString {
+		if err := f.Input.Unknown(in); err != nil {
+			return nil, &InputError{Msg: fmt.Sprintf("input of flow %s: %v", f.Name, err), Err: err}
+		}
+	}
 	v, err := f.CheckInput(in)
 	if err != nil {
 		return nil, &InputError{Msg: err.Error(), Err: err}

@@ -200,11 +200,11 @@ func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map
 	c := &Command{RunID: r.opts.RunID, Visit: path, Dir: r.workDir(fr), Progress: r.progress(path, "run", "")}
 	var err error
 	if n.Script != nil {
-		c.Script, err = render(n.Script, vars)
+		c.Script = n.Script.Text
 	} else {
 		c.Argv = make([]string, len(n.Argv))
 		for i, a := range n.Argv {
-			if c.Argv[i], err = render(a, vars); err != nil {
+			if c.Argv[i], err = renderArg(a, vars); err != nil {
 				break
 			}
 		}
@@ -214,8 +214,21 @@ func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map
 			break
 		}
 		var v string
-		v, err = render(e.Value, vars)
+		v, err = renderArg(e.Value, vars)
 		c.Env = append(c.Env, e.Name+"="+v)
+	}
+	if n.Script != nil {
+		// The script's values come last: its own variables win over env:.
+		for _, sv := range n.Script.Vars {
+			if err != nil {
+				break
+			}
+			var v any
+			if v, err = eval(sv.Expr, vars); err == nil {
+				err = noNUL(text(v), sv.Expr)
+				c.Env = append(c.Env, sv.Name+"="+text(v))
+			}
+		}
 	}
 	if err != nil {
 		return condition(err)
@@ -234,4 +247,25 @@ func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map
 		o.output = map[string]any{"passed": res.Passed, "exit": res.Exit, "report": res.Report}
 	}
 	return o
+}
+
+// renderArg renders an argument or environment value of a command, which
+// a process cannot receive with a NUL byte in it.
+func renderArg(t *flows.Template, vars map[string]any) (string, error) {
+	s, err := render(t, vars)
+	if err != nil {
+		return "", err
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return "", fmt.Errorf("%q renders a NUL byte, which a command's arguments and environment cannot hold", t.Source)
+	}
+	return s, nil
+}
+
+// noNUL refuses a script value holding a NUL byte.
+func noNUL(s string, e *flows.Expr) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return fmt.Errorf("${{ %s }} (%s) holds a NUL byte, which a command's environment cannot hold", strings.TrimSpace(e.Source), e.Pos)
+	}
+	return nil
 }

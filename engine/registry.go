@@ -24,6 +24,11 @@ type DriverSpec struct {
 	// typically a *ConfigError, for a value it cannot use; an unset key means
 	// the driver's own default.
 	New func(cfg DriverConfig) (Driver, error)
+	// Tools are the tool names an agent run by this driver may list, in
+	// lower case, each with the driver's own name for it (pi runs Claude
+	// Code's Glob as find). nil means the driver takes any name (Claude
+	// Code, whose tools include MCP servers'), or ignores tools.
+	Tools map[string]string
 }
 
 // DriverConfig holds the configuration keys that are set for one driver,
@@ -104,6 +109,19 @@ func (r *Registry) Names() []string {
 		names[i] = s.Name
 	}
 	return names
+}
+
+// Tools returns, by driver name, the tool names each driver's agents may
+// list (DriverSpec.Tools), for drivers that say; the loader refuses other
+// names (flows.Options.DriverTools).
+func (r *Registry) Tools() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, s := range r.specs {
+		if s.Tools != nil {
+			out[s.Name] = maps.Clone(s.Tools)
+		}
+	}
+	return out
 }
 
 // Specs returns the registered specs in the order they were registered, so

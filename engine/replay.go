@@ -46,7 +46,7 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts Options) (
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = snap.Settings.Concurrency
 	}
-	input, err := checkInput(plan.Root, opts.Input)
+	input, err := checkInput(plan.Root, opts.Input, true)
 	if err != nil {
 		return nil, err
 	}

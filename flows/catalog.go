@@ -94,13 +94,19 @@ func (c *Catalogue) addDir(dir, scope string, opts Options) {
 		// and a node naming that agent then says why it could not be read
 		// instead of calling it unknown.
 		stem := strings.TrimSuffix(e.Name(), ".md")
-		src, err := os.ReadFile(path)
+		src, err := opts.read(path)
 		if err != nil {
 			c.broken[stem] = schema.Diagnostics{{Pos: schema.Pos{File: path}, Code: schema.CodeRead, Summary: err.Error()}}
 			continue
 		}
-		doc, diags := schema.ParseAgentFile(path, src)
+		doc, diags := opts.Limits.ParseAgentFile(path, src)
 		opts.checkDriver(doc, &diags)
+		driver := opts.DefaultDriver
+		if d := dirDriver(dir); d != "" && opts.knowsDriver(d) {
+			driver = d
+		}
+		a := agentFromDoc(doc, scope, path, driver)
+		opts.checkTools(doc, a.Driver, &diags)
 		if diags.HasErrors() {
 			key := doc.Name.Value
 			if key == "" {
@@ -109,12 +115,37 @@ func (c *Catalogue) addDir(dir, scope string, opts Options) {
 			c.broken[key] = diags
 			continue
 		}
-		a := agentFromDoc(doc, scope, path, opts.DefaultDriver)
 		delete(c.broken, a.Name)
 		c.agents[a.Name] = a
 	}
 }
 
+// dirDriver is the driver whose agents a directory holds by its place:
+// Claude Code's (.claude/agents) run on claude, pi's (.pi/agents,
+// .pi/agent/agents) on pi, and other directories' on the configured
+// default ("").
+func dirDriver(dir string) string {
+	dir = filepath.Clean(dir)
+	if filepath.Base(dir) != "agents" {
+		return ""
+	}
+	parent := filepath.Dir(dir)
+	switch {
+	case filepath.Base(parent) == ".claude":
+		return "claude"
+	case filepath.Base(parent) == ".pi",
+		filepath.Base(parent) == "agent" && filepath.Base(filepath.Dir(parent)) == ".pi":
+		return "pi"
+	}
+	return ""
+}
+
+// inherit is Claude Code's model for "the model of the session that
+// started me": for flow, no pin of the agent's own.
+const inherit = "inherit"
+
+// agentFromDoc resolves an agent document; defaultDriver runs it when it
+// names no driver.
 func agentFromDoc(d *schema.AgentDoc, scope, source, defaultDriver string) *Agent {
 	a := &Agent{
 		Name: d.Name.Value, Description: d.Description.Value, Driver: d.Driver.Value,
@@ -123,6 +154,9 @@ func agentFromDoc(d *schema.AgentDoc, scope, source, defaultDriver string) *Agen
 	}
 	if a.Driver == "" {
 		a.Driver = defaultDriver
+	}
+	if strings.EqualFold(a.Model, inherit) {
+		a.Model = ""
 	}
 	if d.ToolsSet {
 		a.Tools = []string{}

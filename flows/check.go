@@ -60,7 +60,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 	case schema.KindRun:
 		n.Output = RunOutput
 		if d.Script.Set() {
-			n.Script = c.template(d.Script, sc)
+			n.Script = c.script(d.Script, sc)
 		}
 		for _, a := range d.Argv {
 			n.Argv = append(n.Argv, c.template(a, sc))
@@ -169,6 +169,7 @@ func (c *checker) agentNode(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 	case d.InlineAgent != nil:
 		c.loader.opts.checkDriver(d.InlineAgent, c.diags)
 		n.Agent = agentFromDoc(d.InlineAgent, "inline", "", c.loader.opts.DefaultDriver)
+		c.loader.opts.checkTools(d.InlineAgent, n.Agent.Driver, c.diags)
 	case d.Agent.Set():
 		n.Agent = c.cat.Lookup(d.Agent.Value)
 		if n.Agent == nil {

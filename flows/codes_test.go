@@ -177,6 +177,11 @@ func goldenCodes(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hostile, err := filepath.Glob(filepath.Join("testdata", "hostile", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archives = append(archives, hostile...)
 	shown := map[string]bool{}
 	for _, path := range archives {
 		ar, err := txtar.ParseFile(path)

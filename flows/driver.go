@@ -1,6 +1,8 @@
 package flows
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/flowrun/flow/schema"
@@ -29,4 +31,24 @@ func (o Options) checkDriver(a *schema.AgentDoc, diags *schema.Diagnostics) {
 // default) is one the program provides; true when Options.Drivers is nil.
 func (o Options) knowsDriver(name string) bool {
 	return o.Drivers == nil || contains(o.Drivers, name)
+}
+
+// checkTools reports each tool of an agent that the driver running it does
+// not have (Options.DriverTools), at the tool's position: an agent file
+// written for Claude Code that lists WebFetch cannot run on pi as written.
+func (o Options) checkTools(a *schema.AgentDoc, driver string, diags *schema.Diagnostics) {
+	names, ok := o.DriverTools[driver]
+	if !ok || names == nil {
+		return
+	}
+	for _, t := range a.Tools {
+		if _, ok := names[strings.ToLower(strings.TrimSpace(t.Value))]; ok {
+			continue
+		}
+		own := slices.Sorted(maps.Values(names))
+		own = slices.Compact(own)
+		diags.Add(t.Pos, schema.CodeTool,
+			"remove it, or run the agent on a driver that has it (driver: claude); "+driver+"'s tools are "+strings.Join(own, ", "),
+			"agent %q runs on %s, which has no tool %q", a.Name.Value, driver, t.Value)
+	}
 }

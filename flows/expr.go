@@ -3,6 +3,8 @@ package flows
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -45,6 +47,7 @@ type Template struct {
 type TemplatePart struct {
 	Text string
 	Expr *Expr
+	off  int // where the part starts in the template's source (at ${{ for an expression)
 }
 
 // IsStatic reports whether the template has no expressions.
@@ -96,102 +99,6 @@ func (x *compiler) compile(src string, env types.Map, asBool bool) (*vm.Program,
 	}
 	return exprcompiler.Compile(tree, &cfg)
 }
-
-// scope is the typed environment an expression is compiled against: what is
-// in lexical scope at that point of the flow (SPEC 3.2). It is a persistent
-// list, newest name first: each node extends its sequence's scope without
-// copying it. Every indexEvery-th entry also holds an index of every name
-// above it, so a lookup walks at most indexEvery entries and checking a long
-// sequence stays linear.
-type scope struct {
-	parent *scope
-	name   string
-	t      *schema.Type
-	depth  int
-	index  map[string]*schema.Type // on every indexEvery-th entry
-}
-
-const indexEvery = 32
-
-func (s *scope) with(name string, t *schema.Type) *scope {
-	n := &scope{parent: s, name: name, t: t}
-	if s != nil {
-		n.depth = s.depth + 1
-	}
-	if n.depth%indexEvery == indexEvery-1 {
-		n.index = map[string]*schema.Type{}
-		var walked []*scope
-		p := n
-		for ; p != nil && (p == n || p.index == nil); p = p.parent {
-			walked = append(walked, p)
-		}
-		if p != nil {
-			for k, v := range p.index {
-				n.index[k] = v
-			}
-		}
-		for i := len(walked) - 1; i >= 0; i-- {
-			n.index[walked[i].name] = walked[i].t
-		}
-	}
-	return n
-}
-
-// lookup finds the innermost binding of name.
-func (s *scope) lookup(name string) (*schema.Type, bool) {
-	for p := s; p != nil; p = p.parent {
-		if p.index != nil {
-			t, ok := p.index[name]
-			return t, ok
-		}
-		if p.name == name {
-			return p.t, true
-		}
-	}
-	return nil, false
-}
-
-// names lists every name in scope, for "did you mean".
-func (s *scope) names() []string {
-	var out []string
-	for p := s; p != nil; p = p.parent {
-		out = append(out, p.name)
-	}
-	return out
-}
-
-// env is the part of the scope that src can name. Giving expr only those
-// names keeps compiling one expression proportional to the expression, not
-// to the flow: expr converts its whole environment on every compile, which
-// made loading quadratic in the number of nodes. A name src uses that is
-// not in scope is still reported by expr as unknown.
-func (s *scope) env(src string, x *compiler) types.Map {
-	m := types.Map{}
-	for i := 0; i < len(src); {
-		if !identStart(src[i]) {
-			i++
-			continue
-		}
-		j := i + 1
-		for j < len(src) && (identStart(src[j]) || '0' <= src[j] && src[j] <= '9') {
-			j++
-		}
-		name := src[i:j]
-		field := i > 0 && src[i-1] == '.' // x.output: a field, not a name
-		i = j
-		if field {
-			continue
-		}
-		if t, ok := s.lookup(name); ok {
-			if _, done := m[name]; !done {
-				m[name] = x.typeOf(t)
-			}
-		}
-	}
-	return m
-}
-
-func identStart(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' }
 
 // typeOf maps a flow type onto expr's static types, once per type: a node's
 // value type is named by many expressions, and expr works out the nature
@@ -332,12 +239,12 @@ func (c *checker) template(s schema.String, sc *scope) *Template {
 		i := strings.Index(rest, "${{")
 		if i < 0 {
 			if rest != "" {
-				t.Parts = append(t.Parts, TemplatePart{Text: rest})
+				t.Parts = append(t.Parts, TemplatePart{Text: rest, off: off})
 			}
 			return t
 		}
 		if i > 0 {
-			t.Parts = append(t.Parts, TemplatePart{Text: rest[:i]})
+			t.Parts = append(t.Parts, TemplatePart{Text: rest[:i], off: off})
 		}
 		j := strings.Index(rest[i:], "}}")
 		if j < 0 {
@@ -346,35 +253,71 @@ func (c *checker) template(s schema.String, sc *scope) *Template {
 		}
 		src := rest[i+3 : i+j]
 		if e := c.compile(s, src, off+i+3, sc, nil); e != nil {
-			t.Parts = append(t.Parts, TemplatePart{Expr: e})
+			t.Parts = append(t.Parts, TemplatePart{Expr: e, off: off + i})
 		}
 		off += i + j + 2
 		rest = rest[i+j+2:]
 	}
 }
 
-// typeOfProgram recovers the flow type of a compiled expression from expr's
-// checker, as far as it is expressible.
-func typeOfProgram(p *vm.Program) *schema.Type {
-	rt := p.Node().Type()
-	if rt == nil {
-		return schema.AnyType
+// script compiles a run: string for bash: every ${{ }} becomes a quoted
+// reference to a variable the engine sets (see Script), or a diagnostic
+// where that cannot be done safely.
+func (c *checker) script(s schema.String, sc *scope) *Script {
+	before := len(*c.diags)
+	t := c.template(s, sc)
+	if len(*c.diags) > before {
+		return &Script{Source: s.Value, Text: s.Value} // the template's own errors stop the load
 	}
-	return fromReflectKind(rt.String())
+	sh, faults := compileScript(s.Value, t.Parts)
+	for _, f := range faults {
+		c.diags.Add(s.PosAt(t.Parts[f.part].off), schema.CodeShell, f.hint, "%s", f.reason)
+	}
+	if sh == nil {
+		sh = &Script{Source: s.Value, Text: s.Value}
+	}
+	return sh
 }
 
-func fromReflectKind(s string) *schema.Type {
-	switch {
-	case s == "string":
+// typeOfProgram recovers the flow type of a compiled expression from expr's
+// checker, as far as it is expressible: a list's element type included
+// (1..n is a list of integers, a list of typed objects keeps their fields),
+// and anything expr cannot say — a map literal's fields, the elements of a
+// list of mixed kinds — is any, never a guess.
+func typeOfProgram(p *vm.Program) *schema.Type {
+	return typeOfNature(p.Node().Nature(), 0)
+}
+
+func typeOfNature(nt *nature.Nature, depth int) *schema.Type {
+	if nt == nil || nt.Type == nil || depth > 64 {
+		return schema.AnyType
+	}
+	switch nt.Kind {
+	case reflect.String:
 		return schema.StringType
-	case s == "bool":
+	case reflect.Bool:
 		return schema.BooleanType
-	case strings.HasPrefix(s, "int") || strings.HasPrefix(s, "uint"):
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		return schema.IntegerType
-	case strings.HasPrefix(s, "float"):
+	case reflect.Float32, reflect.Float64:
 		return schema.NumberType
-	case strings.HasPrefix(s, "[]"):
-		return schema.ListOf(fromReflectKind(s[2:]))
+	case reflect.Slice, reflect.Array:
+		if nt.Ref != nil {
+			return schema.ListOf(typeOfNature(nt.Ref, depth+1))
+		}
+		elem := nature.FromType(nt.Type.Elem())
+		return schema.ListOf(typeOfNature(&elem, depth+1))
+	case reflect.Map:
+		if nt.TypeData == nil || !nt.Strict || nt.Fields == nil {
+			return schema.AnyType
+		}
+		t := &schema.Type{Kind: schema.TObject}
+		for _, name := range slices.Sorted(maps.Keys(nt.Fields)) {
+			f := nt.Fields[name]
+			t.Fields = append(t.Fields, schema.F(name, typeOfNature(&f, depth+1)))
+		}
+		return t
 	}
 	return schema.AnyType
 }

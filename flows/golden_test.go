@@ -96,6 +96,8 @@ func setErrors(ar *txtar.Archive, text string) {
 func goldenFlows(tb testing.TB) [][]byte {
 	tb.Helper()
 	archives, _ := filepath.Glob(filepath.Join("testdata", "*.txtar"))
+	hostile, _ := filepath.Glob(filepath.Join("testdata", "hostile", "*.txtar"))
+	archives = append(archives, hostile...)
 	var out [][]byte
 	for _, path := range archives {
 		ar, err := txtar.ParseFile(path)

@@ -2,6 +2,7 @@ package flows
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -29,19 +30,36 @@ type Options struct {
 	// provides no list, and any driver name is accepted; the engine still
 	// refuses to run an agent whose driver it was not given.
 	Drivers []string
+	// DriverTools holds, by driver name, the tool names that driver's agents
+	// may list (lower case) with the driver's own name for each (an
+	// engine.Registry's Tools). A tool of an agent run by a driver listed
+	// here that is not among its names is an error; a driver not listed
+	// takes any name.
+	DriverTools map[string]map[string]string
 	// Sources holds file contents to use instead of the disk: a resume loads
 	// the flows its snapshot recorded, not the files as they are now.
 	Sources map[string][]byte
 	// Agents, when set, replaces discovery: the agents as a snapshot
 	// recorded them, so a resume runs the same agents.
 	Agents []*Agent
+	// Limits bound the size, nesting and node count of every flow and
+	// agent file read (configuration: limits.file_bytes, limits.depth,
+	// limits.nodes); zero fields take schema's defaults.
+	Limits schema.Limits
 }
 
+// read reads a flow file, at most one byte past the size limit: a larger
+// file is refused by the parser without being read whole.
 func (o Options) read(path string) ([]byte, error) {
 	if src, ok := o.Sources[path]; ok {
 		return src, nil
 	}
-	return os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(o.Limits.WithDefaults().FileBytes)+1))
 }
 
 func (o Options) workDir() string {
@@ -113,7 +131,7 @@ type loader struct {
 
 // flow parses and checks one flow file.
 func (l *loader) flow(file string, src []byte) *Flow {
-	doc, diags := schema.ParseFlow(file, src)
+	doc, diags := l.opts.Limits.ParseFlow(file, src)
 	l.diags = append(l.diags, diags...)
 	name := doc.Name.Value
 	if name == "" {
@@ -158,6 +176,7 @@ func (l *loader) flow(file string, src []byte) *Flow {
 	for _, ia := range doc.InlineAgents {
 		l.opts.checkDriver(ia, &l.diags)
 		a := agentFromDoc(ia, "inline", "", l.opts.DefaultDriver)
+		l.opts.checkTools(ia, a.Driver, &l.diags)
 		cat.agents[a.Name] = a
 		l.inline = append(l.inline, a)
 	}
@@ -182,8 +201,20 @@ func (l *loader) flow(file string, src []byte) *Flow {
 	return f
 }
 
-// callee loads a called flow by name from beside the caller.
+// callee loads a called flow by name from beside the caller. A name is a
+// file's stem, never a path: what a run enters is what the plan holds under
+// that name, and a path would name a file the plan keeps under another.
 func (l *loader) callee(caller *Flow, name schema.String) *Flow {
+	if !calleeName(name.Value) {
+		stem := schema.Stem(name.Value)
+		hint := "a called flow is a file beside this one, named by its stem: flow: " + stem +
+			" calls " + stem + ".yaml; move or link the flow beside " + filepath.Base(caller.File)
+		if stem == "" || stem == "." || stem == ".." {
+			hint = "a called flow is a file beside this one, named by its stem (release-notes for release-notes.yaml)"
+		}
+		l.diags.Add(name.Pos, schema.CodeFlow, hint, "flow %q is a path, not a flow's name", name.Value)
+		return nil
+	}
 	if f, ok := l.plan.Flows[name.Value]; ok {
 		for _, n := range l.loading {
 			if n == name.Value {
@@ -217,6 +248,13 @@ func (l *loader) callee(caller *Flow, name schema.String) *Flow {
 	}
 	l.diags.Add(name.Pos, schema.CodeFlow, hint, "no flow %q beside %s", name.Value, filepath.Base(caller.File))
 	return nil
+}
+
+// calleeName reports whether s names a flow beside its caller: no
+// directory, no extension.
+func calleeName(s string) bool {
+	return s != "." && s != ".." && !strings.ContainsAny(s, "/\\\x00") &&
+		!strings.HasSuffix(s, ".yaml") && !strings.HasSuffix(s, ".yml")
 }
 
 func budget(b *schema.Budget) *Budget {

@@ -76,7 +76,7 @@ type Node struct {
 
 	// run
 	Argv   []*Template
-	Script *Template
+	Script *Script
 	Env    []EnvVar
 
 	// choice and parallel

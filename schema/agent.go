@@ -29,9 +29,14 @@ type AgentDoc struct {
 // lines, then the body as the agent's instructions. Keys that other tools put
 // in frontmatter (color, …) are ignored, so existing agent files work unchanged.
 func ParseAgentFile(file string, src []byte) (*AgentDoc, Diagnostics) {
+	return Limits{}.ParseAgentFile(file, src)
+}
+
+// ParseAgentFile decodes an agent Markdown file within l.
+func (l Limits) ParseAgentFile(file string, src []byte) (*AgentDoc, Diagnostics) {
 	var diags Diagnostics
 	a := &AgentDoc{Pos: Pos{File: file, Line: 1, Col: 1}}
-	text := bytes.ReplaceAll(src, []byte("\r\n"), []byte("\n"))
+	text := bytes.ReplaceAll(stripBOM(src), []byte("\r\n"), []byte("\n"))
 	if !bytes.HasPrefix(text, []byte("---\n")) {
 		diags.Add(a.Pos, CodeFrontmatter, "start the file with a --- line, then name: and description:, then ---", "the agent file has no YAML frontmatter")
 		return a, diags
@@ -52,11 +57,11 @@ func ParseAgentFile(file string, src []byte) (*AgentDoc, Diagnostics) {
 	// Keep positions true to the file: pad the frontmatter with one blank line
 	// for the opening ---.
 	padded := append([]byte("\n"), front...)
-	node := parseYAML(file, padded, &diags)
+	r := &reader{file: file, diags: &diags, src: padded}
+	node := r.parse(l)
 	if node == nil {
 		return a, diags
 	}
-	r := &reader{file: file, diags: &diags, src: padded}
 	r.agentFields(a, node, false)
 	a.Instructions = strings.TrimSpace(string(body))
 	return a, diags

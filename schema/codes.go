@@ -38,7 +38,10 @@ const (
 	CodeType         Code = "type"          // a value has the wrong shape, a type is unknown, or a map: yields no list
 	CodeUnknownKey   Code = "unknown-key"   // a key flow does not know
 	CodeValue        Code = "value"         // a key that takes one of a few words has another
-	CodeYAML         Code = "yaml"          // the file is not YAML flow can read: a syntax error, several documents, a merge key
+	CodeYAML         Code = "yaml"          // the file is not YAML flow can read: a syntax error, several documents, an alias without its anchor
+	CodeLimit        Code = "limit"         // the file is larger, nests deeper or holds more nodes than limits.* allow
+	CodeShell        Code = "shell"         // a ${{ }} in a run: script sits where its value could not be passed as data
+	CodeTool         Code = "tool"          // an agent names a tool its driver does not have
 	CodeSweep        Code = "sweep"         // a sweep's baseline is not one of its assignments, its score is neither a boolean nor a number, or its tasks file cannot be used
 	CodeIsolation    Code = "isolation"     // isolation: worktree outside a git repository or inside another isolated scope, or land:/repo: without it
 )

@@ -11,6 +11,12 @@
 // are rejected with a "did you mean". Documents are plain data: once
 // returned they are not modified and may be read from many goroutines.
 //
+// Reading is bounded (Limits: the file's size, its nesting, its nodes with
+// aliases expanded), checked before the YAML parser sees the text and on
+// the tree it returns, so a hostile file is a diagnostic within a second.
+// Aliases are resolved and merge keys applied before decoding; decoders
+// never meet an alias.
+//
 // schema imports nothing else of flow; flows, engine, steps and cmd build on
 // it.
 package schema

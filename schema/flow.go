@@ -51,13 +51,17 @@ type Schedule struct {
 	Catchup  String // none (default) | once
 }
 
-// ParseFlow decodes a flow file. It returns the document as far as it could
-// be read and every problem found; a document with errors must not run.
-func ParseFlow(file string, src []byte) (*Flow, Diagnostics) {
+// ParseFlow decodes a flow file within the default Limits. It returns the
+// document as far as it could be read and every problem found; a document
+// with errors must not run.
+func ParseFlow(file string, src []byte) (*Flow, Diagnostics) { return Limits{}.ParseFlow(file, src) }
+
+// ParseFlow decodes a flow file within l.
+func (l Limits) ParseFlow(file string, src []byte) (*Flow, Diagnostics) {
 	var diags Diagnostics
-	r := &reader{file: file, diags: &diags, src: src}
+	r := &reader{file: file, diags: &diags, src: stripBOM(src)}
 	f := &Flow{File: file, Source: src, Pos: Pos{File: file, Line: 1, Col: 1}}
-	body := parseYAML(file, src, &diags)
+	body := r.parse(l)
 	if body == nil {
 		return f, diags
 	}

@@ -25,17 +25,22 @@ const (
 var scalarKinds = []string{"string", "number", "integer", "boolean", "any"}
 
 // Type is a declared type: of a flow's input or a node's typed output.
-// Written as a scalar name (`string`), a one-item list (`[string]`), or a
-// mapping of field → type where a name ending in `?` is optional. A mapping
-// whose keys are among type, default and description and that has `default`
-// declares a default value instead.
+// Written as a scalar name (`string`), a one-item list (`[string]`), a
+// mapping of field → type where a name ending in `?` is optional, or a field
+// spec. The language has one reading of a mapping: it is a field spec
+// `{type: T, default: v, description: text}` when its keys are among type,
+// default and description and it has type or default; any other mapping is
+// an object. The value of a spec's type: is read as an object whatever its
+// keys, so an object whose only field is named type is written
+// `{type: {type: string}}`.
 type Type struct {
-	Kind       TypeKind
-	Elem       *Type    // for lists
-	Fields     []*Field // for objects, in file order
-	Default    any
-	HasDefault bool
-	Pos        Pos
+	Kind        TypeKind
+	Elem        *Type    // for lists
+	Fields      []*Field // for objects, in file order
+	Default     any
+	HasDefault  bool
+	Description string
+	Pos         Pos
 }
 
 // Field is one field of an object type.
@@ -93,7 +98,13 @@ func ObjectOf(fields ...*Field) *Type { return &Type{Kind: TObject, Fields: fiel
 // F is a required field, for building types in code.
 func F(name string, t *Type) *Field { return &Field{Name: name, Type: t} }
 
-func (r *reader) typeExpr(n ast.Node, what string) *Type {
+func (r *reader) typeExpr(n ast.Node, what string) *Type { return r.typeOf(n, what, false) }
+
+// typeOf reads a type. A mapping is a field spec when its keys are among
+// type, default and description and it has type or default (see Type);
+// any other mapping is an object. asObject reads a mapping as an object
+// whatever its keys: the value of a spec's type: is never a spec itself.
+func (r *reader) typeOf(n ast.Node, what string, asObject bool) *Type {
 	n = unwrap(n)
 	pos := r.pos(n)
 	switch v := n.(type) {
@@ -108,8 +119,8 @@ func (r *reader) typeExpr(n ast.Node, what string) *Type {
 		return &Type{Kind: TList, Elem: r.typeExpr(v.Values[0], what+" item"), Pos: pos}
 	case *ast.MappingNode, *ast.MappingValueNode:
 		es, _ := r.mapping(v, what, nil)
-		if isDefaultForm(es) {
-			return r.defaultForm(es, what, pos)
+		if !asObject && isSpec(es) {
+			return r.spec(es, what, pos)
 		}
 		t := &Type{Kind: TObject, Pos: pos}
 		for _, e := range es {
@@ -134,39 +145,49 @@ func (r *reader) typeExpr(n ast.Node, what string) *Type {
 	return &Type{Kind: TypeKind(name), Pos: pos}
 }
 
-func isDefaultForm(es []entry) bool {
-	hasDefault := false
+// isSpec reports whether a mapping's keys make it a field spec: only type,
+// default and description, with type or default among them.
+func isSpec(es []entry) bool {
+	typed := false
 	for _, e := range es {
 		switch e.key {
-		case "default":
-			hasDefault = true
-		case "type", "description":
+		case "type", "default":
+			typed = true
+		case "description":
 		default:
 			return false
 		}
 	}
-	return hasDefault
+	return typed
 }
 
-func (r *reader) defaultForm(es []entry, what string, pos Pos) *Type {
+// spec reads `{type: T, default: v, description: text}`.
+func (r *reader) spec(es []entry, what string, pos Pos) *Type {
 	var t *Type
 	var def any
 	var defN ast.Node
+	hasDefault := false
+	desc := ""
 	for _, e := range es {
 		switch e.key {
 		case "type":
-			t = r.typeExpr(e.value, what)
+			t = r.typeOf(e.value, what, true)
 		case "default":
-			def, defN = r.plainValue(e.value), e.value
+			def, defN, hasDefault = r.plainValue(e.value), e.value, true
+		case "description":
+			desc = r.str(e.value, what+".description").Value
 		}
 	}
 	if t == nil {
 		t = inferType(def)
 	}
 	cp := *t
-	cp.Default, cp.HasDefault, cp.Pos = def, true, pos
-	if err := cp.Check(def); err != nil {
-		r.errorf(defN, CodeType, "make the default fit the declared type", "%s: default %v", what, err)
+	cp.Pos, cp.Description = pos, desc
+	if hasDefault {
+		cp.Default, cp.HasDefault = def, true
+		if err := cp.Check(def); err != nil {
+			r.errorf(defN, CodeType, "make the default fit the declared type", "%s: default %v", what, err)
+		}
 	}
 	return &cp
 }
@@ -358,9 +379,23 @@ func (t *Type) WithDefaults(v any) any {
 		out[k] = x
 	}
 	for _, f := range t.Fields {
+		if out[f.Name] == nil && f.Type.Kind == TObject && !f.Type.HasDefault && f.Type.needsValue() {
+			continue // an absent object stays absent unless defaults make all of it
+		}
 		out[f.Name] = f.Type.WithDefaults(out[f.Name])
 	}
 	return out
+}
+
+// needsValue reports whether an object has a required field without a
+// default, which defaults alone cannot fill.
+func (t *Type) needsValue() bool {
+	for _, f := range t.Fields {
+		if !f.Optional && !f.Type.HasDefault && (f.Type.Kind != TObject || f.Type.needsValue()) {
+			return true
+		}
+	}
+	return false
 }
 
 // JSONSchema renders t as a JSON Schema (as a plain value for encoding), for

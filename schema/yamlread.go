@@ -2,7 +2,6 @@ package schema
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -11,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 )
 
@@ -53,41 +51,9 @@ func (r *reader) errorf(n ast.Node, code Code, detail, format string, args ...an
 	r.diags.Add(r.pos(n), code, detail, format, args...)
 }
 
-// parseYAML parses src into its first document's body. A syntax error becomes
-// a diagnostic at its token.
-//
-// The parser lets a key repeat: it would stop at the first repeat, hiding the
-// file's other faults, while reader.mapping reports every one, naming what
-// holds it.
-func parseYAML(file string, src []byte, diags *Diagnostics) ast.Node {
-	f, err := parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
-	if err != nil {
-		pos := Pos{File: file, Line: 1, Col: 1}
-		msg := err.Error()
-		var ye interface {
-			GetToken() *token.Token
-			GetMessage() string
-		}
-		if errors.As(err, &ye) {
-			msg = ye.GetMessage()
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				pos.Line, pos.Col = tk.Position.Line, max(tk.Position.Column, 1)
-			}
-		}
-		diags.Add(pos, CodeYAML, "fix the YAML syntax at this position", "%s", msg)
-		return nil
-	}
-	if len(f.Docs) == 0 || f.Docs[0] == nil || f.Docs[0].Body == nil {
-		diags.Add(Pos{File: file, Line: 1, Col: 1}, CodeEmpty, "a flow file is a YAML mapping with at least name: and nodes:", "the file is empty")
-		return nil
-	}
-	if len(f.Docs) > 1 {
-		diags.Add(Pos{File: file, Line: 1, Col: 1}, CodeYAML, "put one flow in each file", "the file holds %d YAML documents", len(f.Docs))
-	}
-	return f.Docs[0].Body
-}
-
-// unwrap strips anchors and tags so decoders see the value itself.
+// unwrap strips anchors, tags and the `? ` of an explicit key so decoders
+// see the value itself. Aliases were replaced by the values they name when
+// the file was parsed (bounder.walk).
 func unwrap(n ast.Node) ast.Node {
 	for {
 		switch v := n.(type) {
@@ -95,10 +61,8 @@ func unwrap(n ast.Node) ast.Node {
 			n = v.Value
 		case *ast.TagNode:
 			n = v.Value
-		case *ast.AliasNode:
-			// Aliases are resolved by value where the anchor is in scope; an
-			// alias we cannot see through is returned as is and reported by type.
-			return n
+		case *ast.MappingKeyNode:
+			n = v.Value
 		default:
 			return n
 		}
@@ -119,6 +83,9 @@ type entry struct {
 
 // mapping returns the entries of a mapping node in file order, reporting
 // unknown keys against known (nil known = any key) and duplicate keys.
+// Merge keys (`<<: *defaults`) add the keys of the mappings they name that
+// the mapping does not give itself; of several merged mappings, the first
+// that gives a key wins (YAML's merge key type).
 func (r *reader) mapping(n ast.Node, what string, known []string) ([]entry, bool) {
 	n = unwrap(n)
 	var values []*ast.MappingValueNode
@@ -133,6 +100,7 @@ func (r *reader) mapping(n ast.Node, what string, known []string) ([]entry, bool
 	}
 	seen := map[string]bool{}
 	out := make([]entry, 0, len(values))
+	var merges []ast.Node
 	for _, mv := range values {
 		if mv.Key == nil {
 			continue
@@ -140,7 +108,7 @@ func (r *reader) mapping(n ast.Node, what string, known []string) ([]entry, bool
 		kn := unwrap(mv.Key)
 		key := scalarText(kn)
 		if _, ok := kn.(*ast.MergeKeyNode); ok {
-			r.errorf(kn, CodeYAML, "write the keys out; merge keys hide where a value comes from", "merge keys (<<) are not supported")
+			merges = append(merges, mv.Value)
 			continue
 		}
 		if seen[key] {
@@ -158,7 +126,35 @@ func (r *reader) mapping(n ast.Node, what string, known []string) ([]entry, bool
 		}
 		out = append(out, entry{key: key, keyN: kn, value: mv.Value})
 	}
+	for _, m := range merges {
+		out = r.merge(m, what, known, seen, out)
+	}
 	return out, true
+}
+
+// merge appends the entries of the mappings a merge key names that are not
+// seen yet.
+func (r *reader) merge(v ast.Node, what string, known []string, seen map[string]bool, out []entry) []entry {
+	sources := []ast.Node{v}
+	if seq, ok := unwrap(v).(*ast.SequenceNode); ok {
+		sources = seq.Values
+	}
+	for _, s := range sources {
+		switch unwrap(s).(type) {
+		case *ast.MappingNode, *ast.MappingValueNode:
+		default:
+			r.errorf(s, CodeType, "merge mappings: `<<: *name` or `<<: [*a, *b]`", "<< must name a mapping, not %s", describe(s))
+			continue
+		}
+		es, _ := r.mapping(s, what, known)
+		for _, e := range es {
+			if !seen[e.key] {
+				seen[e.key] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {

@@ -17,6 +17,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/secret"
+	"github.com/flowrun/flow/schema"
 )
 
 // Exit codes (SPEC 7).
@@ -217,6 +218,10 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 	v.SetDefault("concurrency", 0)
 	v.SetDefault("timeout", "30m") // a turn that nothing else bounds
 	v.SetDefault("project_agents", false)
+	// What reading one flow or agent file may cost (schema.Limits).
+	v.SetDefault("limits.file_bytes", schema.DefaultFileBytes)
+	v.SetDefault("limits.depth", schema.DefaultDepth)
+	v.SetDefault("limits.nodes", schema.DefaultNodes)
 	v.SetEnvPrefix("FLOW")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
 	v.AutomaticEnv()
@@ -286,7 +291,9 @@ func secretKey(k string) bool {
 // loadOptions are the flows.Options the configuration implies.
 func (a *app) loadOptions() flows.Options {
 	return flows.Options{ProjectAgents: a.cfg.GetBool("project_agents"), DefaultDriver: a.cfg.GetString("driver"),
-		Drivers: a.drivers.Names()}
+		Drivers: a.drivers.Names(), DriverTools: a.drivers.Tools(), Limits: schema.Limits{
+			FileBytes: a.cfg.GetInt("limits.file_bytes"), Depth: a.cfg.GetInt("limits.depth"), Nodes: a.cfg.GetInt("limits.nodes"),
+		}}
 }
 
 // runSettings are the run-wide overrides of model and timeout (SPEC 3.6):

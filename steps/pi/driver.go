@@ -185,18 +185,26 @@ func (d *Driver) writeAgentDir(dir, modelID string, reasoning bool) error {
 // readOnly is pi's read-only tool set, used when an agent names no tools.
 const readOnly = "read,grep,find,ls"
 
+// toolNames maps the tool names an agent may list (lower case: pi's own,
+// and Claude Code's for the tools pi has) onto pi's. The loader refuses
+// any other name (Spec's Tools), so an agent file written for Claude Code
+// runs on pi with the same tools or says which one pi lacks.
+var toolNames = map[string]string{
+	"read": "read", "bash": "bash", "edit": "edit", "write": "write", "grep": "grep", "find": "find", "ls": "ls",
+	"glob": "find", "multiedit": "edit",
+}
+
 // toolList maps an agent's tools onto pi's tool names: nil means the
 // read-only set; Claude Code's names are accepted too.
 func toolList(tools []string) string {
 	if tools == nil {
 		return readOnly
 	}
-	alias := map[string]string{"glob": "find", "multiedit": "edit"}
 	var out []string
 	seen := map[string]bool{}
 	for _, name := range tools {
 		n := strings.ToLower(strings.TrimSpace(name))
-		if a, ok := alias[n]; ok {
+		if a, ok := toolNames[n]; ok {
 			n = a
 		}
 		if n != "" && !seen[n] {

@@ -1,6 +1,8 @@
 package pi
 
 import (
+	"maps"
+
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/agentcli"
 )
@@ -12,8 +14,9 @@ import (
 // caller can change another's.
 func Spec() engine.DriverSpec {
 	return engine.DriverSpec{
-		Name: "pi",
-		Keys: []string{"binary", "base_url", "api", "api_key_env", "max_retries", "agent_dir"},
+		Name:  "pi",
+		Keys:  []string{"binary", "base_url", "api", "api_key_env", "max_retries", "agent_dir"},
+		Tools: maps.Clone(toolNames),
 		New: func(cfg engine.DriverConfig) (engine.Driver, error) {
 			retries, err := agentcli.MaxRetries(cfg)
 			if err != nil {
