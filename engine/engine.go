@@ -41,6 +41,11 @@ type Options struct {
 	Config map[string]any
 	// Backoff is the first retry delay (doubling, capped at 30 s); default 1 s.
 	Backoff time.Duration
+	// Leaves runs agent turns and commands; default LocalLeaves of Drivers
+	// and Commands. A remote LeafRunner (package temporal) replaces both.
+	Leaves LeafRunner
+	// Runtime is where the walk happens; default LocalRuntime.
+	Runtime Runtime
 }
 
 // Asker asks the person running the flow a question: at the terminal
@@ -119,7 +124,24 @@ func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, erro
 		_ = w.Close()
 		return nil, err
 	}
-	return run(ctx, plan, opts, w, input, nil)
+	return runLocal(ctx, plan, opts, w, input, nil)
+}
+
+// Walk runs plan with its facts and events going to rec, for a runtime
+// other than Execute's (a Temporal workflow walks the plan it rebuilt
+// from the run's snapshot). opts.RunID names the run; earlier holds the
+// facts of earlier attempts when the run resumes, as for Resume. Walk
+// neither creates a run directory nor ends processes: rec and
+// opts.Leaves own where facts and processes live.
+func Walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, earlier []*Fact) (*Result, error) {
+	input, err := checkInput(plan.Root, opts.Input)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.check(plan); err != nil {
+		return nil, err
+	}
+	return walk(ctx, plan, opts, rec, input, earlier)
 }
 
 // check fills in defaults and refuses a run that could not go through.
@@ -129,8 +151,14 @@ func (o *Options) check(plan *flows.Plan) error {
 			return &RefusedError{Msg: fmt.Sprintf("%s: ask %q has no default and nobody is at the terminal to answer it; add default: or run it in a terminal", n.Pos, n.ID)}
 		}
 	}
-	if err := checkDrivers(plan, *o); err != nil {
-		return err
+	if o.Leaves == nil {
+		if err := checkDrivers(plan, *o); err != nil {
+			return err
+		}
+		o.Leaves = LocalLeaves{Drivers: o.Drivers, Commands: o.Commands}
+	}
+	if o.Runtime == nil {
+		o.Runtime = LocalRuntime{}
 	}
 	if o.WorkDir == "" {
 		wd, err := os.Getwd()
@@ -162,21 +190,28 @@ func (o *Options) snapshotSettings() rundir.Settings {
 	return s
 }
 
-// run walks the plan with w open, and closes w. earlier holds the facts of
-// earlier attempts when the run resumes; notes are said as it starts.
-func run(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, input any, earlier []*Fact, notes ...string) (res *Result, err error) {
-	r := &runner{plan: plan, opts: opts, dir: w, live: make(chan struct{}, opts.Concurrency),
-		sessions: map[rundir.Scope]*session{}, minTurn: map[string]int64{}}
+// runLocal walks the plan with w open, closes w, and ends every process
+// the run left. earlier holds the facts of earlier attempts when the run
+// resumes; notes are said as it starts.
+func runLocal(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, input any, earlier []*Fact, notes ...string) (res *Result, err error) {
 	defer func() {
 		// A run ends every process it started, daemons a step left included.
-		endLeftovers(r.opts.RunID)
+		endLeftovers(opts.RunID)
 		if cerr := w.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("closing run directory: %w", cerr)
 		}
 	}()
+	return walk(ctx, plan, opts, w, input, earlier, notes...)
+}
+
+// walk runs the plan, each fact and event into rec, and its output into
+// rec's Finish.
+func walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, input any, earlier []*Fact, notes ...string) (*Result, error) {
+	r := &runner{plan: plan, opts: opts, dir: rec, rt: opts.Runtime, leaves: opts.Leaves, live: opts.Runtime.NewSemaphore(opts.Concurrency),
+		sessions: map[rundir.Scope]*session{}, minTurn: map[string]int64{}}
 	r.replay(earlier)
-	start := time.Now()
-	if err := w.Fact(&Fact{Type: rundir.FactRun, Time: start, RunID: opts.RunID, Flow: plan.Root.Name, Status: rundir.StatusRunning, Input: input, Resumed: earlier != nil}); err != nil {
+	start := r.rt.Now()
+	if err := rec.Fact(&Fact{Type: rundir.FactRun, Time: start, RunID: opts.RunID, Flow: plan.Root.Name, Status: rundir.StatusRunning, Input: input, Resumed: earlier != nil}); err != nil {
 		return nil, err
 	}
 	r.emit(&Event{Type: rundir.EventRunStart, Dir: filepath.Join(opts.RunsDir, opts.RunID)})
@@ -186,22 +221,25 @@ func run(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, 
 	fr := (&frame{calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
 	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, map[string]any{"input": input}, "")
 	shown := filepath.Join(opts.RunsDir, opts.RunID) // as the user named it
-	res = &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: out, Failure: fail, Usage: r.total()}
-	wall := time.Since(start).Milliseconds()
+	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: out, Failure: fail, Usage: r.total()}
+	end := r.rt.Now()
+	wall := end.Sub(start).Milliseconds()
 	// The run's output is made of its visits' outputs, which the journal
 	// has: it goes to output.json, not into the journal a second time.
-	endErr := w.Fact(&Fact{Type: rundir.FactRun, Time: time.Now(), RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall})
+	endErr := rec.Fact(&Fact{Type: rundir.FactRun, Time: end, RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall})
 	r.emit(&Event{Type: rundir.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown})
-	return res, errors.Join(endErr, w.Finish(out))
+	return res, errors.Join(endErr, rec.Finish(out))
 }
 
 // runner is one run in progress. Its maps are guarded by mu; everything else
 // is set before the run starts and read-only after.
 type runner struct {
-	plan *flows.Plan
-	opts Options
-	dir  *rundir.Writer
-	live chan struct{} // the run-wide cap on live agent turns
+	plan   *flows.Plan
+	opts   Options
+	dir    Recorder
+	rt     Runtime
+	leaves LeafRunner
+	live   Semaphore // the run-wide cap on live agent turns
 
 	mu       sync.Mutex
 	sessions map[rundir.Scope]*session
@@ -213,7 +251,7 @@ type runner struct {
 // emit writes an event and hands it to OnEvent.
 func (r *runner) emit(e *Event) {
 	if e.Time.IsZero() {
-		e.Time = time.Now()
+		e.Time = r.rt.Now()
 	}
 	e.Run = r.opts.RunID
 	_ = r.dir.Event(e) // events are for watching; the journal is what counts

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/flowrun/flow/flows"
@@ -15,10 +12,10 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// session is one subagent session of a memory scope. Its mutex makes a
-// session serve one visit at a time (SPEC 3.4).
+// session is one subagent session of a memory scope. Its mutex, the
+// runtime's, makes a session serve one visit at a time (SPEC 3.4).
 type session struct {
-	mu sync.Mutex
+	mu Mutex
 	id string
 }
 
@@ -27,7 +24,7 @@ func (r *runner) session(key rundir.Scope) *session {
 	defer r.mu.Unlock()
 	s := r.sessions[key]
 	if s == nil {
-		s = &session{}
+		s = &session{mu: r.rt.NewMutex()}
 		r.sessions[key] = s
 	}
 	return s
@@ -65,29 +62,29 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		o.scope = &rundir.Scope{Path: fr.scopes[n.Memory], Agent: a.Name}
 		homePath = o.scope.Path
 		sess = r.session(*o.scope)
-		sess.mu.Lock()
+		if err := sess.mu.Lock(ctx); err != nil {
+			o.fail = cancelled(ctx, path)
+			return o
+		}
 		defer sess.mu.Unlock()
 	}
 	home := r.dir.Home(homePath)
-	driver := r.opts.Drivers[a.Driver]
-	var usage Usage
-	o.usage = &usage
+	o.usage = &Usage{}
 	delay := r.opts.Backoff
 	for attempt := 1; ; attempt++ {
 		o.attempts = attempt
 		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: n.OutputSchema,
 			Home: home, WorkDir: r.opts.WorkDir, Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model)}
-		answer, fail := r.turn(ctx, fr, driver, t, &usage, sess)
+		answer, fail := r.turn(ctx, fr, t, o, sess)
 		var out any = answer
 		if fail == nil && n.Typed {
-			out, fail = r.typed(ctx, fr, driver, t, answer, n, &usage, sess)
+			out, fail = r.typed(ctx, fr, t, answer, n, o, sess)
 		}
 		if sess != nil {
 			o.session = sess.id
 		}
 		if fail == nil {
 			o.output = out
-			o.file = overflow(answer, home, a.Name)
 			return o
 		}
 		retriable := fail.Kind == schema.FailProvider || fail.Kind == schema.FailTimeout || fail.Kind == schema.FailSchema
@@ -95,54 +92,49 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 			o.fail = fail
 			return o
 		}
-		select {
-		case <-ctx.Done():
+		if err := r.rt.Sleep(ctx, delay); err != nil {
 			o.fail = cancelled(ctx, path)
 			return o
-		case <-time.After(delay):
 		}
 		delay = min(delay*2, 30*time.Second)
 	}
 }
 
-// turn runs one driver turn under the run-wide cap, the turn timeout and
-// the budgets, and classifies how it ended.
-func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *Usage, sess *session) (string, *Failure) {
+// turn runs one turn through the LeafRunner under the run-wide cap and the
+// budgets, adds what it spent to o, and classifies how it ended.
+func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess *session) (string, *Failure) {
 	if f := r.budgetRefusal(fr, t.Agent.Name); f != nil {
 		return "", f
 	}
-	select {
-	case r.live <- struct{}{}:
-	case <-ctx.Done():
+	if err := r.live.Acquire(ctx); err != nil {
 		return "", cancelled(ctx, t.Visit)
 	}
-	defer func() { <-r.live }()
+	defer r.live.Release()
 	if sess != nil {
 		t.Session = sess.id
 	}
-	tctx, cancelTimeout := context.WithTimeoutCause(ctx, t.Timeout, errTimeout)
-	defer cancelTimeout()
-	tctx, stop := context.WithCancelCause(tctx)
-	defer stop(nil)
-	t.Progress = watchBudget(fr, stop, t.Progress)
-	start := time.Now()
-	res, err := d.Turn(tctx, t)
+	t.Watch, t.TokensLeft = fr.watch()
+	res, err := r.leaves.Turn(ctx, t)
 	if res != nil {
-		u := res.Usage
-		if u.WallMS <= 0 {
-			u.WallMS = time.Since(start).Milliseconds()
-		}
-		usage.Add(u)
+		o.usage.Add(res.Usage)
 		fr.charge(&res.Usage)
 		r.noteTurn(t.Agent.Name, res.Usage)
 		if sess != nil && res.Session != "" {
 			sess.id = res.Session
 		}
+		o.file = res.File
+		if res.Worker != "" {
+			o.worker, o.transcript = res.Worker, res.Transcript
+		}
 	}
-	if tctx.Err() != nil {
-		return "", cancelled(tctx, t.Visit)
+	if ctx.Err() != nil {
+		return "", cancelled(ctx, t.Visit)
 	}
 	switch {
+	case errors.Is(err, errTimeout):
+		return "", &Failure{Kind: schema.FailTimeout, Message: errTimeout.Error()}
+	case errors.Is(err, errBudget):
+		return "", &Failure{Kind: schema.FailBudget, Message: errBudget.Error()}
 	case errors.Is(err, ErrUnavailable):
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	case err != nil:
@@ -161,14 +153,14 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 
 // typed parses and validates a typed answer; an answer that does not fit is
 // sent back once with the reason, then the visit fails `schema`.
-func (r *runner) typed(ctx context.Context, fr *frame, d Driver, t *Turn, answer string, n *flows.Node, usage *Usage, sess *session) (any, *Failure) {
+func (r *runner) typed(ctx context.Context, fr *frame, t *Turn, answer string, n *flows.Node, o *outcome, sess *session) (any, *Failure) {
 	v, err := parseTyped(answer, n.Output)
 	if err == nil {
 		return v, nil
 	}
 	retry := *t
 	retry.Prompt = fmt.Sprintf("%s\n\n## Your previous answer did not fit\n%v\n\nYour previous answer was:\n%s\n\nAnswer again with only the JSON value.", t.Prompt, err, fence(answer))
-	answer2, fail := r.turn(ctx, fr, d, &retry, usage, sess)
+	answer2, fail := r.turn(ctx, fr, &retry, o, sess)
 	if fail != nil {
 		return nil, fail
 	}
@@ -183,22 +175,6 @@ func (r *runner) progress(path, driver, model string) func(Progress) {
 	return func(p Progress) {
 		r.emit(&Event{Type: rundir.EventProgress, Visit: path, Driver: driver, Model: model, Activity: p.Activity, Tokens: p.Tokens})
 	}
-}
-
-// overflowLimit is the size above which an answer is handed on as a file.
-const overflowLimit = 50 << 10
-
-// overflow writes an answer longer than overflowLimit to the home, and
-// returns its path ("" when it is short, or could not be written).
-func overflow(answer, home, agent string) string {
-	if len(answer) <= overflowLimit || os.MkdirAll(home, 0o755) != nil {
-		return ""
-	}
-	path := filepath.Join(home, agent+"-answer.md")
-	if os.WriteFile(path, []byte(answer), 0o644) != nil {
-		return ""
-	}
-	return path
 }
 
 func (r *runner) command(ctx context.Context, n *flows.Node, vars map[string]any, path string) *outcome {
@@ -227,16 +203,18 @@ func (r *runner) command(ctx context.Context, n *flows.Node, vars map[string]any
 	}
 	c.Home = r.dir.Home(path)
 	o := &outcome{timeout: flows.RunTimeout(n)}
-	tctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errTimeout)
-	defer cancel()
-	res, err := r.opts.Commands.Run(tctx, c)
+	c.Timeout = o.timeout
+	res, err := r.leaves.Command(ctx, c)
 	switch {
-	case tctx.Err() != nil:
-		o.fail = cancelled(tctx, path)
+	case ctx.Err() != nil:
+		o.fail = cancelled(ctx, path)
+	case errors.Is(err, errTimeout):
+		o.fail = &Failure{Kind: schema.FailTimeout, Message: errTimeout.Error()}
 	case err != nil:
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	default:
 		o.output = map[string]any{"passed": res.Passed, "exit": res.Exit, "report": res.Report}
+		o.worker = res.Worker
 	}
 	return o
 }

@@ -42,6 +42,13 @@ type Turn struct {
 	// fresh one. The driver returns the session to continue next time.
 	Session  string
 	Progress func(Progress) // never nil
+	// Watch, when set, reports whether the turn's live token count crosses
+	// a budget above it, as the budgets stand now; the LeafRunner then
+	// stops the turn (ErrBudget). TokensLeft is what those budgets had left
+	// when the turn started (0: no token budget), for a LeafRunner that
+	// cannot call Watch (a Temporal worker). Drivers ignore both.
+	Watch      func(live int64) bool
+	TokensLeft int64
 }
 
 // Status is how a turn ended (SPEC 4).
@@ -63,6 +70,12 @@ type TurnResult struct {
 	Diagnostics []string // ordered, human-readable
 	Stderr      string
 	Session     string // the session to continue for memory, if the driver has one
+	// File is where the LeafRunner wrote an answer too long to hand on
+	// whole (SPEC 4); set by the LeafRunner, not by drivers.
+	File string
+	// Worker names where a remote LeafRunner ran the turn (a Temporal
+	// worker's own task queue); "" in this process.
+	Worker string
 }
 
 // Progress is one live update from a running visit: what it is doing now.
@@ -86,6 +99,8 @@ type Command struct {
 	Home     string // the visit's home directory; create it (os.MkdirAll) before writing there
 	Env      []string
 	Progress func(Progress) // never nil
+	// Timeout bounds the command; the LeafRunner applies it (ErrTimeout).
+	Timeout time.Duration
 }
 
 // CommandResult is the output of a `run:` node: a non-zero exit is a value.
@@ -93,6 +108,9 @@ type CommandResult struct {
 	Passed bool   `json:"passed"`
 	Exit   int    `json:"exit"`
 	Report string `json:"report"` // the last 8000 bytes of stdout and stderr, interleaved
+	// Worker names where a remote LeafRunner ran the command; not part of
+	// the node's output.
+	Worker string `json:"-"`
 }
 
 // ErrUnavailable is wrapped by a Commander or Driver whose program could not

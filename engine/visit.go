@@ -26,6 +26,9 @@ type outcome struct {
 	scope    *rundir.Scope  // the memory scope the session belongs to
 	file     string         // where an oversized answer was written
 	answer   *rundir.Answer // who answered an ask, and when
+	// worker and transcript say where a remote LeafRunner ran the leaf
+	// and left its transcript; "" in this process.
+	worker, transcript string
 }
 
 // visit runs one node and journals its start and end.
@@ -40,7 +43,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		fr.charge(prev.Usage) // an earlier attempt's spending counts
 	}
 	fr = fr.withBudget(n.Budget, path)
-	start := time.Now()
+	start := r.rt.Now()
 	if err := r.dir.Fact(&Fact{Type: rundir.FactStart, Time: start, Visit: path, Node: n.ID, Kind: n.Kind}); err != nil {
 		return nodeValue(&outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}})
 	}
@@ -57,7 +60,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if o.fail != nil && o.fail.Visit == path && !o.fail.Pos.IsValid() {
 		o.fail.Pos = n.Pos
 	}
-	end := time.Now()
+	end := r.rt.Now()
 	wall := end.Sub(start).Milliseconds()
 	ok := o.fail == nil
 	// A leaf's output is journaled whole: it cannot be had again without
@@ -69,7 +72,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	f := &Fact{Type: rundir.FactEnd, Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Output: recorded,
 		Error: o.fail, File: o.file, Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session,
-		Scope: o.scope, Answer: o.answer, WallMS: wall}
+		Scope: o.scope, Answer: o.answer, WallMS: wall, Worker: o.worker, Transcript: o.transcript}
 	if o.timeout > 0 {
 		f.Timeout = o.timeout.String()
 	}

@@ -65,6 +65,11 @@ type Fact struct {
 	Scope    *Scope  `json:"scope,omitempty"`  // the memory scope the session belongs to
 	Answer   *Answer `json:"answer,omitempty"` // an ask's: who answered and when
 	WallMS   int64   `json:"wall_ms,omitempty"`
+	// Worker and Transcript say where a leaf ran when a remote worker ran
+	// it (flow worker, docs/temporal.md): the worker's own task queue, and
+	// the transcript's path on that worker's machine.
+	Worker     string `json:"worker,omitempty"`
+	Transcript string `json:"transcript,omitempty"`
 
 	// Run facts.
 	RunID  string `json:"run,omitempty"`
