@@ -104,27 +104,44 @@ func (r *Result) Status() rundir.Status {
 // cause ErrStopped ends running visits as `stopped`. When Execute returns,
 // every process the run started has ended, daemons a step left included.
 func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, error) {
-	input, err := checkInput(plan.Root, opts.Input)
+	w, snap, err := begin(plan, &opts)
 	if err != nil {
 		return nil, err
 	}
+	return runLocal(ctx, plan, opts, w, snap.Input, nil)
+}
+
+// Begin does what Execute does before it walks: it checks the input,
+// refuses a run that could not go through, creates the run directory
+// (taking its lock) and writes the snapshot. It is for a caller that has
+// the run walked elsewhere (package temporal) and records it here; the
+// caller closes the Writer.
+func Begin(plan *flows.Plan, opts Options) (*rundir.Writer, *rundir.Snapshot, error) {
+	return begin(plan, &opts)
+}
+
+func begin(plan *flows.Plan, opts *Options) (*rundir.Writer, *rundir.Snapshot, error) {
+	input, err := checkInput(plan.Root, opts.Input)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := opts.check(plan); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if opts.RunsDir == "" {
 		opts.RunsDir = filepath.Join(opts.WorkDir, ".flow", "runs")
 	}
 	w, err := rundir.Create(opts.RunsDir, opts.RunID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts.RunID = w.ID()
 	snap := rundir.NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings())
 	if err := w.WriteSnapshot(snap); err != nil {
 		_ = w.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return runLocal(ctx, plan, opts, w, input, nil)
+	return w, snap, nil
 }
 
 // Walk runs plan with its facts and events going to rec, for a runtime
