@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -211,5 +212,124 @@ func TestTemporalAKilledWorkersVisitRunsOnTheOther(t *testing.T) {
 	_, o := runOutcome(t, runsDir)
 	if o.Status != rundir.StatusSucceeded {
 		t.Errorf("the mirrored run is %s, want succeeded", o.Status)
+	}
+}
+
+// chainFlow writes a flow of three run steps that append to ran, the
+// second slow, and returns its directory.
+func chainFlow(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	flow := "name: chain\nnodes:\n"
+	for _, s := range []struct{ id, pause string }{{"a", ""}, {"b", "sleep 2; "}, {"c", ""}} {
+		flow += fmt.Sprintf("  - {id: %s, run: 'echo \"start $FLOW_VISIT $PPID\" >> ran; %secho \"end $FLOW_VISIT\" >> ran'}\n", s.id, s.pause)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chain.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// startRun starts `flow run --temporal` of chain.yaml and waits for visit
+// b to start in its mirror.
+func startRun(t *testing.T, bin, dir, addr, runsDir string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--temporal", addr, "--task-queue", "chain", "chain.yaml")
+	cmd.Dir, cmd.Env = dir, temporalEnv(runsDir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		runs, _ := filepath.Glob(filepath.Join(runsDir, "*"))
+		if len(runs) == 1 && journalHas(runs[0], "start", "b") {
+			return cmd, runs[0]
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatal("visit b never started in the mirror")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func flowIn(t *testing.T, bin, dir, runsDir string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = dir, temporalEnv(runsDir)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestTemporalResumeReattachesAfterTheClientDied(t *testing.T) {
+	srv := devserver.Start(t)
+	bin := flowBinary(t)
+	dir := chainFlow(t)
+	startWorker(t, bin, dir, srv.Address, "chain")
+	runsDir := t.TempDir()
+	client, run := startRun(t, bin, dir, srv.Address, runsDir)
+	if err := client.Process.Kill(); err != nil { // the client dies; the run goes on
+		t.Fatal(err)
+	}
+	_ = client.Wait()
+	if out, err := flowIn(t, bin, dir, runsDir, "runs"); err != nil || !strings.Contains(out, "interrupted") {
+		t.Errorf("flow runs of a mirror whose client died: %v\n%s", err, out)
+	}
+	out, err := flowIn(t, bin, dir, runsDir, "resume", filepath.Base(run))
+	if err != nil {
+		t.Fatalf("flow resume: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "re-attaching") && !strings.Contains(out, "ended on Temporal") {
+		t.Errorf("flow resume did not say it re-attached:\n%s", out)
+	}
+	starts, ends := sideEffects(t, filepath.Join(dir, "ran"))
+	for _, v := range []string{"a", "b", "c"} {
+		if len(starts[v]) != 1 || ends[v] != 1 {
+			t.Errorf("visit %s started %d and ended %d times, want once: re-attaching ran it again", v, len(starts[v]), ends[v])
+		}
+	}
+	info, err := rundir.Inspect(run)
+	if err != nil || info.Status != rundir.StatusSucceeded {
+		t.Fatalf("the mirror after re-attaching: %+v, %v", info, err)
+	}
+	if _, err := os.Stat(filepath.Join(run, "output.json")); err != nil {
+		t.Errorf("the re-attached mirror has no output.json: %v", err)
+	}
+}
+
+func TestTemporalStoppedRunResumesInANewExecution(t *testing.T) {
+	srv := devserver.Start(t)
+	bin := flowBinary(t)
+	dir := chainFlow(t)
+	startWorker(t, bin, dir, srv.Address, "chain")
+	runsDir := t.TempDir()
+	client, run := startRun(t, bin, dir, srv.Address, runsDir)
+	if err := client.Process.Signal(os.Interrupt); err != nil { // Ctrl-C stops the run on Temporal
+		t.Fatal(err)
+	}
+	err := client.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("flow run --temporal after Ctrl-C: %v, want exit %d", err, exitInterrupted)
+	}
+	if info, err := rundir.Inspect(run); err != nil || info.Status != rundir.StatusStopped {
+		t.Fatalf("the mirror after Ctrl-C: %+v, %v; want stopped", info, err)
+	}
+	out, err := flowIn(t, bin, dir, runsDir, "resume")
+	if err != nil {
+		t.Fatalf("flow resume: %v\n%s", err, out)
+	}
+	starts, ends := sideEffects(t, filepath.Join(dir, "ran"))
+	if len(starts["a"]) != 1 || ends["a"] != 1 || ends["b"] != 1 || ends["c"] != 1 {
+		t.Errorf("after the resume: starts %v, ends %v; want a once, b and c ended once", starts, ends)
+	}
+	info, err := rundir.Inspect(run)
+	if err != nil || info.Status != rundir.StatusSucceeded {
+		t.Fatalf("the mirror after the resume: %+v, %v", info, err)
+	}
+	snap, _ := rundir.ReadSnapshot(run)
+	if snap == nil || snap.Temporal == nil || snap.Temporal.Base == 0 {
+		t.Errorf("the snapshot does not record the new execution: %+v", snap)
 	}
 }
