@@ -120,6 +120,21 @@ func Begin(plan *flows.Plan, opts Options) (*rundir.Writer, *rundir.Snapshot, er
 	return begin(plan, &opts)
 }
 
+// Snapshot is the snapshot Execute would record for a run of plan, with
+// opts.RunID as its run (which may be ""), the input checked and the
+// settings resolved, without creating a run directory: for runs that
+// something else starts later (a Temporal Schedule).
+func Snapshot(plan *flows.Plan, opts Options) (*rundir.Snapshot, error) {
+	input, err := checkInput(plan.Root, opts.Input)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.check(plan); err != nil {
+		return nil, err
+	}
+	return rundir.NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings()), nil
+}
+
 func begin(plan *flows.Plan, opts *Options) (*rundir.Writer, *rundir.Snapshot, error) {
 	input, err := checkInput(plan.Root, opts.Input)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
@@ -143,5 +144,43 @@ func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*engine.Ev
 		return nil, err
 	}
 	m.ref, m.next = ref, 0
+	return m.run(ctx)
+}
+
+// Adopt mirrors into runsDir a run that a Temporal Schedule started (its
+// workflow id is its run id): it makes the run directory from the
+// snapshot the workflow was started with, then mirrors it as Execute does.
+func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*engine.Event)) (*engine.Result, error) {
+	desc, err := c.Client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil, fmt.Errorf("finding run %s on Temporal at %s: %w", id, c.Address, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	execution := info.GetExecution().GetRunId()
+	it := c.Client.GetWorkflowHistory(ctx, id, execution, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return nil, fmt.Errorf("run %s on Temporal has no history", id)
+	}
+	first, err := it.Next()
+	if err != nil {
+		return nil, fmt.Errorf("reading the start of run %s: %w", id, err)
+	}
+	var in RunInput
+	payloads := first.GetWorkflowExecutionStartedEventAttributes().GetInput()
+	if err := converter.GetDefaultDataConverter().FromPayloads(payloads, &in); err != nil || in.Snapshot == nil {
+		return nil, fmt.Errorf("run %s on Temporal was not started by flow (%v)", id, err)
+	}
+	snap := in.Snapshot
+	snap.Run = id
+	snap.Temporal = &TemporalRef{Address: c.Address, Namespace: c.Namespace, TaskQueue: info.GetTaskQueue(), Workflow: id, Execution: execution}
+	w, err := rundir.Create(runsDir, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.WriteSnapshot(snap); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	m := &mirror{c: c, w: w, ref: *snap.Temporal, onEvent: onEvent, dir: w.Dir()}
 	return m.run(ctx)
 }

@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"errors"
 
 	"fmt"
 	"time"
@@ -29,6 +30,11 @@ type mirror struct {
 	waiting bool                // said that no worker took the run yet
 }
 
+// ErrDetached, as the cause of a mirror's cancellation, ends the mirror
+// and leaves the run going on Temporal (flow serve --temporal shutting
+// down); any other cause stops the run.
+var ErrDetached = errors.New("detached from the run; it goes on on Temporal")
+
 // run mirrors until the workflow closes, then finishes the run directory
 // and closes the Writer.
 func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
@@ -47,6 +53,10 @@ func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
 	rpc := context.WithoutCancel(ctx)
 	cancelled := false
 	for {
+		if errors.Is(context.Cause(ctx), ErrDetached) {
+			m.note(fmt.Sprintf("detached from run %s; it goes on on Temporal (flow resume %s re-attaches)", m.ref.Workflow, m.ref.Workflow))
+			return nil, context.Cause(ctx)
+		}
 		if ctx.Err() != nil && !cancelled {
 			cancelled = true
 			if err := m.c.Client.CancelWorkflow(rpc, m.ref.Workflow, m.ref.Execution); err != nil {
