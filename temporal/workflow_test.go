@@ -31,8 +31,12 @@ type scripted struct {
 	script   func(visit string, attempt int) (answer string, err error)
 }
 
-// errHang makes a turn wait until its context ends.
-var errHang = errors.New("hang")
+// errHang makes a turn wait until its context ends; errGreedy too, after
+// it reported 500 tokens spent.
+var (
+	errHang   = errors.New("hang")
+	errGreedy = errors.New("greedy")
+)
 
 func (d *scripted) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
 	d.mu.Lock()
@@ -49,6 +53,10 @@ func (d *scripted) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult
 		answer, err = d.script(t.Visit, n)
 	}
 	in := int64(10)
+	if errors.Is(err, errGreedy) {
+		t.Progress(engine.Progress{Activity: "writing", Tokens: 500})
+		err = errHang
+	}
 	switch {
 	case errors.Is(err, errHang):
 		<-ctx.Done()
@@ -354,4 +362,23 @@ func TestWorkflowMemoryScopeStaysOnTheWorkerThatHoldsIt(t *testing.T) {
 			t.Errorf("the scope's session is journaled as %q, want it to name its worker: w1|s1", f.Session)
 		}
 	}
+}
+
+func TestWorkflowBudgetStopsATurnOnItsWorker(t *testing.T) {
+	h := newHarness(t, &scripted{script: func(visit string, _ int) (string, error) {
+		if visit == "big" {
+			return "", errGreedy
+		}
+		return "ok", nil
+	}})
+	out, facts := h.run(`name: f
+budget: {tokens: 100}
+`+testAgents+`nodes:
+  - {id: small, agent: worker, prompt: go}
+  - {id: big, agent: worker, prompt: go}
+`, nil)
+	if out.OK || out.Failure.Root().Kind != schema.FailBudget {
+		t.Fatalf("run ended %+v, want failed budget", out.Failure)
+	}
+	expectEnds(t, facts, map[string]string{"small": "ok", "big": "budget"})
 }

@@ -122,6 +122,12 @@ func TestTemporalFanoutGivesTheLocalOutcome(t *testing.T) {
 			t.Errorf("the mirrored run has no %s: %v", f, err)
 		}
 	}
+	// A worker keeps transcripts; on this machine, flow tail reads them.
+	tail := exec.Command(bin, "tail", filepath.Base(dir), "report")
+	tail.Dir, tail.Env = root, temporalEnv(remote)
+	if out, err := tail.CombinedOutput(); err != nil || len(out) == 0 {
+		t.Errorf("flow tail of a visit a worker ran: %v\n%s", err, out)
+	}
 	cmd := exec.Command(bin, "show", filepath.Base(dir))
 	cmd.Dir, cmd.Env = root, temporalEnv(remote)
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "succeeded") {
@@ -209,9 +215,14 @@ func TestTemporalAKilledWorkersVisitRunsOnTheOther(t *testing.T) {
 	if got := starts["each[1]/work"]; len(got) != 2 || got[1] != fmt.Sprint(survivor.Process.Pid) {
 		t.Errorf("the killed worker's visit started on workers %v, want %s then the survivor %d", got, victim, survivor.Process.Pid)
 	}
-	_, o := runOutcome(t, runsDir)
+	runDir, o := runOutcome(t, runsDir)
 	if o.Status != rundir.StatusSucceeded {
 		t.Errorf("the mirrored run is %s, want succeeded", o.Status)
+	}
+	// The live view got the visits' progress from their heartbeats.
+	events, _ := os.ReadFile(filepath.Join(runDir, "events.jsonl"))
+	if !strings.Contains(string(events), `"type":"progress","run":"`) || !strings.Contains(string(events), `"visit":"each[2]/work"`) {
+		t.Errorf("the mirror recorded no progress of the running visits:\n%s", events)
 	}
 }
 
