@@ -34,7 +34,7 @@ func (f *temporalFlags) add(fl *pflag.FlagSet, what string) {
 	fl.StringVar(&f.taskQueue, "task-queue", "", "the Temporal task queue of runs and workers (default \"flow\")")
 }
 
-// resolve fills what the flags leave out from the configuration.
+// temporalSettings fills what the flags leave out from the configuration.
 func (a *app) temporalSettings(f temporalFlags) temporalFlags {
 	if f.address == "" {
 		f.address = a.cfg.GetString("temporal.address")
