@@ -107,28 +107,35 @@ func bound(res *TurnResult, home, agent string, secrets *secret.Redactor) (reply
 	return rp, nil
 }
 
-// whole returns the whole answer, for parsing a typed output: read back
-// from its file when it has one, refused past TypedLimit.
+// keep makes a completed turn's answer what the walker takes: at most
+// AnswerLimit bytes and the file that holds it whole (bound), or, for a
+// typed answer, the whole answer up to TypedLimit — read back from the
+// driver's file if it stored one — so that it can be parsed wherever the
+// walk happens. A longer typed answer keeps its file, and the walker
+// refuses it.
+func keep(res *TurnResult, t *Turn) error {
+	if t.OutputSchema != nil && res.File != "" && res.Size <= TypedLimit {
+		b, err := os.ReadFile(res.File)
+		if err != nil {
+			return fmt.Errorf("reading the answer: %w", err)
+		}
+		res.Output, res.File, res.Size = string(b), "", 0
+	}
+	if t.OutputSchema != nil && res.File == "" && len(res.Output) <= TypedLimit {
+		return nil
+	}
+	rp, err := bound(res, t.Home, t.Agent.Name, t.Secrets)
+	res.Output, res.File, res.Size = rp.text, rp.file, rp.size
+	return err
+}
+
+// whole returns the whole answer, for parsing a typed output: a typed
+// answer comes whole (keep), unless it was longer than TypedLimit.
 func (rp reply) whole() (string, error) {
 	if rp.file == "" {
 		return rp.text, nil
 	}
-	if rp.size > TypedLimit {
-		return "", fmt.Errorf("the answer is %d bytes, more than the %d a typed output may have (it is in %s)", rp.size, TypedLimit, rp.file)
-	}
-	f, err := os.Open(rp.file)
-	if err != nil {
-		return "", fmt.Errorf("reading the answer: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, TypedLimit+1))
-	if err != nil {
-		return "", fmt.Errorf("reading the answer: %w", err)
-	}
-	if len(b) > TypedLimit {
-		return "", fmt.Errorf("the answer is more than the %d bytes a typed output may have (it is in %s)", TypedLimit, rp.file)
-	}
-	return string(b), nil
+	return "", fmt.Errorf("the answer is %d bytes, more than the %d a typed output may have (it is in %s)", rp.size, TypedLimit, rp.file)
 }
 
 // shown is the answer as a prompt quotes it: the text, and where the rest

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
@@ -18,7 +17,7 @@ import (
 // visit fails `timeout` (an unattended run was refused before it started).
 func (r *runner) ask(ctx context.Context, n *flows.Node, path string) *outcome {
 	if r.opts.Asker == nil {
-		return &outcome{output: n.Default, answer: &rundir.Answer{Time: time.Now(), Default: true}}
+		return &outcome{output: n.Default, answer: &rundir.Answer{Time: r.rt.Now(), Default: true}}
 	}
 	actx := ctx
 	if n.Timeout > 0 {
@@ -35,11 +34,11 @@ func (r *runner) ask(ctx context.Context, n *flows.Node, path string) *outcome {
 		if !n.HasDefault {
 			return &outcome{fail: &Failure{Kind: schema.FailTimeout, Message: fmt.Sprintf("nobody answered within %s, and the ask has no default", n.Timeout)}}
 		}
-		return &outcome{output: n.Default, answer: &rundir.Answer{Time: time.Now(), Default: true}}
+		return &outcome{output: n.Default, answer: &rundir.Answer{Time: r.rt.Now(), Default: true}}
 	case err != nil:
 		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: err.Error()}}
 	case len(n.Options) > 0 && !slices.Contains(n.Options, ans.Value):
 		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: fmt.Sprintf("the answer %q is not one of %s", ans.Value, strings.Join(n.Options, ", "))}}
 	}
-	return &outcome{output: ans.Value, answer: &rundir.Answer{By: ans.By, Time: time.Now()}}
+	return &outcome{output: ans.Value, answer: &rundir.Answer{By: ans.By, Time: r.rt.Now()}}
 }

@@ -7,8 +7,6 @@ import (
 	"reflect"
 	"strconv"
 
-	"github.com/sourcegraph/conc/pool"
-
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -132,34 +130,30 @@ func (r *runner) choice(ctx context.Context, fr *frame, n *flows.Node, vars map[
 	return &outcome{skipped: true}
 }
 
-// block runs count tasks, at most limit at once (0: all at once), in a
-// conc pool that it waits for. With failFast, the first failure cancels
-// the others with cause errCancelled (conc's own cancellation has no
-// cause, and a visit must tell `cancelled` from `stopped`), and tasks not
-// started yet are skipped. Each task, skipped or not, finishes its place
-// in ord (nil: the block lands nothing). It returns each task's failure by
-// index.
+// block runs count tasks, at most limit at once (0: all at once), as a
+// Runtime group. With failFast, the first failure cancels the others with
+// cause errCancelled (a visit must tell `cancelled` from `stopped`), and
+// tasks not started yet are skipped. Each task, skipped or not, finishes
+// its place in ord (nil: the block lands nothing). It returns each task's
+// failure by index.
 func (r *runner) block(ctx context.Context, count, limit int, failFast bool, ord *order, task func(ctx context.Context, i int) *Failure) []*Failure {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	fails := make([]*Failure, count)
-	p := pool.New().WithContext(ctx)
-	if limit > 0 {
-		p = p.WithMaxGoroutines(limit)
+	var cause error
+	if failFast {
+		cause = errCancelled
 	}
-	for i := range count {
-		p.Go(func(ctx context.Context) error {
-			defer ord.finish(i)
-			if failFast && ctx.Err() != nil {
-				return nil // skipped: a sibling failed first
-			}
-			if fails[i] = task(ctx, i); fails[i] != nil && failFast {
-				cancel(errCancelled)
-			}
-			return nil
-		})
+	started := make([]bool, count)
+	r.rt.Group(ctx, count, limit, cause, func(ctx context.Context, i int) bool {
+		started[i] = true
+		defer ord.finish(i)
+		fails[i] = task(ctx, i)
+		return fails[i] != nil
+	})
+	for i, ran := range started {
+		if !ran { // skipped by fail_fast: tasks start in order, so no started one waits for it
+			ord.finish(i)
+		}
 	}
-	_ = p.Wait() // tasks report failures in fails, never as errors
 	return fails
 }
 

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"sync"
 
@@ -60,6 +59,16 @@ func (m *meter) crossed(live int64) bool {
 	return m.limit.Tokens > 0 && m.tokens+live > m.limit.Tokens
 }
 
+// left is what a token budget has left, if it bounds tokens.
+func (m *meter) left() (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.limit.Tokens <= 0 {
+		return 0, false
+	}
+	return max(m.limit.Tokens-m.tokens, 1), true
+}
+
 // withBudget returns fr with a meter for b appended, or fr if b is nil.
 func (f *frame) withBudget(b *flows.Budget, where string) *frame {
 	if b == nil || (b.Tokens == 0 && b.Cost == 0) {
@@ -109,18 +118,26 @@ func (r *runner) noteTurn(agent string, u Usage) {
 	}
 }
 
-// watchBudget wraps a turn's progress so that a turn whose live token count
-// crosses a budget is stopped (its context cancelled with errBudget).
-func watchBudget(fr *frame, cancel context.CancelCauseFunc, progress func(Progress)) func(Progress) {
-	if len(fr.meters) == 0 {
-		return progress
+// watch is the live budget watch of a turn under f (Turn.Watch and
+// Turn.TokensLeft): whether a turn's live tokens cross a budget above it,
+// and the fewest tokens any budget above has left now (0: no token budget).
+func (f *frame) watch() (func(live int64) bool, int64) {
+	if len(f.meters) == 0 {
+		return nil, 0
 	}
-	return func(p Progress) {
-		for _, m := range fr.meters {
-			if p.Tokens > 0 && m.crossed(p.Tokens) {
-				cancel(errBudget)
+	var left int64
+	for _, m := range f.meters {
+		if l, ok := m.left(); ok && (left == 0 || l < left) {
+			left = l
+		}
+	}
+	meters := f.meters
+	return func(live int64) bool {
+		for _, m := range meters {
+			if live > 0 && m.crossed(live) {
+				return true
 			}
 		}
-		progress(p)
-	}
+		return false
+	}, left
 }

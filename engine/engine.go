@@ -33,9 +33,9 @@ type Options struct {
 	// the flow's concurrency, else 8.
 	Concurrency int
 	// Live, when set, is the cap on live agent turns shared with other
-	// runs (a sweep's cells): a slot is a value sent into it, so its
-	// capacity is the cap, and Concurrency is then ignored.
-	Live chan struct{}
+	// runs (a sweep's cells, from the Runtime's NewSemaphore), and
+	// Concurrency is then ignored.
+	Live Semaphore
 	// Asker answers `ask` nodes; nil means nobody is at the terminal, so an
 	// ask takes its default and a flow with an ask without one is refused.
 	Asker Asker
@@ -53,6 +53,11 @@ type Options struct {
 	// environment variable whose name says it holds a secret, are added
 	// by the engine and the run directory themselves.
 	Secrets []string
+	// Leaves runs agent turns and commands; default LocalLeaves of Drivers
+	// and Commands. A remote LeafRunner (package temporal) replaces both.
+	Leaves LeafRunner
+	// Runtime is where the walk happens; default LocalRuntime.
+	Runtime Runtime
 
 	// repos are the commits the run started at, by repository (the
 	// snapshot's Repos): where isolated scopes begin.
@@ -115,6 +120,27 @@ func (r *Result) Status() rundir.Status {
 // cause ErrStopped ends running visits as `stopped`. When Execute returns,
 // every process the run started has ended, daemons a step left included.
 func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, error) {
+	w, snap, err := begin(ctx, plan, &opts)
+	if err != nil {
+		return nil, err
+	}
+	return runLocal(ctx, plan, opts, w, snap.Input, nil)
+}
+
+// Begin does what Execute does before it walks: it checks the input,
+// refuses a run that could not go through, creates the run directory
+// (taking its lock) and writes the snapshot. It is for a caller that has
+// the run walked elsewhere (package temporal) and records it here; the
+// caller closes the Writer.
+func Begin(ctx context.Context, plan *flows.Plan, opts Options) (*rundir.Writer, *rundir.Snapshot, error) {
+	return begin(ctx, plan, &opts)
+}
+
+// Snapshot is the snapshot Execute would record for a run of plan, with
+// opts.RunID as its run (which may be ""), the input checked and the
+// settings resolved, without creating a run directory: for runs that
+// something else starts later (a Temporal Schedule).
+func Snapshot(plan *flows.Plan, opts Options) (*rundir.Snapshot, error) {
 	input, err := checkInput(plan.Root, opts.Input, true)
 	if err != nil {
 		return nil, err
@@ -122,12 +148,23 @@ func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, erro
 	if err := opts.check(plan); err != nil {
 		return nil, err
 	}
+	return rundir.NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings()), nil
+}
+
+func begin(ctx context.Context, plan *flows.Plan, opts *Options) (*rundir.Writer, *rundir.Snapshot, error) {
+	input, err := checkInput(plan.Root, opts.Input, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := opts.check(plan); err != nil {
+		return nil, nil, err
+	}
 	if opts.RunsDir == "" {
 		opts.RunsDir = filepath.Join(opts.WorkDir, ".flow", "runs")
 	}
 	w, err := rundir.Create(opts.RunsDir, opts.RunID, opts.secrets(plan)...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts.RunID = w.ID()
 	snap := rundir.NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings())
@@ -135,9 +172,46 @@ func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, erro
 	opts.repos = snap.Repos
 	if err := w.WriteSnapshot(snap); err != nil {
 		_ = w.Close()
+		return nil, nil, err
+	}
+	return w, snap, nil
+}
+
+// Walk runs plan with its facts and events going to rec, for a runtime
+// other than Execute's (a Temporal workflow walks the plan it rebuilt
+// from the run's snapshot). opts.RunID names the run; earlier holds the
+// facts of earlier attempts when the run resumes, as for Resume. Walk
+// neither creates a run directory nor ends processes: rec and
+// opts.Leaves own where facts and processes live. Isolated scopes
+// (working copies) need a run directory in this process: a plan with
+// them is refused unless rec is one.
+func Walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, earlier []*Fact) (*Result, error) {
+	input, err := checkInput(plan.Root, opts.Input, true)
+	if err != nil {
 		return nil, err
 	}
-	return run(ctx, plan, opts, w, input, nil)
+	if err := opts.check(plan); err != nil {
+		return nil, err
+	}
+	if _, local := rec.(*rundir.Writer); !local {
+		if n := isolatedNode(plan); n != nil {
+			return nil, &RefusedError{Msg: fmt.Sprintf("%s: isolation: worktree needs the run's working copy on this machine; run it with flow run, not on remote workers", n.Pos)}
+		}
+	}
+	return walk(ctx, plan, opts, rec, input, earlier)
+}
+
+// isolatedNode is a node of p with isolation, or nil.
+func isolatedNode(p *flows.Plan) *flows.Node {
+	var found *flows.Node
+	for _, f := range p.Flows {
+		flows.Walk(f.Nodes, func(n *flows.Node) {
+			if found == nil && n.Isolation {
+				found = n
+			}
+		})
+	}
+	return found
 }
 
 // check fills in defaults and refuses a run that could not go through.
@@ -147,8 +221,14 @@ func (o *Options) check(plan *flows.Plan) error {
 			return &RefusedError{Msg: fmt.Sprintf("%s: ask %q has no default and nobody is at the terminal to answer it; add default: or run it in a terminal", n.Pos, n.ID)}
 		}
 	}
-	if err := checkDrivers(plan, *o); err != nil {
-		return err
+	if o.Leaves == nil {
+		if err := checkDrivers(plan, *o); err != nil {
+			return err
+		}
+		o.Leaves = LocalLeaves{Drivers: o.Drivers, Commands: o.Commands}
+	}
+	if o.Runtime == nil {
+		o.Runtime = LocalRuntime{}
 	}
 	if o.WorkDir == "" {
 		wd, err := os.Getwd()
@@ -193,24 +273,32 @@ func (o *Options) snapshotSettings() rundir.Settings {
 	return s
 }
 
-// run walks the plan with w open, and closes w. earlier holds the facts of
-// earlier attempts when the run resumes; notes are said as it starts.
-func run(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, input any, earlier []*Fact, notes ...string) (res *Result, err error) {
-	r := &runner{plan: plan, opts: opts, dir: w, live: opts.Live,
-		sessions: map[rundir.Scope]*session{}, minTurn: map[string]int64{}, wt: newWorktrees(opts.repos)}
-	if r.live == nil {
-		r.live = make(chan struct{}, opts.Concurrency)
-	}
+// runLocal walks the plan with w open, closes w, and ends every process
+// the run left. earlier holds the facts of earlier attempts when the run
+// resumes; notes are said as it starts.
+func runLocal(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, input any, earlier []*Fact, notes ...string) (res *Result, err error) {
 	defer func() {
 		// A run ends every process it started, daemons a step left included.
-		endLeftovers(r.opts.RunID)
+		endLeftovers(opts.RunID)
 		if cerr := w.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("closing run directory: %w", cerr)
 		}
 	}()
+	return walk(ctx, plan, opts, w, input, earlier, notes...)
+}
+
+// walk runs the plan, each fact and event into rec, and its output into
+// rec's Finish.
+func walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, input any, earlier []*Fact, notes ...string) (*Result, error) {
+	r := &runner{plan: plan, opts: opts, dir: rec, rt: opts.Runtime, leaves: opts.Leaves, live: opts.Live,
+		sessions: map[rundir.Scope]*session{}, minTurn: map[string]int64{}, wt: newWorktrees(opts.repos)}
+	r.local, _ = rec.(*rundir.Writer)
+	if r.live == nil {
+		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
+	}
 	r.replay(earlier)
-	start := time.Now()
-	if err := w.Fact(&Fact{Type: rundir.FactRun, Time: start, RunID: opts.RunID, Flow: plan.Root.Name, Status: rundir.StatusRunning, Input: input, Resumed: earlier != nil}); err != nil {
+	start := r.rt.Now()
+	if err := rec.Fact(&Fact{Type: rundir.FactRun, Time: start, RunID: opts.RunID, Flow: plan.Root.Name, Status: rundir.StatusRunning, Input: input, Resumed: earlier != nil}); err != nil {
 		return nil, err
 	}
 	r.emit(&Event{Type: rundir.EventRunStart, Dir: filepath.Join(opts.RunsDir, opts.RunID)})
@@ -224,14 +312,37 @@ func run(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, 
 	shown := filepath.Join(opts.RunsDir, opts.RunID) // as the user named it
 	// What the caller prints is as redacted as what the run directory
 	// holds.
-	res = &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(w.Secrets(), out),
-		Failure: redactFailure(w.Secrets(), fail), Usage: r.total()}
-	wall := time.Since(start).Milliseconds()
+	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(r.secrets(), out),
+		Failure: redactFailure(r.secrets(), fail), Usage: r.total()}
+	end := r.rt.Now()
+	wall := end.Sub(start).Milliseconds()
 	// The run's output is made of its visits' outputs, which the journal
 	// has: it goes to output.json, not into the journal a second time.
-	endErr := w.Fact(&Fact{Type: rundir.FactRun, Time: time.Now(), RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall})
+	endErr := rec.Fact(&Fact{Type: rundir.FactRun, Time: end, RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall})
 	r.emit(&Event{Type: rundir.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown})
-	return res, errors.Join(endErr, w.WriteValues(values), w.Finish(out))
+	var valuesErr error
+	if r.local != nil {
+		valuesErr = r.local.WriteValues(values)
+	}
+	return res, errors.Join(endErr, valuesErr, rec.Finish(out))
+}
+
+// secrets are the run directory's redactor, or nil where the walk records
+// elsewhere (a workflow: its leaves redact on their workers).
+func (r *runner) secrets() *secret.Redactor {
+	if r.local == nil {
+		return nil
+	}
+	return r.local.Secrets()
+}
+
+// redactHome redacts what was written into the home of path since start,
+// in a run directory of this process.
+func (r *runner) redactHome(path string, since time.Time) error {
+	if r.local == nil {
+		return nil
+	}
+	return r.local.RedactHome(path, since)
 }
 
 // redactFailure returns f with its messages redacted, as a copy when it
@@ -253,10 +364,13 @@ func redactFailure(secrets *secret.Redactor, f *Failure) *Failure {
 // runner is one run in progress. Its maps are guarded by mu; everything else
 // is set before the run starts and read-only after.
 type runner struct {
-	plan *flows.Plan
-	opts Options
-	dir  *rundir.Writer
-	live chan struct{} // the run-wide cap on live agent turns
+	plan   *flows.Plan
+	opts   Options
+	dir    Recorder
+	local  *rundir.Writer // dir, when it is a run directory in this process (nil in a workflow)
+	rt     Runtime
+	leaves LeafRunner
+	live   Semaphore // the run-wide cap on live agent turns
 
 	mu       sync.Mutex
 	sessions map[rundir.Scope]*session
@@ -270,7 +384,7 @@ type runner struct {
 // emit writes an event and hands it to OnEvent.
 func (r *runner) emit(e *Event) {
 	if e.Time.IsZero() {
-		e.Time = time.Now()
+		e.Time = r.rt.Now()
 	}
 	e.Run = r.opts.RunID
 	_ = r.dir.Event(e) // events are for watching; the journal is what counts

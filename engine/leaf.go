@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/flowrun/flow/flows"
@@ -13,10 +12,10 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// session is one subagent session of a memory scope. Its mutex makes a
-// session serve one visit at a time (SPEC 3.4).
+// session is one subagent session of a memory scope. Its mutex, the
+// runtime's, makes a session serve one visit at a time (SPEC 3.4).
 type session struct {
-	mu sync.Mutex
+	mu Mutex
 	id string
 }
 
@@ -25,7 +24,7 @@ func (r *runner) session(key rundir.Scope) *session {
 	defer r.mu.Unlock()
 	s := r.sessions[key]
 	if s == nil {
-		s = &session{}
+		s = &session{mu: r.rt.NewMutex()}
 		r.sessions[key] = s
 	}
 	return s
@@ -63,24 +62,25 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		o.scope = &rundir.Scope{Path: fr.scopes[n.Memory], Agent: a.Name}
 		homePath = o.scope.Path
 		sess = r.session(*o.scope)
-		sess.mu.Lock()
+		if err := sess.mu.Lock(ctx); err != nil {
+			o.fail = cancelled(ctx, path)
+			return o
+		}
 		defer sess.mu.Unlock()
 	}
 	home := r.dir.Home(homePath)
 	o.home = homePath
-	driver := r.opts.Drivers[a.Driver]
-	var usage Usage
-	o.usage = &usage
+	o.usage = &Usage{}
 	delay := r.opts.Backoff
 	for attempt := 1; ; attempt++ {
 		o.attempts = attempt
 		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: n.OutputSchema,
 			Home: home, WorkDir: r.workDir(fr), Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model),
-			Secrets: r.dir.Secrets()}
-		answer, fail := r.turn(ctx, fr, driver, t, &usage, sess)
+			Secrets: r.secrets()}
+		answer, fail := r.turn(ctx, fr, t, o, sess)
 		var out any = answer.text
 		if fail == nil && n.Typed {
-			out, fail = r.typed(ctx, fr, driver, t, answer, n, &usage, sess)
+			out, fail = r.typed(ctx, fr, t, answer, n, o, sess)
 		}
 		if sess != nil {
 			o.session = sess.id
@@ -94,55 +94,50 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 			o.fail = fail
 			return o
 		}
-		select {
-		case <-ctx.Done():
+		if err := r.rt.Sleep(ctx, delay); err != nil {
 			o.fail = cancelled(ctx, path)
 			return o
-		case <-time.After(delay):
 		}
 		delay = min(delay*2, 30*time.Second)
 	}
 }
 
-// turn runs one driver turn under the run-wide cap, the turn timeout and
-// the budgets, and classifies how it ended. The answer comes back bounded
-// (AnswerLimit), with the file that holds it whole when it is longer.
-func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *Usage, sess *session) (reply, *Failure) {
+// turn runs one turn through the LeafRunner under the run-wide cap and the
+// budgets, adds what it spent to o, and classifies how it ended. The
+// answer comes back bounded (AnswerLimit), with the file that holds it
+// whole when it is longer (the LeafRunner stores it).
+func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess *session) (reply, *Failure) {
 	if f := r.budgetRefusal(fr, t.Agent.Name); f != nil {
 		return reply{}, f
 	}
-	select {
-	case r.live <- struct{}{}:
-	case <-ctx.Done():
+	if err := r.live.Acquire(ctx); err != nil {
 		return reply{}, cancelled(ctx, t.Visit)
 	}
-	defer func() { <-r.live }()
+	defer r.live.Release()
 	if sess != nil {
 		t.Session = sess.id
 	}
-	tctx, cancelTimeout := context.WithTimeoutCause(ctx, t.Timeout, errTimeout)
-	defer cancelTimeout()
-	tctx, stop := context.WithCancelCause(tctx)
-	defer stop(nil)
-	t.Progress = watchBudget(fr, stop, t.Progress)
-	start := time.Now()
-	res, err := d.Turn(tctx, t)
+	t.Watch, t.TokensLeft = fr.watch()
+	res, err := r.leaves.Turn(ctx, t)
 	if res != nil {
-		u := res.Usage
-		if u.WallMS <= 0 {
-			u.WallMS = time.Since(start).Milliseconds()
-		}
-		usage.Add(u)
+		o.usage.Add(res.Usage)
 		fr.charge(&res.Usage)
 		r.noteTurn(t.Agent.Name, res.Usage)
 		if sess != nil && res.Session != "" {
 			sess.id = res.Session
 		}
+		if res.Worker != "" {
+			o.worker, o.transcript = res.Worker, res.Transcript
+		}
 	}
-	if tctx.Err() != nil {
-		return reply{}, cancelled(tctx, t.Visit)
+	if ctx.Err() != nil {
+		return reply{}, cancelled(ctx, t.Visit)
 	}
 	switch {
+	case errors.Is(err, errTimeout):
+		return reply{}, &Failure{Kind: schema.FailTimeout, Message: errTimeout.Error()}
+	case errors.Is(err, errBudget):
+		return reply{}, &Failure{Kind: schema.FailBudget, Message: errBudget.Error()}
 	case errors.Is(err, ErrUnavailable):
 		return reply{}, &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	case err != nil:
@@ -156,17 +151,13 @@ func (r *runner) turn(ctx context.Context, fr *frame, d Driver, t *Turn, usage *
 		}
 		return reply{}, &Failure{Kind: schema.FailProvider, Message: msg}
 	}
-	rp, err := bound(res, t.Home, t.Agent.Name, t.Secrets)
-	if err != nil {
-		return reply{}, &Failure{Kind: schema.FailUnavailable, Message: "storing the answer: " + err.Error()}
-	}
-	return rp, nil
+	return reply{text: res.Output, file: res.File, size: res.Size}, nil
 }
 
-// typed parses and validates a typed answer, read whole (up to
-// TypedLimit); an answer that does not fit is sent back once with the
-// reason, then the visit fails `schema`.
-func (r *runner) typed(ctx context.Context, fr *frame, d Driver, t *Turn, answer reply, n *flows.Node, usage *Usage, sess *session) (any, *Failure) {
+// typed parses and validates a typed answer, whole (the LeafRunner hands
+// on a typed answer whole up to TypedLimit); an answer that does not fit is
+// sent back once with the reason, then the visit fails `schema`.
+func (r *runner) typed(ctx context.Context, fr *frame, t *Turn, answer reply, n *flows.Node, o *outcome, sess *session) (any, *Failure) {
 	whole, err := answer.whole()
 	if err != nil {
 		return nil, &Failure{Kind: schema.FailSchema, Message: err.Error()}
@@ -177,7 +168,7 @@ func (r *runner) typed(ctx context.Context, fr *frame, d Driver, t *Turn, answer
 	}
 	retry := *t
 	retry.Prompt = fmt.Sprintf("%s\n\n## Your previous answer did not fit\n%v\n\nYour previous answer was:\n%s\n\nAnswer again with only the JSON value.", t.Prompt, err, fence(answer.shown()))
-	answer2, fail := r.turn(ctx, fr, d, &retry, usage, sess)
+	answer2, fail := r.turn(ctx, fr, &retry, o, sess)
 	if fail != nil {
 		return nil, fail
 	}
@@ -235,12 +226,16 @@ func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map
 	}
 	c.Home = r.dir.Home(path)
 	o := &outcome{timeout: flows.RunTimeout(n), home: path}
-	tctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errTimeout)
-	defer cancel()
-	res, err := r.opts.Commands.Run(tctx, c)
+	c.Timeout = o.timeout
+	res, err := r.leaves.Command(ctx, c)
+	if res != nil && res.Worker != "" {
+		o.worker = res.Worker
+	}
 	switch {
-	case tctx.Err() != nil:
-		o.fail = cancelled(tctx, path)
+	case ctx.Err() != nil:
+		o.fail = cancelled(ctx, path)
+	case errors.Is(err, errTimeout):
+		o.fail = &Failure{Kind: schema.FailTimeout, Message: errTimeout.Error()}
 	case err != nil:
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	default:

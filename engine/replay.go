@@ -64,7 +64,7 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts Options) (
 	if n := endLeftovers(info.ID); n > 0 {
 		notes = append(notes, fmt.Sprintf("ended %d process(es) left by the interrupted run", n))
 	}
-	return run(ctx, plan, opts, w, input, earlier, notes...)
+	return runLocal(ctx, plan, opts, w, input, earlier, notes...)
 }
 
 // endLeftovers ends every process still carrying the run's tag: daemons a
@@ -174,4 +174,10 @@ var (
 	errCancelled = errors.New("a sibling failed first (fail_fast)")
 	errTimeout   = errors.New("timed out")
 	errBudget    = errors.New("budget exhausted")
+	// ErrTimeout is wrapped by a LeafRunner whose leaf its own timeout
+	// ended: the visit fails `timeout`.
+	ErrTimeout = errTimeout
+	// ErrBudget is wrapped by a LeafRunner that stopped a turn whose live
+	// tokens crossed a budget: the visit fails `budget`.
+	ErrBudget = errBudget
 )

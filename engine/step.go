@@ -48,6 +48,13 @@ type Turn struct {
 	// them). The engine also redacts Home when the visit ends, for what
 	// an agent CLI writes there itself. nil redacts nothing.
 	Secrets *secret.Redactor
+	// Watch, when set, reports whether the turn's live token count crosses
+	// a budget above it, as the budgets stand now; the LeafRunner then
+	// stops the turn (ErrBudget). TokensLeft is what those budgets had left
+	// when the turn started (0: no token budget), for a LeafRunner that
+	// cannot call Watch (a Temporal worker). Drivers ignore both.
+	Watch      func(live int64) bool
+	TokensLeft int64
 }
 
 // Status is how a turn ended (SPEC 4).
@@ -66,7 +73,9 @@ const (
 // turn's Home (CreateAnswerFile), and only its first AnswerLimit bytes are
 // held: Output is that prefix, File the file, Size the whole answer's
 // length. A driver that returns a longer Output without a File has it
-// written to a file by the engine, at the cost of having held it whole.
+// written to a file by the LeafRunner, at the cost of having held it
+// whole. A typed answer (Turn.OutputSchema) is handed on whole up to
+// TypedLimit.
 type TurnResult struct {
 	Status      Status
 	Output      string
@@ -77,6 +86,9 @@ type TurnResult struct {
 	Diagnostics []string // ordered, human-readable
 	Stderr      string
 	Session     string // the session to continue for memory, if the driver has one
+	// Worker names where a remote LeafRunner ran the turn (a Temporal
+	// worker's own task queue); "" in this process.
+	Worker string
 }
 
 // Progress is one live update from a running visit: what it is doing now.
@@ -100,6 +112,8 @@ type Command struct {
 	Home     string // the visit's home directory; create it (os.MkdirAll) before writing there
 	Env      []string
 	Progress func(Progress) // never nil
+	// Timeout bounds the command; the LeafRunner applies it (ErrTimeout).
+	Timeout time.Duration
 }
 
 // CommandResult is the output of a `run:` node: a non-zero exit is a value.
@@ -107,6 +121,9 @@ type CommandResult struct {
 	Passed bool   `json:"passed"`
 	Exit   int    `json:"exit"`
 	Report string `json:"report"` // the last 8000 bytes of stdout and stderr, interleaved
+	// Worker names where a remote LeafRunner ran the command; not part of
+	// the node's output.
+	Worker string `json:"-"`
 }
 
 // ErrUnavailable is wrapped by a Commander or Driver whose program could not

@@ -37,7 +37,7 @@ func TestValuesOfTopLevelNodes(t *testing.T) {
 	}
 }
 
-// TestSharedLiveCap: runs given one Live channel share its cap.
+// TestSharedLiveCap: runs given one Live semaphore share its cap.
 func TestSharedLiveCap(t *testing.T) {
 	p := load(t, "wide", `name: wide
 `+agents+`nodes:
@@ -48,7 +48,7 @@ func TestSharedLiveCap(t *testing.T) {
     do: [{id: w, agent: worker, prompt: p}]
 `)
 	d := &fakeDriver{delay: 20 * time.Millisecond}
-	live := make(chan struct{}, 1)
+	live := LocalRuntime{}.NewSemaphore(1)
 	execute(t, p, d, Options{Live: live, Concurrency: 4})
 	if m := d.maxLive.Load(); m != 1 {
 		t.Errorf("%d turns were alive at once under a shared cap of 1", m)

@@ -34,6 +34,9 @@ type outcome struct {
 	worktree any
 	wt       *rundir.Worktree
 	land     *wtScope
+	// worker and transcript say where a remote LeafRunner ran the leaf
+	// and left its transcript; "" in this process.
+	worker, transcript string
 }
 
 // visit runs one node and journals its start and end.
@@ -51,7 +54,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		fr.charge(prev.Usage) // an earlier attempt's spending counts
 	}
 	fr = fr.withBudget(n.Budget, path)
-	start := time.Now()
+	start := r.rt.Now()
 	if err := r.dir.Fact(&Fact{Type: rundir.FactStart, Time: start, Visit: path, Node: n.ID, Kind: n.Kind}); err != nil {
 		return nodeValue(&outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}})
 	}
@@ -71,11 +74,11 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if o.home != "" {
 		// What an agent CLI wrote into the home itself has not passed
 		// through flow's writers.
-		if err := r.dir.RedactHome(o.home, start); err != nil {
+		if err := r.redactHome(o.home, start); err != nil {
 			r.emit(&Event{Type: rundir.EventNote, Visit: path, Message: fmt.Sprintf("redacting secrets in the home of %s: %v", path, err)})
 		}
 	}
-	end := time.Now()
+	end := r.rt.Now()
 	wall := end.Sub(start).Milliseconds()
 	ok := o.fail == nil
 	// A leaf's output is journaled whole: it cannot be had again without
@@ -87,7 +90,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	f := &Fact{Type: rundir.FactEnd, Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Output: recorded,
 		Error: o.fail, File: o.file, Size: o.size, Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session,
-		Scope: o.scope, Answer: o.answer, WallMS: wall, Worktree: o.wt}
+		Scope: o.scope, Answer: o.answer, WallMS: wall, Worktree: o.wt, Worker: o.worker, Transcript: o.transcript}
 	if o.timeout > 0 {
 		f.Timeout = o.timeout.String()
 	}

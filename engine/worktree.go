@@ -277,9 +277,9 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 		sc.head = sc.base
 	}
 	if sc.path == "" {
-		sc.path = r.dir.Worktree(sc.name)
+		sc.path = r.local.Worktree(sc.name)
 	}
-	if err := r.dir.KeepOutOfGit(); err != nil {
+	if err := r.local.KeepOutOfGit(); err != nil {
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	if sc.branch == "" {

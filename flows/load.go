@@ -150,8 +150,10 @@ func (l *loader) flow(file string, src []byte) *Flow {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(filepath.Dir(file), p)
 		}
-		if st, err := os.Stat(p); l.opts.Agents == nil && (err != nil || !st.IsDir()) {
-			l.diags.Add(d.Pos, schema.CodeAgents, "agent directories are relative to the flow file", "agent directory %q does not exist", d.Value)
+		if l.opts.Agents == nil { // a snapshot's agents: nothing is read from the disk
+			if st, err := os.Stat(p); err != nil || !st.IsDir() {
+				l.diags.Add(d.Pos, schema.CodeAgents, "agent directories are relative to the flow file", "agent directory %q does not exist", d.Value)
+			}
 		}
 		dirs = append(dirs, p)
 	}
@@ -159,12 +161,17 @@ func (l *loader) flow(file string, src []byte) *Flow {
 	defer func(saved []string) { l.agentDirs = saved }(l.agentDirs[:len(l.agentDirs)-len(doc.AgentDirs)])
 	opts := l.opts
 	opts.ProjectAgents = opts.ProjectAgents || doc.ProjectAgents.Value
-	cat := NewCatalogue(opts, dirs)
+	var cat *Catalogue
 	if l.opts.Agents != nil {
+		// A snapshot's agents replace discovery, which reads the disk: a
+		// Temporal workflow rebuilds its plan this way on any worker, and
+		// must get the same plan everywhere.
 		cat = &Catalogue{agents: map[string]*Agent{}, broken: map[string]schema.Diagnostics{}}
 		for _, a := range l.opts.Agents {
 			cat.agents[a.Name] = a
 		}
+	} else {
+		cat = NewCatalogue(opts, dirs)
 	}
 	for _, a := range l.inline {
 		cat.agents[a.Name] = a

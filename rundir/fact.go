@@ -81,6 +81,11 @@ type Fact struct {
 	// Worktree is an isolated scope's working copy: on worktree and land
 	// facts, and on the end of a visit that ran in one.
 	Worktree *Worktree `json:"worktree,omitempty"`
+	// Worker and Transcript say where a leaf ran when a remote worker ran
+	// it (flow worker, docs/temporal.md): the worker's own task queue, and
+	// the transcript's path on that worker's machine.
+	Worker     string `json:"worker,omitempty"`
+	Transcript string `json:"transcript,omitempty"`
 
 	// Run facts.
 	RunID  string `json:"run,omitempty"`

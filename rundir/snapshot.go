@@ -28,6 +28,23 @@ type Snapshot struct {
 	// commit checked out there when it started: every worktree of the
 	// run is made from it (SPEC 11), whatever the user commits meanwhile.
 	Repos map[string]string `json:"repos,omitempty"`
+	// Temporal names the workflow that walks the run when it runs on
+	// Temporal (flow run --temporal); the run directory is then its
+	// mirror, and flow resume re-attaches to the workflow.
+	Temporal *TemporalRun `json:"temporal,omitempty"`
+}
+
+// TemporalRun is where a run that Temporal walks lives there.
+type TemporalRun struct {
+	Address   string `json:"address"`
+	Namespace string `json:"namespace"`
+	TaskQueue string `json:"task_queue"`
+	Workflow  string `json:"workflow"`  // the workflow id: the run id
+	Execution string `json:"execution"` // the workflow run id of the current attempt
+	// Base is how many facts the journal held before the current attempt's
+	// workflow started (a resume in a new execution); the mirror appends
+	// the workflow's facts after them.
+	Base int `json:"base,omitempty"`
 }
 
 // SnapshotFlow is one flow file as the run read it.

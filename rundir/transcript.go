@@ -19,6 +19,7 @@ func Transcript(dir, visit string) (string, error) {
 		return "", err
 	}
 	var homes []string
+	var remote *Fact // the end of a visit a remote worker ran
 	named := false
 	for _, v := range Visits(facts) {
 		if visit == "" {
@@ -33,6 +34,9 @@ func Transcript(dir, visit string) (string, error) {
 		if v.End != nil && v.End.Scope != nil {
 			homes = append(homes, v.End.Scope.Path)
 		}
+		if v.End != nil && v.End.Worker != "" {
+			remote = v.End
+		}
 	}
 	if visit != "" && !named {
 		return "", fmt.Errorf("run %s has no visit %s", filepath.Base(dir), visit)
@@ -42,6 +46,14 @@ func Transcript(dir, visit string) (string, error) {
 		if p := newestTranscript(home(h)); p != "" {
 			return p, nil
 		}
+	}
+	if remote != nil && remote.Transcript != "" {
+		// A worker keeps the transcript in its own run directory: readable
+		// here when the worker shares this machine.
+		if _, err := os.Stat(remote.Transcript); err == nil {
+			return remote.Transcript, nil
+		}
+		return "", fmt.Errorf("visit %s ran on worker %s, which keeps its transcript at %s on its machine", visit, remote.Worker, remote.Transcript)
 	}
 	if visit == "" {
 		return "", fmt.Errorf("no visit of run %s has a transcript yet", filepath.Base(dir))

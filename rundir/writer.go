@@ -135,8 +135,13 @@ func (w *Writer) Secrets() *secret.Redactor { return w.secrets }
 
 // Home returns the home directory of a visit or memory scope at path. It
 // is not created here: whoever writes there first creates it.
-func (w *Writer) Home(path string) string {
-	return filepath.Join(w.dir, homesDir, filepath.FromSlash(path))
+func (w *Writer) Home(path string) string { return Home(w.dir, path) }
+
+// Home returns the home directory of a visit or memory scope at path in
+// the run directory dir, for a program that holds no Writer (a Temporal
+// worker keeps homes in a run directory of its own).
+func Home(dir, path string) string {
+	return filepath.Join(dir, homesDir, filepath.FromSlash(path))
 }
 
 // WriteSnapshot writes snapshot.json, before the first visit starts.

@@ -38,6 +38,7 @@ type catalog struct {
 	mu      sync.Mutex
 	sources map[string][]byte // the files as last read, by path
 	entries map[string]*entry // by flow name
+	version int               // counts the reloads that found the files changed (a removal too)
 }
 
 func newCatalog(dir string, opts flows.Options) *catalog {
@@ -104,8 +105,16 @@ func (c *catalog) reload() (changed []*entry, err error) {
 		}
 	}
 	c.sources, c.entries = files, next
+	c.version++
 	slices.SortFunc(changed, func(a, b *entry) int { return strings.Compare(a.Name, b.Name) })
 	return changed, nil
+}
+
+// changes counts the reloads that found the files changed.
+func (c *catalog) changes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
 }
 
 // get returns the entry of a flow by name, or nil.

@@ -14,6 +14,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/temporal"
 )
 
 // Triggers: why a served run started.
@@ -31,6 +32,7 @@ type job struct {
 	plan              *flows.Plan // a new run
 	input             any
 	resumeDir         string // a resume
+	adopt             bool   // a run a Temporal Schedule started: mirror it
 	queued            time.Time
 }
 
@@ -154,16 +156,11 @@ func (r *runs) execute(ctx context.Context, a *active) {
 		}
 	}
 	s.record(Record{Type: RecordRun, Flow: a.flow, Run: a.id, Trigger: a.trigger})
-	var res *engine.Result
-	var err error
-	if a.resumeDir != "" {
-		opts.RunID, opts.RunsDir = "", ""
-		res, err = engine.Resume(ctx, a.resumeDir, s.cfg.Load, opts)
-	} else {
-		opts.Input = a.input
-		res, err = engine.Execute(ctx, a.plan, opts)
-	}
+	res, err := r.start(ctx, a, opts)
 	switch {
+	case errors.Is(err, temporal.ErrDetached):
+		s.log.Info("detached from a run on Temporal; it goes on", "flow", a.flow, "run", a.id)
+		return
 	case res == nil:
 		s.log.Error("run did not start", "flow", a.flow, "run", a.id, "err", err)
 		s.problem(fmt.Sprintf("run %s of %s did not start: %v", a.id, a.flow, err))
@@ -279,7 +276,7 @@ func (r *runs) shutdown() {
 		a.mu.Lock()
 		a.stopBy = "shutdown"
 		a.mu.Unlock()
-		a.cancel(engine.ErrStopped)
+		a.cancel(r.s.stopCause())
 	}
 	r.wg.Wait()
 }

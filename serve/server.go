@@ -17,6 +17,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/temporal"
 )
 
 // Config is what a Server serves and how. Dir is required; every other
@@ -53,6 +54,10 @@ type Config struct {
 	Poll time.Duration
 	// Log receives what the server does; default text on stderr.
 	Log *slog.Logger
+	// Temporal, if set, walks every run on Temporal and mirrors it into
+	// RunsDir, and makes the schedules Temporal Schedules (flow serve
+	// --temporal, docs/temporal.md).
+	Temporal *temporal.Client
 }
 
 // Server is `flow serve`: made by New, run once by Run.
@@ -66,6 +71,9 @@ type Server struct {
 	hub     *hub
 	metrics *metrics
 	state   *stateLog
+	// schedules are the Temporal Schedules of the directory's flows, when
+	// Config.Temporal is set; the scheduler then fires nothing itself.
+	schedules *temporal.Schedules
 
 	mu       sync.Mutex
 	addr     string
@@ -121,6 +129,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Log, catalog: newCatalog(cfg.Dir, cfg.Load), hub: newHub(), metrics: newMetrics(),
 		triggers: map[string]string{}, ready: make(chan struct{})}
 	s.asks = newAsks(s.changed)
+	if cfg.Temporal != nil {
+		s.schedules = cfg.Temporal.NewSchedules(cfg.Dir)
+	}
 	return s, nil
 }
 
@@ -206,6 +217,9 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Go(func() { served <- srv.Serve(ln) })
 	wg.Go(func() { s.sched.loop(loops) })
 	wg.Go(func() { s.watch(loops) })
+	if s.schedules != nil {
+		wg.Go(func() { s.adoptFired(loops) })
+	}
 	s.log.Info("serving", "url", "http://"+s.Addr(), "dir", s.cfg.Dir, "runs", s.cfg.RunsDir)
 	close(s.ready)
 
@@ -273,8 +287,9 @@ func (s *Server) watch(ctx context.Context) {
 // reload loads changed files, reports the broken ones by name, and hands
 // the schedules to the scheduler.
 func (s *Server) reload() ([]*entry, error) {
+	before := s.catalog.changes()
 	changed, err := s.catalog.reload()
-	if err != nil || len(changed) == 0 {
+	if err != nil || s.catalog.changes() == before { // a removed file changes no entry, but the set
 		return changed, err
 	}
 	for _, e := range changed {
@@ -285,7 +300,11 @@ func (s *Server) reload() ([]*entry, error) {
 		}
 		s.log.Info("flow loaded", "flow", e.Name, "file", e.File)
 	}
-	s.sched.update(s.catalog.all(), time.Now())
+	if s.schedules != nil {
+		s.syncSchedules()
+	} else {
+		s.sched.update(s.catalog.all(), time.Now())
+	}
 	s.changed("")
 	return changed, nil
 }

@@ -128,7 +128,7 @@ func (s *Server) flowViews(recent []*RunView) []*FlowView {
 				fv.Input = root.Input.String()
 			}
 			if sc := root.Schedule; sc != nil {
-				fv.Schedule = &ScheduleView{Cron: sc.Cron, TZ: sc.Location.String(), Overlap: sc.Overlap, Catchup: sc.Catchup, Next: s.sched.next(e.Name)}
+				fv.Schedule = &ScheduleView{Cron: sc.Cron, TZ: sc.Location.String(), Overlap: sc.Overlap, Catchup: sc.Catchup, Next: s.nextFire(e.Plan.Root)}
 			}
 		}
 		for _, a := range active {

@@ -53,7 +53,7 @@ type run struct {
 	s        *Sweep
 	plan     *flows.Plan
 	opts     RunOptions
-	live     chan struct{}
+	live     engine.Semaphore
 	assigned map[string]Assignment
 
 	// Guarded by s.mu.
@@ -83,7 +83,7 @@ func (s *Sweep) Run(ctx context.Context, plan *flows.Plan, opts RunOptions) erro
 	if liveCap <= 0 {
 		liveCap = 8
 	}
-	r := &run{s: s, plan: plan, opts: opts, live: make(chan struct{}, liveCap), assigned: map[string]Assignment{}, forecasts: map[string]Forecast{}}
+	r := &run{s: s, plan: plan, opts: opts, live: engine.LocalRuntime{}.NewSemaphore(liveCap), assigned: map[string]Assignment{}, forecasts: map[string]Forecast{}}
 	s.mu.Lock()
 	for _, a := range s.f.Assignments {
 		r.assigned[a.Label] = a

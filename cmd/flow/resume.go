@@ -13,6 +13,7 @@ import (
 func (a *app) resumeCmd() *cobra.Command {
 	var timeout time.Duration
 	var asJSON bool
+	var tf temporalFlags
 	cmd := &cobra.Command{
 		Use:   "resume [RUN]",
 		Short: "Continue a run from its first unended visit; ended visits never run again",
@@ -29,12 +30,16 @@ func (a *app) resumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if snap, err := rundir.ReadSnapshot(dir); err == nil && snap.Temporal != nil {
+				return a.attach(cmd.Context(), dir, snap.Temporal, tf, asJSON)
+			}
 			return a.execute(cmd.Context(), asJSON, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 				opts.Settings.Timeout = timeout
 				return engine.Resume(ctx, dir, a.loadOptions(), opts)
 			})
 		},
 	}
+	tf.add(cmd.Flags(), "for a run on Temporal: the server to re-attach to, if not the one it started on")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "bound on each agent turn from now on")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "write the event stream as JSON lines")
 	return cmd
@@ -63,4 +68,28 @@ func (a *app) findRun(args []string, resumable bool) (string, error) {
 		return "", invalid("no resumable run in %s", runsDir)
 	}
 	return "", invalid("no runs in %s", runsDir)
+}
+
+// attach continues a run on Temporal whose mirror here is behind: its
+// client died, or it ended and may be resumed (docs/temporal.md).
+func (a *app) attach(ctx context.Context, dir string, ref *rundir.TemporalRun, f temporalFlags, asJSON bool) error {
+	if f.address == "" {
+		f.address = ref.Address
+	}
+	if f.namespace == "" {
+		f.namespace = ref.Namespace
+	}
+	if f.taskQueue == "" {
+		f.taskQueue = ref.TaskQueue
+	}
+	f = a.temporalSettings(f)
+	c, err := a.dialTemporal(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	tc := a.temporalClient(c, f)
+	return a.execute(ctx, asJSON, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
+		return tc.Attach(ctx, dir, opts.OnEvent)
+	})
 }

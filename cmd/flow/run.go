@@ -28,6 +28,7 @@ type runFlags struct {
 	model     string
 	timeout   time.Duration
 	json      bool
+	temporal  temporalFlags
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -48,6 +49,7 @@ func (a *app) runCmd() *cobra.Command {
 	fl.StringVar(&f.model, "model", "", "run every agent on this model")
 	fl.DurationVar(&f.timeout, "timeout", 0, "bound on each agent turn (e.g. 90s, 10m)")
 	fl.BoolVar(&f.json, "json", false, "write the event stream as JSON lines")
+	f.temporal.add(fl, "run on Temporal: the walk is a workflow, its visits run on flow workers")
 	return cmd
 }
 
@@ -63,9 +65,18 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	if err != nil {
 		return invalid("%v", err)
 	}
+	start := engine.Execute
+	if tf := a.temporalSettings(f.temporal); tf.address != "" {
+		c, err := a.dialTemporal(ctx, tf)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		start = a.temporalClient(c, tf).Execute
+	}
 	return a.execute(ctx, f.json, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings(f.model, f.timeout), a.cfg.GetString("runs_dir")
-		return engine.Execute(ctx, plan, opts)
+		return start(ctx, plan, opts)
 	})
 }
 

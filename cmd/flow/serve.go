@@ -14,6 +14,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/serve"
 	"github.com/flowrun/flow/steps/run"
+	"github.com/flowrun/flow/temporal"
 )
 
 type serveFlags struct {
@@ -21,6 +22,7 @@ type serveFlags struct {
 	tokenFile string
 	maxRuns   int
 	poll      time.Duration
+	temporal  temporalFlags
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -41,6 +43,7 @@ func (a *app) serveCmd() *cobra.Command {
 	fl.StringVar(&f.tokenFile, "token-file", "", "a `file` of bearer tokens, one name and token per line")
 	fl.IntVar(&f.maxRuns, "max-runs", 4, "runs alive at once; the rest wait in a queue")
 	fl.DurationVar(&f.poll, "poll", time.Second, "how often DIR is read for changed files")
+	f.temporal.add(fl, "run every run on Temporal, and make schedules Temporal Schedules")
 	return cmd
 }
 
@@ -56,7 +59,16 @@ func (a *app) serve(ctx context.Context, dir string, f serveFlags) error {
 	if err != nil {
 		return invalid("%v", err)
 	}
-	srv, err := serve.New(serve.Config{Dir: dir, Addr: f.addr, Tokens: tokens, RunsDir: a.cfg.GetString("runs_dir"),
+	var tc *temporal.Client
+	if tf := a.temporalSettings(f.temporal); tf.address != "" {
+		c, err := a.dialTemporal(ctx, tf)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		tc = a.temporalClient(c, tf)
+	}
+	srv, err := serve.New(serve.Config{Temporal: tc, Dir: dir, Addr: f.addr, Tokens: tokens, RunsDir: a.cfg.GetString("runs_dir"),
 		Load: a.loadOptions(), MaxRuns: f.maxRuns, Poll: f.poll, Log: slog.New(slog.NewTextHandler(a.stderr, nil)),
 		Engine: engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"),
 			Settings: a.runSettings("", 0), Config: a.config()}})

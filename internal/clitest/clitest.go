@@ -45,6 +45,24 @@ func Binary(t testing.TB, name string) string {
 	return ""
 }
 
+// Tool returns a program that `go tool task deps` installs into the
+// repository's .tools/bin (the Temporal CLI): from PATH, else from there.
+// Without it the test is Missing.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if root, err := moduleRoot(); err == nil {
+		p := filepath.Join(root, ".tools", "bin", name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	Missing(t, "%s is not installed: not on PATH nor in .tools/bin (run `go tool task deps`)", name)
+	return ""
+}
+
 // moduleRoot finds the directory of go.mod above the test's package.
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/run"
+	"github.com/flowrun/flow/temporal"
+)
+
+// temporalFlags are the flags of the commands that talk to Temporal; each
+// falls back to its configuration key (temporal.address, …).
+type temporalFlags struct {
+	address   string
+	namespace string
+	taskQueue string
+}
+
+func (f *temporalFlags) add(fl *pflag.FlagSet, what string) {
+	fl.StringVar(&f.address, "temporal", "", what+" (HOST:PORT of a Temporal server; see docs/temporal.md)")
+	fl.StringVar(&f.namespace, "namespace", "", "the Temporal namespace (default \"default\")")
+	fl.StringVar(&f.taskQueue, "task-queue", "", "the Temporal task queue of runs and workers (default \"flow\")")
+}
+
+// temporalSettings fills what the flags leave out from the configuration.
+func (a *app) temporalSettings(f temporalFlags) temporalFlags {
+	if f.address == "" {
+		f.address = a.cfg.GetString("temporal.address")
+	}
+	if f.namespace == "" {
+		f.namespace = a.cfg.GetString("temporal.namespace")
+	}
+	if f.namespace == "" {
+		f.namespace = "default"
+	}
+	if f.taskQueue == "" {
+		f.taskQueue = a.cfg.GetString("temporal.task_queue")
+	}
+	if f.taskQueue == "" {
+		f.taskQueue = temporal.DefaultTaskQueue
+	}
+	return f
+}
+
+// dialTemporal connects to the Temporal server of f. Temporal's own log
+// goes to stderr, warnings and worse only.
+func (a *app) dialTemporal(ctx context.Context, f temporalFlags) (client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := client.DialContext(ctx, client.Options{HostPort: f.address, Namespace: f.namespace, Logger: tlog.NewStructuredLogger(logger)})
+	if err != nil {
+		return nil, invalid("connecting to Temporal at %s: %v (is a server running there? see docs/temporal.md)", f.address, err)
+	}
+	return c, nil
+}
+
+// temporalClient is the client that hands runs to Temporal and mirrors
+// them here.
+func (a *app) temporalClient(c client.Client, f temporalFlags) *temporal.Client {
+	return &temporal.Client{Client: c, Address: f.address, Namespace: f.namespace, TaskQueue: f.taskQueue,
+		Load:   temporal.LoadOptions{DefaultDriver: a.cfg.GetString("driver"), Drivers: a.drivers.Names()},
+		Timing: temporal.Timing{Heartbeat: a.cfg.GetDuration("temporal.heartbeat"), SessionWait: a.cfg.GetDuration("temporal.session_wait")}}
+}
+
+type workerFlags struct {
+	temporalFlags
+	runsDir string
+	workDir string
+}
+
+func (a *app) workerCmd() *cobra.Command {
+	var f workerFlags
+	cmd := &cobra.Command{
+		Use:   "worker --temporal HOST:PORT",
+		Short: "Run the visits of Temporal runs on this machine",
+		Long: "Poll a Temporal server for runs (flow run --temporal) and run their visits here: agent\n" +
+			"turns with the drivers this machine is configured with, as flow run would, and run:\n" +
+			"commands. Each worker also polls a task queue of its own, where the later turns of a\n" +
+			"memory scope find the session it holds. Homes and transcripts stay in this\n" +
+			"machine's runs directory. SIGTERM or Ctrl-C stops it; Temporal moves its unfinished\n" +
+			"visits to other workers. See docs/temporal.md.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.worker(cmd.Context(), f) },
+	}
+	f.temporalFlags.add(cmd.Flags(), "the server to take visits from")
+	cmd.Flags().StringVar(&f.runsDir, "runs-dir", "", "where this worker keeps homes and transcripts (default: the runs directory, .flow/runs)")
+	cmd.Flags().StringVar(&f.workDir, "workdir", "", "where visits work on this machine (default: each run's own working directory, which must exist here)")
+	return cmd
+}
+
+func (a *app) worker(ctx context.Context, f workerFlags) error {
+	tf := a.temporalSettings(f.temporalFlags)
+	if tf.address == "" {
+		return invalid("flow worker needs --temporal HOST:PORT (or temporal.address in the configuration)")
+	}
+	drivers, err := buildDrivers(a.drivers, a.cfg)
+	if err != nil {
+		return invalid("%v", err)
+	}
+	runsDir := f.runsDir
+	if runsDir == "" {
+		runsDir = a.cfg.GetString("runs_dir")
+	}
+	// Homes are handed to agent programs that work elsewhere: absolute.
+	if runsDir, err = filepath.Abs(runsDir); err != nil {
+		return invalid("--runs-dir: %v", err)
+	}
+	if f.workDir != "" {
+		if st, err := os.Stat(f.workDir); err != nil || !st.IsDir() {
+			return invalid("--workdir %s is not a directory", f.workDir)
+		}
+		if f.workDir, err = filepath.Abs(f.workDir); err != nil {
+			return invalid("--workdir: %v", err)
+		}
+	}
+	c, err := a.dialTemporal(ctx, tf)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	acts := &temporal.Activities{Leaves: engine.LocalLeaves{Drivers: drivers, Commands: run.New()}, RunsDir: runsDir, WorkDir: f.workDir}
+	w := temporal.NewWorker(c, tf.taskQueue, acts)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(a.stderr, "worker %s takes visits from task queue %s on Temporal at %s; homes in %s\n", w.Queue(), tf.taskQueue, tf.address, runsDir)
+	return w.Run(ctx)
+}

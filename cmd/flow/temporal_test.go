@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flowrun/flow/internal/devserver"
+	"github.com/flowrun/flow/rundir"
+)
+
+// temporalEnv is the environment of flow processes in these tests: short
+// heartbeats, so that a dead worker's visit moves on within seconds.
+func temporalEnv(runsDir string) []string {
+	return append(os.Environ(), "FLOW_RUNS_DIR="+runsDir, "FLOW_TEMPORAL_HEARTBEAT=2s", "FLOW_TEMPORAL_SESSION_WAIT=3s")
+}
+
+// startWorker starts `flow worker` in dir; it is stopped when the test ends.
+func startWorker(t *testing.T, bin, dir, addr, queue string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, "worker", "--temporal", addr, "--task-queue", queue, "--runs-dir", t.TempDir())
+	cmd.Dir = dir
+	cmd.Env = temporalEnv(t.TempDir())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("worker %d:\n%s", cmd.Process.Pid, out.String())
+		}
+	})
+	return cmd
+}
+
+// outcome is what a run left: its output and how each visit ended.
+type outcome struct {
+	Output any
+	Visits map[string]string
+	Status rundir.Status
+}
+
+func runOutcome(t *testing.T, runsDir string) (string, outcome) {
+	t.Helper()
+	runs, err := rundir.List(runsDir)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("want one run in %s, have %d (%v)", runsDir, len(runs), err)
+	}
+	info := runs[0]
+	b, err := os.ReadFile(filepath.Join(info.Dir, "output.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o outcome
+	if err := json.Unmarshal(b, &o.Output); err != nil {
+		t.Fatal(err)
+	}
+	o.Visits, o.Status = map[string]string{}, info.Status
+	for _, v := range rundir.Visits(info.Facts) {
+		switch {
+		case v.End == nil:
+			o.Visits[v.Start.Visit] = "unended"
+		case v.End.Succeeded():
+			o.Visits[v.Start.Visit] = "ok"
+		default:
+			o.Visits[v.Start.Visit] = string(v.End.Error.Kind)
+		}
+	}
+	return info.Dir, o
+}
+
+func TestTemporalFanoutGivesTheLocalOutcome(t *testing.T) {
+	srv := devserver.Start(t)
+	bin := flowBinary(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flowRun := func(runsDir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"run"}, args...)...)
+		cmd.Dir, cmd.Env = root, temporalEnv(runsDir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("flow run %s: %v\n%s\n%s", strings.Join(args, " "), err, out, srv.Log())
+		}
+	}
+	local, remote := t.TempDir(), t.TempDir()
+	flowRun(local, "examples/fanout.yaml")
+	startWorker(t, bin, root, srv.Address, "fanout")
+	flowRun(remote, "--temporal", srv.Address, "--task-queue", "fanout", "examples/fanout.yaml")
+
+	_, want := runOutcome(t, local)
+	dir, got := runOutcome(t, remote)
+	if want.Status != rundir.StatusSucceeded || !reflect.DeepEqual(got, want) {
+		t.Errorf("flow run --temporal left\n%+v\nflow run left\n%+v", got, want)
+	}
+	snap, err := rundir.ReadSnapshot(dir)
+	if err != nil || snap.Temporal == nil || snap.Temporal.Workflow != filepath.Base(dir) {
+		t.Errorf("the mirrored run's snapshot does not name its workflow: %+v (%v)", snap, err)
+	}
+	facts, _ := rundir.ReadJournal(dir)
+	for _, f := range facts {
+		if f.Type == rundir.FactEnd && (f.Kind == "agent" || f.Kind == "run") && !strings.HasPrefix(f.Worker, "fanout@") {
+			t.Errorf("%s ran on worker %q: not on a flow worker", f.Visit, f.Worker)
+		}
+	}
+	// The mirror is a run directory like any other.
+	for _, f := range []string{"report.html", "usage.json", "snapshot.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the mirrored run has no %s: %v", f, err)
+		}
+	}
+	// A worker keeps transcripts; on this machine, flow tail reads them.
+	tail := exec.Command(bin, "tail", filepath.Base(dir), "report")
+	tail.Dir, tail.Env = root, temporalEnv(remote)
+	if out, err := tail.CombinedOutput(); err != nil || len(out) == 0 {
+		t.Errorf("flow tail of a visit a worker ran: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "show", filepath.Base(dir))
+	cmd.Dir, cmd.Env = root, temporalEnv(remote)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "succeeded") {
+		t.Errorf("flow show of the mirrored run: %v\n%s", err, out)
+	}
+}
+
+// sideEffects reads the lines visits appended to path: "start VISIT PID"
+// and "end VISIT".
+func sideEffects(t *testing.T, path string) (starts map[string][]string, ends map[string]int) {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	starts, ends = map[string][]string{}, map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 3 && f[0] == "start":
+			starts[f[1]] = append(starts[f[1]], f[2])
+		case len(f) == 2 && f[0] == "end":
+			ends[f[1]]++
+		}
+	}
+	return starts, ends
+}
+
+func TestTemporalAKilledWorkersVisitRunsOnTheOther(t *testing.T) {
+	srv := devserver.Start(t)
+	bin := flowBinary(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "ran")
+	step := func(id, pause string) string {
+		return fmt.Sprintf("  - {id: %s, run: 'echo \"start $FLOW_VISIT $PPID\" >> ran; %secho \"end $FLOW_VISIT\" >> ran'}\n", id, pause)
+	}
+	flow := "name: kill\nnodes:\n" + step("first", "") +
+		"  - id: each\n    map: '[1, 2, 3, 4]'\n    max: 4\n    concurrency: 4\n    do:\n  " +
+		strings.ReplaceAll(step("work", "sleep 3; "), "\n  - ", "\n    - ") + step("last", "")
+	flow = strings.Replace(flow, "do:\n    - {id: work", "do:\n      - {id: work", 1)
+	if err := os.WriteFile(filepath.Join(dir, "kill.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w1 := startWorker(t, bin, dir, srv.Address, "kill")
+	w2 := startWorker(t, bin, dir, srv.Address, "kill")
+	runsDir := t.TempDir()
+	run := exec.Command(bin, "run", "--temporal", srv.Address, "--task-queue", "kill", "kill.yaml")
+	run.Dir, run.Env = dir, temporalEnv(runsDir)
+	var out bytes.Buffer
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill the worker of the first map item to start, mid-visit.
+	var victim string
+	deadline := time.Now().Add(30 * time.Second)
+	for victim == "" {
+		starts, _ := sideEffects(t, log)
+		if pids := starts["each[1]/work"]; len(pids) > 0 {
+			victim = pids[0]
+		}
+		if time.Now().After(deadline) {
+			_ = run.Process.Kill()
+			t.Fatalf("the map never started:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	killed, survivor := w1, w2
+	if fmt.Sprint(w2.Process.Pid) == victim {
+		killed, survivor = w2, w1
+	}
+	if err := killed.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatalf("the run did not complete after a worker died: %v\n%s", err, out.String())
+	}
+	starts, ends := sideEffects(t, log)
+	t.Logf("visits started on workers %v", starts)
+	for _, v := range []string{"first", "each[1]/work", "each[2]/work", "each[3]/work", "each[4]/work", "last"} {
+		if ends[v] != 1 {
+			t.Errorf("visit %s ended %d times, want once (starts on workers %v)", v, ends[v], starts[v])
+		}
+	}
+	if n := len(starts["first"]); n != 1 {
+		t.Errorf("the visit that ended before the kill ran %d times", n)
+	}
+	if got := starts["each[1]/work"]; len(got) != 2 || got[1] != fmt.Sprint(survivor.Process.Pid) {
+		t.Errorf("the killed worker's visit started on workers %v, want %s then the survivor %d", got, victim, survivor.Process.Pid)
+	}
+	runDir, o := runOutcome(t, runsDir)
+	if o.Status != rundir.StatusSucceeded {
+		t.Errorf("the mirrored run is %s, want succeeded", o.Status)
+	}
+	// The live view got the visits' progress from their heartbeats.
+	events, _ := os.ReadFile(filepath.Join(runDir, "events.jsonl"))
+	if !strings.Contains(string(events), `"type":"progress","run":"`) || !strings.Contains(string(events), `"visit":"each[2]/work"`) {
+		t.Errorf("the mirror recorded no progress of the running visits:\n%s", events)
+	}
+}
+
+// chainFlow writes a flow of three run steps that append to ran, the
+// second slow, and returns its directory.
+func chainFlow(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	flow := "name: chain\nnodes:\n"
+	for _, s := range []struct{ id, pause string }{{"a", ""}, {"b", "sleep 2; "}, {"c", ""}} {
+		flow += fmt.Sprintf("  - {id: %s, run: 'echo \"start $FLOW_VISIT $PPID\" >> ran; %secho \"end $FLOW_VISIT\" >> ran'}\n", s.id, s.pause)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chain.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// startRun starts `flow run --temporal` of chain.yaml and waits for visit
+// b to start in its mirror.
+func startRun(t *testing.T, bin, dir, addr, runsDir string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--temporal", addr, "--task-queue", "chain", "chain.yaml")
+	cmd.Dir, cmd.Env = dir, temporalEnv(runsDir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		runs, _ := filepath.Glob(filepath.Join(runsDir, "*"))
+		if len(runs) == 1 && journalHas(runs[0], "start", "b") {
+			return cmd, runs[0]
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatal("visit b never started in the mirror")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func temporalFlow(t *testing.T, bin, dir, runsDir string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = dir, temporalEnv(runsDir)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestTemporalResumeReattachesAfterTheClientDied(t *testing.T) {
+	srv := devserver.Start(t)
+	bin := flowBinary(t)
+	dir := chainFlow(t)
+	startWorker(t, bin, dir, srv.Address, "chain")
+	runsDir := t.TempDir()
+	client, run := startRun(t, bin, dir, srv.Address, runsDir)
+	if err := client.Process.Kill(); err != nil { // the client dies; the run goes on
+		t.Fatal(err)
+	}
+	_ = client.Wait()
+	if out, err := temporalFlow(t, bin, dir, runsDir, "runs"); err != nil || !strings.Contains(out, "interrupted") {
+		t.Errorf("flow runs of a mirror whose client died: %v\n%s", err, out)
+	}
+	out, err := temporalFlow(t, bin, dir, runsDir, "resume", filepath.Base(run))
+	if err != nil {
+		t.Fatalf("flow resume: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "re-attaching") && !strings.Contains(out, "ended on Temporal") {
+		t.Errorf("flow resume did not say it re-attached:\n%s", out)
+	}
+	starts, ends := sideEffects(t, filepath.Join(dir, "ran"))
+	for _, v := range []string{"a", "b", "c"} {
+		if len(starts[v]) != 1 || ends[v] != 1 {
+			t.Errorf("visit %s started %d and ended %d times, want once: re-attaching ran it again", v, len(starts[v]), ends[v])
+		}
+	}
+	info, err := rundir.Inspect(run)
+	if err != nil || info.Status != rundir.StatusSucceeded {
+		t.Fatalf("the mirror after re-attaching: %+v, %v", info, err)
+	}
+	if _, err := os.Stat(filepath.Join(run, "output.json")); err != nil {
+		t.Errorf("the re-attached mirror has no output.json: %v", err)
+	}
+}
+
+func TestTemporalStoppedRunResumesInANewExecution(t *testing.T) {
+	srv := devserver.Start(t)
+	bin := flowBinary(t)
+	dir := chainFlow(t)
+	startWorker(t, bin, dir, srv.Address, "chain")
+	runsDir := t.TempDir()
+	client, run := startRun(t, bin, dir, srv.Address, runsDir)
+	if err := client.Process.Signal(os.Interrupt); err != nil { // Ctrl-C stops the run on Temporal
+		t.Fatal(err)
+	}
+	err := client.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("flow run --temporal after Ctrl-C: %v, want exit %d", err, exitInterrupted)
+	}
+	if info, err := rundir.Inspect(run); err != nil || info.Status != rundir.StatusStopped {
+		t.Fatalf("the mirror after Ctrl-C: %+v, %v; want stopped", info, err)
+	}
+	out, err := temporalFlow(t, bin, dir, runsDir, "resume")
+	if err != nil {
+		t.Fatalf("flow resume: %v\n%s", err, out)
+	}
+	starts, ends := sideEffects(t, filepath.Join(dir, "ran"))
+	if len(starts["a"]) != 1 || ends["a"] != 1 || ends["b"] != 1 || ends["c"] != 1 {
+		t.Errorf("after the resume: starts %v, ends %v; want a once, b and c ended once", starts, ends)
+	}
+	info, err := rundir.Inspect(run)
+	if err != nil || info.Status != rundir.StatusSucceeded {
+		t.Fatalf("the mirror after the resume: %+v, %v", info, err)
+	}
+	snap, _ := rundir.ReadSnapshot(run)
+	if snap == nil || snap.Temporal == nil || snap.Temporal.Base == 0 {
+		t.Errorf("the snapshot does not record the new execution: %+v", snap)
+	}
+}

@@ -1,0 +1,118 @@
+// Package devserver starts a Temporal development server for tests: the
+// Temporal CLI's `temporal server start-dev`, in memory, on 127.0.0.1 and
+// ports of its own, ended when the test ends. The CLI is found by
+// clitest.Tool (PATH, else .tools/bin where `go tool task deps` installs
+// it); without it the test skips, or fails under CI=true.
+//
+// The server itself is never compiled into the module: go.temporal.io/
+// server stays out of `go build ./...` (internal/archtest checks it).
+package devserver
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flowrun/flow/internal/clitest"
+)
+
+// Server is a running dev server.
+type Server struct {
+	// Address is the frontend's HOST:PORT, for clients and workers.
+	Address string
+	cmd     *exec.Cmd
+	out     *lockedBuffer
+}
+
+// Start starts a dev server and waits until it takes connections. It is
+// stopped when t ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin := clitest.Tool(t, "temporal")
+	ports := freePorts(t, 4)
+	s := &Server{Address: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), out: &lockedBuffer{}}
+	s.cmd = exec.Command(bin, "server", "start-dev", "--headless", "--ip", "127.0.0.1",
+		"--port", strconv.Itoa(ports[0]), "--ui-port", strconv.Itoa(ports[1]),
+		"--http-port", strconv.Itoa(ports[2]), "--metrics-port", strconv.Itoa(ports[3]), "--log-level", "error")
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("starting the Temporal dev server: %v", err)
+	}
+	t.Cleanup(s.stop)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", s.Address, 200*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Temporal dev server did not listen on %s within 30 s:\n%s", s.Address, s.out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *Server) stop() {
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = s.cmd.Wait()
+		close(done)
+	})
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	wg.Wait()
+}
+
+// Log is what the server wrote, for a failing test's message.
+func (s *Server) Log() string { return s.out.String() }
+
+// freePorts finds n ports free on 127.0.0.1 now.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("finding a free port: %v", err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

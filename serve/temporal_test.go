@@ -1,0 +1,121 @@
+package serve
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/conc"
+	tclient "go.temporal.io/sdk/client"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/devserver"
+	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/temporal"
+)
+
+type quietLog struct{}
+
+func (quietLog) Debug(string, ...any) {}
+func (quietLog) Info(string, ...any)  {}
+func (quietLog) Warn(string, ...any)  {}
+func (quietLog) Error(string, ...any) {}
+
+func TestServeTemporalSchedulesFireOnTemporalAndAreMirrored(t *testing.T) {
+	srv := devserver.Start(t)
+	var c tclient.Client
+	var err error
+	for range 50 {
+		if c, err = tclient.Dial(tclient.Options{HostPort: srv.Address, Logger: quietLog{}}); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tc := &temporal.Client{Client: c, Address: srv.Address, Namespace: "default", TaskQueue: "serve-test"}
+	cmds := &fakeCommands{}
+	w := temporal.NewWorker(c, "serve-test", &temporal.Activities{Leaves: engine.LocalLeaves{Commands: cmds}, RunsDir: t.TempDir()})
+	workerCtx, stopWorker := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	defer wg.Wait()
+	defer stopWorker()
+	wg.Go(func() { _ = w.Run(workerCtx) })
+
+	dir := t.TempDir()
+	flowDir := filepath.Join(dir, "flows")
+	if err := os.MkdirAll(flowDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(flowDir, "tick.yaml")
+	if err := os.WriteFile(file, []byte("name: tick\nschedule: {cron: '@every 1s'}\nnodes:\n  - {id: hello, run: [echo, hi]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runsDir := filepath.Join(dir, "runs")
+	s, err := New(Config{Dir: flowDir, WorkDir: dir, RunsDir: runsDir, Log: discard, Listener: ln, Poll: 200 * time.Millisecond,
+		Engine: engine.Options{Commands: cmds}, Temporal: tc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, shutdown := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	wg.Go(func() { served <- s.Run(ctx) })
+	defer func() {
+		shutdown()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+
+	// A fire on Temporal becomes a served run, mirrored here.
+	deadline := time.Now().Add(20 * time.Second)
+	var mirrored *rundir.RunInfo
+	for mirrored == nil {
+		runs, _ := rundir.List(runsDir)
+		for _, r := range runs {
+			if r.Status == rundir.StatusSucceeded {
+				mirrored = r
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no scheduled run was mirrored in %s (runs: %d)", runsDir, len(runs))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	snap, err := rundir.ReadSnapshot(mirrored.Dir)
+	if err != nil || snap.Temporal == nil || !strings.Contains(mirrored.ID, "tick") {
+		t.Errorf("the mirrored run %s does not name its workflow: %+v, %v", mirrored.ID, snap, err)
+	}
+	if s.trigger(mirrored.ID) != TriggerSchedule {
+		t.Errorf("the mirrored run's trigger is %q, want schedule", s.trigger(mirrored.ID))
+	}
+	id := s.schedules.ID("tick")
+	if _, err := c.ScheduleClient().GetHandle(context.Background(), id).Describe(context.Background()); err != nil {
+		t.Fatalf("the flow's Temporal Schedule %s: %v", id, err)
+	}
+
+	// A flow file removed: its schedule goes.
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := c.ScheduleClient().GetHandle(context.Background(), id).Describe(context.Background())
+		if err != nil {
+			break
+		}
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatal("the removed flow's Temporal Schedule is still there")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

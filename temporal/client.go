@@ -1,0 +1,186 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/rundir"
+)
+
+// Client hands runs to Temporal and mirrors each into a local run
+// directory, so that flow show, flow runs, flow tail and the reports read
+// a Temporal run as any other. Its fields are set before first use and
+// not changed after; it is then safe for concurrent use.
+type Client struct {
+	Client client.Client
+	// Address and Namespace are recorded in each run's snapshot, for flow
+	// resume to re-attach.
+	Address   string
+	Namespace string
+	TaskQueue string // DefaultTaskQueue if empty
+	Load      LoadOptions
+	Timing    Timing
+	// Poll is how often the mirror asks for new facts and progress;
+	// default 250 ms.
+	Poll time.Duration
+}
+
+func (c *Client) queue() string {
+	if c.TaskQueue == "" {
+		return DefaultTaskQueue
+	}
+	return c.TaskQueue
+}
+
+// Execute is engine.Execute with the walk on Temporal: it creates the run
+// directory as Execute does (input checked, snapshot, lock), starts the
+// run workflow (its id is the run id), and mirrors the workflow's facts
+// into the journal until the run ends, handing opts.OnEvent the events a
+// local run would give. Cancelling ctx with engine.ErrStopped cancels the
+// workflow, which stops the run as Ctrl-C stops a local one; the mirror
+// then waits for its end. If this process dies, the workflow goes on:
+// Attach (flow resume) continues the mirror.
+func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
+	opts.Asker = nil // a Temporal run is unattended: asks take their defaults
+	w, snap, err := engine.Begin(ctx, plan, opts)
+	if err != nil {
+		return nil, err
+	}
+	snap.Temporal = &TemporalRef{Address: c.Address, Namespace: c.Namespace, TaskQueue: c.queue(), Workflow: snap.Run}
+	run, err := c.start(ctx, snap, nil)
+	if err == nil {
+		snap.Temporal.Execution = run.GetRunID()
+		err = w.WriteSnapshot(snap)
+	}
+	if err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	m := &mirror{c: c, w: w, ref: *snap.Temporal, onEvent: opts.OnEvent, dir: w.Dir()}
+	return m.run(ctx)
+}
+
+// TemporalRef is where a run lives on Temporal, as its snapshot records it.
+type TemporalRef = rundir.TemporalRun
+
+func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*rundir.Fact) (client.WorkflowRun, error) {
+	run, err := c.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        snap.Run,
+		TaskQueue: c.queue(),
+		// A run id names one run: a second start while it runs is refused;
+		// after it closed, a resume starts it again.
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier})
+	if err != nil {
+		return nil, fmt.Errorf("starting run %s on Temporal at %s: %w", snap.Run, c.Address, err)
+	}
+	return run, nil
+}
+
+// ErrNotTemporal says a run directory is not the mirror of a Temporal run.
+var ErrNotTemporal = errors.New("the run was not run on Temporal")
+
+// Attach continues the mirror of the Temporal run in dir after the process
+// that mirrored it died: it takes the run directory's lock and mirrors the
+// facts it lacks; nothing runs again. When the workflow had already ended
+// with everything mirrored and the run may be resumed (stopped, or failed
+// on a kind a resume may retry), the run resumes in a new workflow
+// execution that replays every ended visit, as flow resume does locally.
+func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*engine.Event)) (*engine.Result, error) {
+	snap, err := rundir.ReadSnapshot(dir)
+	if err != nil {
+		return nil, err
+	}
+	if snap.Temporal == nil {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNotTemporal)
+	}
+	w, earlier, err := rundir.Reopen(dir)
+	if err != nil {
+		return nil, err
+	}
+	ref := *snap.Temporal
+	m := &mirror{c: c, w: w, ref: ref, onEvent: onEvent, dir: w.Dir(), next: len(earlier) - ref.Base}
+	desc, err := c.Client.DescribeWorkflowExecution(ctx, ref.Workflow, ref.Execution)
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("finding run %s on Temporal at %s: %w", ref.Workflow, c.Address, err)
+	}
+	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		m.note(fmt.Sprintf("re-attaching to run %s on Temporal (%d facts mirrored)", ref.Workflow, len(earlier)))
+		return m.run(ctx)
+	}
+	total, err := m.total(ctx)
+	if err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	info, _ := rundir.Inspect(dir)
+	if m.next < total || info == nil || !info.Resumable {
+		m.note(fmt.Sprintf("run %s ended on Temporal; mirroring the %d facts this directory lacks", ref.Workflow, total-m.next))
+		return m.run(ctx)
+	}
+	// Everything is mirrored and the run may go on: a new execution
+	// replays the ended visits from the journal.
+	m.note(fmt.Sprintf("resuming run %s (%s, %s) on Temporal", info.ID, info.Flow, info.Status))
+	ref.Base = len(earlier)
+	run, err := c.start(ctx, snap, earlier)
+	if err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	ref.Execution = run.GetRunID()
+	snap.Temporal = &ref
+	if err := w.WriteSnapshot(snap); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	m.ref, m.next = ref, 0
+	return m.run(ctx)
+}
+
+// Adopt mirrors into runsDir a run that a Temporal Schedule started (its
+// workflow id is its run id): it makes the run directory from the
+// snapshot the workflow was started with, then mirrors it as Execute does.
+func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*engine.Event)) (*engine.Result, error) {
+	desc, err := c.Client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil, fmt.Errorf("finding run %s on Temporal at %s: %w", id, c.Address, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	execution := info.GetExecution().GetRunId()
+	it := c.Client.GetWorkflowHistory(ctx, id, execution, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return nil, fmt.Errorf("run %s on Temporal has no history", id)
+	}
+	first, err := it.Next()
+	if err != nil {
+		return nil, fmt.Errorf("reading the start of run %s: %w", id, err)
+	}
+	var in RunInput
+	payloads := first.GetWorkflowExecutionStartedEventAttributes().GetInput()
+	if err := converter.GetDefaultDataConverter().FromPayloads(payloads, &in); err != nil || in.Snapshot == nil {
+		return nil, fmt.Errorf("run %s on Temporal was not started by flow (%v)", id, err)
+	}
+	snap := in.Snapshot
+	snap.Run = id
+	snap.Temporal = &TemporalRef{Address: c.Address, Namespace: c.Namespace, TaskQueue: info.GetTaskQueue(), Workflow: id, Execution: execution}
+	w, err := rundir.Create(runsDir, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.WriteSnapshot(snap); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	m := &mirror{c: c, w: w, ref: *snap.Temporal, onEvent: onEvent, dir: w.Dir()}
+	return m.run(ctx)
+}

@@ -1,0 +1,205 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/rundir"
+)
+
+// mirror copies a run workflow's facts into a local run directory as they
+// come, derives the events a local run would give (visit start and end
+// from the facts, progress from the activities' heartbeats), and writes
+// output.json, usage.json and report.html at the end. It holds the run
+// directory's lock while it mirrors, so the run reads as running.
+type mirror struct {
+	c       *Client
+	w       *rundir.Writer
+	ref     rundir.TemporalRun
+	onEvent func(*engine.Event)
+	dir     string
+	next    int                 // facts of the current execution mirrored so far
+	live    map[string]Progress // the last progress shown per visit
+	waiting bool                // said that no worker took the run yet
+}
+
+// ErrDetached, as the cause of a mirror's cancellation, ends the mirror
+// and leaves the run going on Temporal (flow serve --temporal shutting
+// down); any other cause stops the run.
+var ErrDetached = errors.New("detached from the run; it goes on on Temporal")
+
+// run mirrors until the workflow closes, then finishes the run directory
+// and closes the Writer.
+func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
+	defer func() {
+		if cerr := m.w.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("closing run directory: %w", cerr)
+		}
+	}()
+	m.live = map[string]Progress{}
+	poll := m.c.Poll
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	// Once ctx ends (Ctrl-C), the workflow is cancelled and the mirror
+	// goes on until the workflow has stopped the run.
+	rpc := context.WithoutCancel(ctx)
+	cancelled := false
+	for {
+		if errors.Is(context.Cause(ctx), ErrDetached) {
+			m.note(fmt.Sprintf("detached from run %s; it goes on on Temporal (flow resume %s re-attaches)", m.ref.Workflow, m.ref.Workflow))
+			return nil, context.Cause(ctx)
+		}
+		if ctx.Err() != nil && !cancelled {
+			cancelled = true
+			if err := m.c.Client.CancelWorkflow(rpc, m.ref.Workflow, m.ref.Execution); err != nil {
+				return nil, fmt.Errorf("stopping run %s on Temporal: %w", m.ref.Workflow, err)
+			}
+			m.note("stopping the run on Temporal")
+		}
+		_ = m.pull(rpc) // a query fails until a worker took the workflow's first task
+		desc, err := m.c.Client.DescribeWorkflowExecution(rpc, m.ref.Workflow, m.ref.Execution)
+		if err != nil {
+			return nil, fmt.Errorf("watching run %s on Temporal at %s: %w", m.ref.Workflow, m.c.Address, err)
+		}
+		if desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return m.finish(rpc)
+		}
+		m.progress(desc.GetPendingActivities())
+		if pending := desc.GetPendingWorkflowTask(); m.next == 0 && !m.waiting && pending != nil &&
+			pending.GetState() == enumspb.PENDING_WORKFLOW_TASK_STATE_SCHEDULED && time.Since(pending.GetScheduledTime().AsTime()) > 3*time.Second {
+			m.waiting = true
+			m.note(fmt.Sprintf("waiting for a worker on task queue %s (start one: flow worker --temporal %s)", m.ref.TaskQueue, m.c.Address))
+		}
+		time.Sleep(poll)
+	}
+}
+
+// pull appends the facts the journal lacks.
+func (m *mirror) pull(ctx context.Context) error {
+	for {
+		v, err := m.query(ctx, m.next)
+		if err != nil {
+			return err
+		}
+		var page FactsPage
+		if err := v.Get(&page); err != nil {
+			return fmt.Errorf("reading the facts of run %s: %w", m.ref.Workflow, err)
+		}
+		for _, f := range page.Facts {
+			if err := m.w.Fact(f); err != nil {
+				return err
+			}
+			m.next++
+			m.factEvent(f)
+		}
+		if len(page.Facts) == 0 || m.next >= page.Total {
+			return nil
+		}
+	}
+}
+
+// query asks the workflow for its facts from from on. A query is
+// answered by a worker: without one it would wait, so it is bounded.
+func (m *mirror) query(ctx context.Context, from int) (converter.EncodedValue, error) {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	return m.c.Client.QueryWorkflow(ctx, m.ref.Workflow, m.ref.Execution, QueryFacts, from)
+}
+
+// queryTimeout bounds one facts query.
+const queryTimeout = 5 * time.Second
+
+// total is how many facts the workflow holds.
+func (m *mirror) total(ctx context.Context) (int, error) {
+	v, err := m.query(ctx, 1<<30)
+	if err != nil {
+		return 0, fmt.Errorf("reading the facts of run %s on Temporal (is a worker running? a closed workflow is read by replaying it on one): %w", m.ref.Workflow, err)
+	}
+	var page FactsPage
+	if err := v.Get(&page); err != nil {
+		return 0, err
+	}
+	return page.Total, nil
+}
+
+// finish mirrors the last facts of a closed workflow and writes what a
+// run leaves when it ends.
+func (m *mirror) finish(ctx context.Context) (*engine.Result, error) {
+	var out RunOutput
+	if err := m.c.Client.GetWorkflow(ctx, m.ref.Workflow, m.ref.Execution).Get(ctx, &out); err != nil {
+		return nil, fmt.Errorf("run %s on Temporal: %w", m.ref.Workflow, err)
+	}
+	// A closed workflow's facts are read by replaying it on a worker:
+	// give one a moment.
+	var err error
+	for range 40 {
+		if err = m.pull(ctx); err == nil {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the last facts of run %s (flow resume %s reads them later): %w", m.ref.Workflow, m.ref.Workflow, err)
+	}
+	res := &engine.Result{RunID: m.ref.Workflow, Dir: m.dir, OK: out.OK, Output: out.Output, Failure: out.Failure, Usage: out.Usage}
+	m.emit(&engine.Event{Type: rundir.EventRunEnd, Status: out.Status, OK: &res.OK, Error: out.Failure, Usage: &res.Usage, Dir: m.dir})
+	return res, m.w.Finish(out.Output)
+}
+
+// factEvent emits the event a local run gives with a fact.
+func (m *mirror) factEvent(f *rundir.Fact) {
+	switch f.Type {
+	case rundir.FactRun:
+		if f.Status == rundir.StatusRunning {
+			m.emit(&engine.Event{Time: f.Time, Type: rundir.EventRunStart, Dir: m.dir})
+		}
+	case rundir.FactStart:
+		m.emit(&engine.Event{Time: f.Time, Type: rundir.EventVisitStart, Visit: f.Visit, Node: f.Node, Kind: f.Kind})
+	case rundir.FactEnd:
+		delete(m.live, f.Visit)
+		m.emit(&engine.Event{Time: f.Time, Type: rundir.EventVisitEnd, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Agent: f.Agent,
+			OK: f.OK, Error: f.Error, Usage: f.Usage, Model: f.Model, WallMS: f.WallMS})
+	}
+}
+
+// progress emits the progress of running visits, read off their
+// activities' last heartbeats.
+func (m *mirror) progress(pending []*PendingActivity) {
+	dc := converter.GetDefaultDataConverter()
+	for _, a := range pending {
+		details := a.GetHeartbeatDetails()
+		if details == nil {
+			continue
+		}
+		var p Progress
+		if err := dc.FromPayloads(details, &p); err != nil || p.Visit == "" {
+			continue
+		}
+		if last, ok := m.live[p.Visit]; ok && last == p {
+			continue
+		}
+		m.live[p.Visit] = p
+		m.emit(&engine.Event{Type: rundir.EventProgress, Visit: p.Visit, Driver: p.Driver, Model: p.Model, Activity: p.Activity, Tokens: p.Tokens})
+	}
+}
+
+func (m *mirror) note(msg string) { m.emit(&engine.Event{Type: rundir.EventNote, Message: msg}) }
+
+func (m *mirror) emit(e *engine.Event) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	e.Run = m.ref.Workflow
+	_ = m.w.Event(e)
+	if m.onEvent != nil {
+		m.onEvent(e)
+	}
+}

@@ -1,0 +1,45 @@
+package temporal
+
+import (
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/rundir"
+)
+
+// recorder is the engine.Recorder of a walk in a workflow: facts are kept
+// in the workflow's state (deterministic, rebuilt on replay) and read by
+// the facts query; events are not kept, the mirror derives them from the
+// facts and the activities' heartbeats. Workflow coroutines run one at a
+// time, and queries between them, so it needs no lock.
+type recorder struct {
+	facts  []*rundir.Fact
+	output any
+}
+
+var _ engine.Recorder = (*recorder)(nil)
+
+func (r *recorder) Fact(f *rundir.Fact) error {
+	r.facts = append(r.facts, f)
+	return nil
+}
+
+func (r *recorder) Event(*rundir.Event) error { return nil }
+
+// Home names a home by its path in the run: the worker that runs the leaf
+// resolves it in its own run directory.
+func (r *recorder) Home(path string) string { return path }
+
+func (r *recorder) Finish(output any) error {
+	r.output = output
+	return nil
+}
+
+// pageSize bounds a facts query's answer (a fact holds at most a leaf's
+// output, which a worker keeps under engine.AnswerLimit for text).
+const pageSize = 200
+
+// page answers the facts query.
+func (r *recorder) page(from int) (*FactsPage, error) {
+	from = min(max(from, 0), len(r.facts))
+	to := min(from+pageSize, len(r.facts))
+	return &FactsPage{Facts: r.facts[from:to], Total: len(r.facts)}, nil
+}

@@ -1,0 +1,73 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
+)
+
+// Workflow is the run workflow: it rebuilds the plan from the run's
+// snapshot and walks it with the engine's own walker, on the workflow's
+// coroutines and clock (runtime), its leaves as activities (leaves), and
+// its facts in its state (recorder), which the facts query reads. A
+// cancellation of the workflow stops the run as Ctrl-C does: running
+// visits end `stopped`, and the workflow completes with the run's end.
+//
+// A run that cannot start (its snapshot no longer loads, its input does
+// not fit) fails the workflow with a non-retryable error of type
+// "refused".
+func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
+	rec := &recorder{}
+	if err := workflow.SetQueryHandler(ctx, QueryFacts, rec.page); err != nil {
+		return nil, err
+	}
+	if in == nil || in.Snapshot == nil {
+		return nil, temporal.NewNonRetryableApplicationError("the run workflow was started without a snapshot", "refused", nil)
+	}
+	snap := in.Snapshot
+	plan, diags := snap.Load(flows.Options{DefaultDriver: in.Load.DefaultDriver, Drivers: in.Load.Drivers})
+	if diags.HasErrors() {
+		return nil, temporal.NewNonRetryableApplicationError("the run's snapshot does not load:\n"+diags.Error(), "refused", nil)
+	}
+	timing := in.Timing.withDefaults()
+	info := workflow.GetInfo(ctx)
+	runID := snap.Run
+	if runID == "" { // started by a Temporal Schedule: the workflow id names the run
+		runID = info.WorkflowExecution.ID
+	}
+	timeout, turnTimeout := snap.Settings.Durations()
+	opts := engine.Options{
+		RunID:       runID,
+		WorkDir:     snap.Settings.WorkDir,
+		Input:       snap.Input,
+		Settings:    flows.Settings{Model: snap.Settings.Model, Timeout: timeout, TurnTimeout: turnTimeout},
+		Concurrency: snap.Settings.Concurrency,
+		Config:      snap.Settings.Config,
+		Backoff:     timing.Backoff,
+		Runtime:     runtime{root: ctx},
+		Leaves:      leaves{queue: info.TaskQueueName, timing: timing},
+	}
+	// The workflow's cancellation stops the walk with the cause a Ctrl-C
+	// gives, from a coroutine: deterministic.
+	root, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	workflow.Go(ctx, func(c workflow.Context) {
+		c.Done().Receive(c, nil)
+		stop(engine.ErrStopped)
+	})
+	res, err := engine.Walk(withWorkflow(root, ctx), plan, opts, rec, in.Earlier)
+	if res == nil {
+		var ie *engine.InputError
+		var re *engine.RefusedError
+		if errors.As(err, &ie) || errors.As(err, &re) {
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
+		}
+		return nil, err
+	}
+	return &RunOutput{OK: res.OK, Status: res.Status(), Output: rec.output, Failure: res.Failure, Usage: res.Usage}, nil
+}
