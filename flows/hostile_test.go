@@ -13,7 +13,7 @@ import (
 )
 
 // hostileDriverTools stands for the tool vocabularies a program registers
-// (cmd/flow's engine.Registry): pi takes its own names and Claude Code's for
+// (cmd/flow's drivers.Registry): pi takes its own names and Claude Code's for
 // the tools it has, the other drivers any name.
 var hostileDriverTools = map[string]map[string]string{
 	"pi": {"read": "read", "bash": "bash", "edit": "edit", "write": "write", "grep": "grep", "find": "find", "ls": "ls", "glob": "find", "multiedit": "edit"},

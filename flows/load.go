@@ -25,14 +25,14 @@ type Options struct {
 	// DefaultDriver is the driver of agent files that name none.
 	DefaultDriver string
 	// Drivers are the names of the agent drivers the program provides (an
-	// engine.Registry's Names): an agent whose driver is not among them is
+	// drivers.Registry's Names): an agent whose driver is not among them is
 	// an error, with a "did you mean" and the list. nil means the caller
 	// provides no list, and any driver name is accepted; the engine still
 	// refuses to run an agent whose driver it was not given.
 	Drivers []string
 	// DriverTools holds, by driver name, the tool names that driver's agents
 	// may list (lower case) with the driver's own name for each (an
-	// engine.Registry's Tools). A tool of an agent run by a driver listed
+	// drivers.Registry's Tools). A tool of an agent run by a driver listed
 	// here that is not among its names is an error; a driver not listed
 	// takes any name.
 	DriverTools map[string]map[string]string

@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
-	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/schema"
+	"github.com/flowrun/flow/steps/drivers"
 )
 
 // Exit codes (SPEC 7).
@@ -124,7 +124,7 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 // app is what every subcommand shares: configuration and output streams.
 type app struct {
 	cfg     *viper.Viper
-	drivers *engine.Registry // the agent drivers this build provides
+	drivers *drivers.Registry // the agent drivers this build provides
 	stdout  io.Writer
 	stderr  io.Writer
 	profile *os.File
@@ -256,7 +256,7 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 // that keys ending in _env name (drivers.<name>.api_key_env) — the keys in
 // the files and every driver's keys, which may be set in the environment
 // only (FLOW_DRIVERS_<NAME>_<KEY>).
-func configSecrets(v *viper.Viper, drivers *engine.Registry) []string {
+func configSecrets(v *viper.Viper, drivers *drivers.Registry) []string {
 	keys := v.AllKeys()
 	for _, s := range drivers.Specs() {
 		for _, k := range s.Keys {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/drivers"
 )
 
 // prefixer is a driver of the test's own: it answers with its configured
@@ -47,8 +48,8 @@ func TestBuildDriversReadsEachSpecsKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := registry()
-	reg.Register(engine.DriverSpec{Name: "echo", Keys: []string{"prefix"},
-		New: func(cfg engine.DriverConfig) (engine.Driver, error) { return prefixer{cfg.String("prefix")}, nil }})
+	reg.Register(drivers.Spec{Name: "echo", Keys: []string{"prefix"},
+		New: func(cfg drivers.Config) (engine.Driver, error) { return prefixer{cfg.String("prefix")}, nil }})
 	a := &app{cfg: viper.New(), drivers: reg}
 	if err := a.loadConfig(&cobra.Command{}); err != nil {
 		t.Fatal(err)

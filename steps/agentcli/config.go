@@ -1,7 +1,7 @@
 package agentcli
 
 import (
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/drivers"
 )
 
 // DefaultMaxRetries is how many times a CLI may retry a failed request on
@@ -13,15 +13,15 @@ import (
 const DefaultMaxRetries = 1
 
 // MaxRetries reads drivers.<name>.max_retries for a CLI driver's spec:
-// DefaultMaxRetries when it is unset, an *engine.ConfigError when it is not
+// DefaultMaxRetries when it is unset, an *drivers.ConfigError when it is not
 // a whole number of zero or more.
-func MaxRetries(cfg engine.DriverConfig) (int, error) {
+func MaxRetries(cfg drivers.Config) (int, error) {
 	n, err := cfg.Int("max_retries", DefaultMaxRetries)
 	if err != nil {
 		return 0, err
 	}
 	if n < 0 {
-		return 0, &engine.ConfigError{Key: "max_retries", Value: cfg.String("max_retries"), Want: "a whole number of 0 or more"}
+		return 0, &drivers.ConfigError{Key: "max_retries", Value: cfg.String("max_retries"), Want: "a whole number of 0 or more"}
 	}
 	return n, nil
 }

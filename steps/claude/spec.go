@@ -3,18 +3,19 @@ package claude
 import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/agentcli"
+	"github.com/flowrun/flow/steps/drivers"
 )
 
-// Spec describes the claude driver to an engine.Registry: the name
+// Spec describes the claude driver to a drivers.Registry: the name
 // `claude`, the keys it reads under drivers.claude. in the configuration,
 // and a constructor that maps them onto Options (max_retries defaults to
 // agentcli.DefaultMaxRetries). It returns a new value each time, so no
 // caller can change another's.
-func Spec() engine.DriverSpec {
-	return engine.DriverSpec{
+func Spec() drivers.Spec {
+	return drivers.Spec{
 		Name: "claude",
 		Keys: []string{"binary", "base_url", "api_key_env", "max_retries"},
-		New: func(cfg engine.DriverConfig) (engine.Driver, error) {
+		New: func(cfg drivers.Config) (engine.Driver, error) {
 			retries, err := agentcli.MaxRetries(cfg)
 			if err != nil {
 				return nil, err

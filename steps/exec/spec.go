@@ -1,14 +1,17 @@
 package exec
 
-import "github.com/flowrun/flow/engine"
+import (
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/drivers"
+)
 
-// Spec describes the exec driver to an engine.Registry: the name `exec` and
+// Spec describes the exec driver to a drivers.Registry: the name `exec` and
 // a constructor. It reads no configuration: what runs is each agent's own
 // `command:`. It returns a new value each time, so no caller can change
 // another's.
-func Spec() engine.DriverSpec {
-	return engine.DriverSpec{
+func Spec() drivers.Spec {
+	return drivers.Spec{
 		Name: "exec",
-		New:  func(engine.DriverConfig) (engine.Driver, error) { return New(Options{}), nil },
+		New:  func(drivers.Config) (engine.Driver, error) { return New(Options{}), nil },
 	}
 }

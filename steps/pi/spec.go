@@ -5,19 +5,20 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/agentcli"
+	"github.com/flowrun/flow/steps/drivers"
 )
 
-// Spec describes the pi driver to an engine.Registry: the name `pi`, the
+// Spec describes the pi driver to a drivers.Registry: the name `pi`, the
 // keys it reads under drivers.pi. in the configuration, and a constructor
 // that maps them onto Options (max_retries defaults to
 // agentcli.DefaultMaxRetries). It returns a new value each time, so no
 // caller can change another's.
-func Spec() engine.DriverSpec {
-	return engine.DriverSpec{
+func Spec() drivers.Spec {
+	return drivers.Spec{
 		Name:  "pi",
 		Keys:  []string{"binary", "base_url", "api", "api_key_env", "max_retries", "agent_dir"},
 		Tools: maps.Clone(toolNames),
-		New: func(cfg engine.DriverConfig) (engine.Driver, error) {
+		New: func(cfg drivers.Config) (engine.Driver, error) {
 			retries, err := agentcli.MaxRetries(cfg)
 			if err != nil {
 				return nil, err

@@ -1,4 +1,4 @@
-package engine_test
+package drivers_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/steps/drivers"
 )
 
 // echo is a driver defined outside steps/: it answers each turn with its
@@ -21,11 +22,11 @@ func (e echo) Turn(_ context.Context, t *engine.Turn) (*engine.TurnResult, error
 	return &engine.TurnResult{Status: engine.Completed, Output: e.prefix + first}, nil
 }
 
-func echoSpec() engine.DriverSpec {
-	return engine.DriverSpec{
+func echoSpec() drivers.Spec {
+	return drivers.Spec{
 		Name: "echo",
 		Keys: []string{"prefix", "repeat"},
-		New: func(cfg engine.DriverConfig) (engine.Driver, error) {
+		New: func(cfg drivers.Config) (engine.Driver, error) {
 			n, err := cfg.Int("repeat", 1)
 			if err != nil {
 				return nil, err
@@ -39,9 +40,9 @@ func echoSpec() engine.DriverSpec {
 // has heard of, loads a flow whose agent names it with the registry's names,
 // and runs the flow with the drivers the registry built.
 func TestRegisteredDriverRuns(t *testing.T) {
-	var reg engine.Registry
+	var reg drivers.Registry
 	reg.Register(echoSpec())
-	drivers, err := reg.Build(map[string]engine.DriverConfig{"echo": {"prefix": "echo: "}})
+	drivers, err := reg.Build(map[string]drivers.Config{"echo": {"prefix": "echo: "}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +72,8 @@ nodes:
 // registry lacks is refused by the loader at the `driver:`, with the
 // registry's names.
 func TestUnregisteredDriverIsPositioned(t *testing.T) {
-	var reg engine.Registry
-	reg.Register(echoSpec(), engine.DriverSpec{Name: "shout", New: func(engine.DriverConfig) (engine.Driver, error) { return echo{}, nil }})
+	var reg drivers.Registry
+	reg.Register(echoSpec(), drivers.Spec{Name: "shout", New: func(drivers.Config) (engine.Driver, error) { return echo{}, nil }})
 	src := []byte("name: f\nnodes:\n  - {id: a, agent: {name: x, description: d, driver: whisper}, prompt: p}\n")
 	_, diags := flows.LoadSource("f.yaml", src, flows.Options{UserAgentDirs: []string{}, Drivers: reg.Names()})
 	got := diags.Error()
@@ -82,12 +83,12 @@ func TestUnregisteredDriverIsPositioned(t *testing.T) {
 }
 
 func TestRegistryNamesAndLookup(t *testing.T) {
-	var reg engine.Registry
+	var reg drivers.Registry
 	if len(reg.Names()) != 0 {
 		t.Errorf("the zero Registry has names %q", reg.Names())
 	}
 	reg.Register(echoSpec())
-	reg.Register(engine.DriverSpec{Name: "alpha", New: echoSpec().New})
+	reg.Register(drivers.Spec{Name: "alpha", New: echoSpec().New})
 	if got := reg.Names(); !slices.Equal(got, []string{"echo", "alpha"}) {
 		t.Errorf("Names = %q, want registration order", got)
 	}
@@ -105,13 +106,13 @@ func TestRegistryNamesAndLookup(t *testing.T) {
 }
 
 func TestRegisterRefusesBadSpecs(t *testing.T) {
-	for name, s := range map[string]engine.DriverSpec{
+	for name, s := range map[string]drivers.Spec{
 		"no name":   {New: echoSpec().New},
 		"no New":    {Name: "x"},
 		"duplicate": echoSpec(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			var reg engine.Registry
+			var reg drivers.Registry
 			reg.Register(echoSpec())
 			defer func() {
 				if recover() == nil {
@@ -124,19 +125,19 @@ func TestRegisterRefusesBadSpecs(t *testing.T) {
 }
 
 func TestBuildErrorsNameTheKey(t *testing.T) {
-	var reg engine.Registry
-	reg.Register(echoSpec(), engine.DriverSpec{Name: "plain", New: func(engine.DriverConfig) (engine.Driver, error) { return echo{}, nil }})
+	var reg drivers.Registry
+	reg.Register(echoSpec(), drivers.Spec{Name: "plain", New: func(drivers.Config) (engine.Driver, error) { return echo{}, nil }})
 	for _, tc := range []struct {
-		config map[string]engine.DriverConfig
+		config map[string]drivers.Config
 		want   string
 	}{
-		{map[string]engine.DriverConfig{"echo": {"repeat": "twice"}},
+		{map[string]drivers.Config{"echo": {"repeat": "twice"}},
 			`configuring driver echo: drivers.echo.repeat is "twice", not a whole number`},
-		{map[string]engine.DriverConfig{"echo": {"prefx": "x"}},
+		{map[string]drivers.Config{"echo": {"prefx": "x"}},
 			`configuring driver echo: drivers.echo.prefx is not a key it reads (its keys are prefix, repeat)`},
-		{map[string]engine.DriverConfig{"plain": {"binary": "x"}},
+		{map[string]drivers.Config{"plain": {"binary": "x"}},
 			`configuring driver plain: drivers.plain.binary is not a key it reads (it reads none)`},
-		{map[string]engine.DriverConfig{"ehco": {}},
+		{map[string]drivers.Config{"ehco": {}},
 			`configuring drivers: no driver is named "ehco" (drivers are echo, plain)`},
 	} {
 		_, err := reg.Build(tc.config)
@@ -144,8 +145,8 @@ func TestBuildErrorsNameTheKey(t *testing.T) {
 			t.Errorf("Build(%v) = %v, want %s", tc.config, err, tc.want)
 		}
 	}
-	_, err := reg.Build(map[string]engine.DriverConfig{"echo": {"repeat": "2x"}})
-	if ce := (*engine.ConfigError)(nil); !errors.As(err, &ce) || ce.Driver != "echo" || ce.Key != "repeat" {
+	_, err := reg.Build(map[string]drivers.Config{"echo": {"repeat": "2x"}})
+	if ce := (*drivers.ConfigError)(nil); !errors.As(err, &ce) || ce.Driver != "echo" || ce.Key != "repeat" {
 		t.Errorf("Build's error %v is not a *ConfigError for drivers.echo.repeat", err)
 	}
 	drivers, err := reg.Build(nil)
@@ -155,7 +156,7 @@ func TestBuildErrorsNameTheKey(t *testing.T) {
 }
 
 func TestDriverConfigInt(t *testing.T) {
-	cfg := engine.DriverConfig{"n": " 3 ", "bad": "3.5", "empty": ""}
+	cfg := drivers.Config{"n": " 3 ", "bad": "3.5", "empty": ""}
 	if n, err := cfg.Int("n", 1); n != 3 || err != nil {
 		t.Errorf("Int(n) = %d, %v", n, err)
 	}

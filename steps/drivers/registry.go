@@ -1,6 +1,8 @@
-package engine
+package drivers
 
 import (
+	"github.com/flowrun/flow/engine"
+
 	"errors"
 	"fmt"
 	"maps"
@@ -9,12 +11,12 @@ import (
 	"strings"
 )
 
-// DriverSpec is what a driver package tells a Registry about itself: the
+// Spec is what a driver package tells a Registry about itself: the
 // name agent files give as `driver:`, the configuration keys it reads under
 // `drivers.<Name>.`, and how to build it from their values. One spec per
 // driver keeps the loader's list of names, the configuration and the
 // constructors from drifting apart.
-type DriverSpec struct {
+type Spec struct {
 	// Name is the driver's name in agent files and in the configuration.
 	Name string
 	// Keys are the configuration keys the driver reads, without the
@@ -23,7 +25,7 @@ type DriverSpec struct {
 	// New builds the driver from the keys that are set. It returns an error,
 	// typically a *ConfigError, for a value it cannot use; an unset key means
 	// the driver's own default.
-	New func(cfg DriverConfig) (Driver, error)
+	New func(cfg Config) (engine.Driver, error)
 	// Tools are the tool names an agent run by this driver may list, in
 	// lower case, each with the driver's own name for it (pi runs Claude
 	// Code's Glob as find). nil means the driver takes any name (Claude
@@ -31,18 +33,18 @@ type DriverSpec struct {
 	Tools map[string]string
 }
 
-// DriverConfig holds the configuration keys that are set for one driver,
+// Config holds the configuration keys that are set for one driver,
 // without the `drivers.<name>.` prefix, each as the text it was given in (an
 // environment variable is text, a YAML number is not). A key that is absent
-// is unset; a key set to "" is set. A nil DriverConfig is an empty one.
-type DriverConfig map[string]string
+// is unset; a key set to "" is set. A nil Config is an empty one.
+type Config map[string]string
 
 // String returns the value of key, or "" when it is unset.
-func (c DriverConfig) String(key string) string { return c[key] }
+func (c Config) String(key string) string { return c[key] }
 
 // Int returns the value of key as an integer, or def when it is unset. A
 // value that is not a whole number is a *ConfigError.
-func (c DriverConfig) Int(key string, def int) (int, error) {
+func (c Config) Int(key string, def int) (int, error) {
 	v, ok := c[key]
 	if !ok {
 		return def, nil
@@ -81,13 +83,13 @@ func (e *ConfigError) Error() string {
 // for concurrent use; once filled, a Registry may be read from many
 // goroutines. Do not copy a non-empty Registry.
 type Registry struct {
-	specs []DriverSpec
+	specs []Spec
 }
 
 // Register adds drivers to r. A spec with no name or no New, or a name
 // already registered, is a programming error and panics, as a second
 // flag.Var of the same name does.
-func (r *Registry) Register(specs ...DriverSpec) {
+func (r *Registry) Register(specs ...Spec) {
 	for _, s := range specs {
 		switch {
 		case s.Name == "":
@@ -112,7 +114,7 @@ func (r *Registry) Names() []string {
 }
 
 // Tools returns, by driver name, the tool names each driver's agents may
-// list (DriverSpec.Tools), for drivers that say; the loader refuses other
+// list (Spec.Tools), for drivers that say; the loader refuses other
 // names (flows.Options.DriverTools).
 func (r *Registry) Tools() map[string]map[string]string {
 	out := map[string]map[string]string{}
@@ -126,13 +128,13 @@ func (r *Registry) Tools() map[string]map[string]string {
 
 // Specs returns the registered specs in the order they were registered, so
 // that a caller can gather each driver's configuration keys.
-func (r *Registry) Specs() []DriverSpec { return slices.Clone(r.specs) }
+func (r *Registry) Specs() []Spec { return slices.Clone(r.specs) }
 
 // Lookup returns the spec registered under name, if there is one.
-func (r *Registry) Lookup(name string) (DriverSpec, bool) {
-	i := slices.IndexFunc(r.specs, func(s DriverSpec) bool { return s.Name == name })
+func (r *Registry) Lookup(name string) (Spec, bool) {
+	i := slices.IndexFunc(r.specs, func(s Spec) bool { return s.Name == name })
 	if i < 0 {
-		return DriverSpec{}, false
+		return Spec{}, false
 	}
 	return r.specs[i], true
 }
@@ -146,13 +148,13 @@ func (r *Registry) has(name string) bool {
 // name; a driver config leaves out has every key unset. The result is what
 // Options.Drivers takes. A key the driver does not read, or a value it
 // cannot use, is an error naming the key (drivers.<name>.<key>).
-func (r *Registry) Build(config map[string]DriverConfig) (map[string]Driver, error) {
+func (r *Registry) Build(config map[string]Config) (map[string]engine.Driver, error) {
 	for _, name := range slices.Sorted(maps.Keys(config)) {
 		if !r.has(name) {
 			return nil, fmt.Errorf("configuring drivers: no driver is named %q (drivers are %s)", name, strings.Join(r.Names(), ", "))
 		}
 	}
-	out := make(map[string]Driver, len(r.specs))
+	out := make(map[string]engine.Driver, len(r.specs))
 	for _, s := range r.specs {
 		cfg := config[s.Name]
 		for _, k := range slices.Sorted(maps.Keys(cfg)) {
@@ -176,7 +178,7 @@ func (r *Registry) Build(config map[string]DriverConfig) (map[string]Driver, err
 }
 
 // keysText lists a spec's keys for an error message.
-func keysText(s DriverSpec) string {
+func keysText(s Spec) string {
 	if len(s.Keys) == 0 {
 		return "it reads none"
 	}
