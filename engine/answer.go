@@ -1,17 +1,12 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/flowrun/flow/internal/secret"
+	"github.com/flowrun/flow/rundir"
 )
 
 // AnswerLimit is the most of an answer that is held in memory and handed
@@ -25,43 +20,6 @@ const AnswerLimit = 50 << 10
 // is held and journaled whole, so an answer longer than this fails the
 // visit `schema` instead of filling memory.
 const TypedLimit = 1 << 20
-
-// CreateAnswerFile creates a new file for a long answer of agent in home
-// (created if needed): <agent>-answer.md, or -2, -3, … when a visit of the
-// same memory scope left one already, so that no answer replaces another.
-func CreateAnswerFile(home, agent string) (*os.File, error) {
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return nil, fmt.Errorf("creating the answer file: %w", err)
-	}
-	base := fileName(agent) + "-answer"
-	for n := 1; ; n++ {
-		name := base + ".md"
-		if n > 1 {
-			name = base + "-" + strconv.Itoa(n) + ".md"
-		}
-		f, err := os.OpenFile(filepath.Join(home, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, fs.ErrExist) || n == 1000 {
-			return nil, fmt.Errorf("creating the answer file: %w", err)
-		}
-	}
-}
-
-// fileName keeps an agent's name inside the home, whatever it holds.
-func fileName(agent string) string {
-	name := strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == 0 {
-			return '_'
-		}
-		return r
-	}, agent)
-	if name == "" || name == "." || name == ".." {
-		return "agent"
-	}
-	return name
-}
 
 // reply is a turn's answer as the engine holds it: at most AnswerLimit
 // bytes of text, and the file with the whole answer when it is longer.
@@ -88,23 +46,9 @@ func bound(res *TurnResult, home, agent string, secrets *secret.Redactor) (reply
 		return reply{text: res.Output}, nil
 	}
 	rp := reply{text: utf8Prefix(res.Output, AnswerLimit), size: int64(len(res.Output))}
-	f, err := CreateAnswerFile(home, agent)
-	if err != nil {
-		return rp, err
-	}
-	w := secrets.Writer(f)
-	_, err = io.WriteString(w, res.Output)
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return rp, fmt.Errorf("writing %s: %w", f.Name(), err)
-	}
-	rp.file = f.Name()
-	return rp, nil
+	var err error
+	rp.file, err = rundir.StoreAnswer(home, agent, res.Output, secrets)
+	return rp, err
 }
 
 // keep makes a completed turn's answer what the walker takes: at most

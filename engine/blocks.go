@@ -226,7 +226,7 @@ func (r *runner) isolated(ctx context.Context, fr *frame, n *flows.Node, vars ma
 	sc, fail := r.scopeFor(gfr, n, vars, path)
 	if fail != nil {
 		fail.Visit = path
-		return nil, noWorktree(), fail
+		return nil, flows.NoWorktree(), fail
 	}
 	out, fail := body(gfr.inScope(sc))
 	wt, lfail := r.endScope(ctx, gfr, n, sc, fail == nil, path)
@@ -238,7 +238,7 @@ func (r *runner) isolated(ctx context.Context, fr *frame, n *flows.Node, vars ma
 
 func orNoWorktree(v map[string]any) map[string]any {
 	if v == nil {
-		return noWorktree()
+		return flows.NoWorktree()
 	}
 	return v
 }

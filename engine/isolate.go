@@ -19,7 +19,7 @@ func (r *runner) work(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 	case n.Isolation && leaf:
 		sc, fail := r.scopeFor(fr, n, vars, path)
 		if fail != nil {
-			return &outcome{fail: fail, worktree: noWorktree()}
+			return &outcome{fail: fail, worktree: flows.NoWorktree()}
 		}
 		if sc.memory {
 			sc.use.Lock()
@@ -40,7 +40,7 @@ func (r *runner) work(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 	case n.Isolation && (n.Kind == schema.KindLoop || n.Kind == schema.KindFlow):
 		sc, fail := r.scopeFor(fr, n, vars, path)
 		if fail != nil {
-			return &outcome{fail: fail, worktree: noWorktree()}
+			return &outcome{fail: fail, worktree: flows.NoWorktree()}
 		}
 		o := r.dispatch(ctx, fr.inScope(sc), n, vars, path)
 		wt, lfail := r.endScope(ctx, fr, n, sc, o.fail == nil, path)
@@ -98,7 +98,7 @@ func (r *runner) landLeaf(ctx context.Context, fr *frame, n *flows.Node, path st
 	sc.mu.Unlock()
 	if rec != nil {
 		r.afterLanding(ctx, sc, rec)
-		o.worktree = worktreeValue(rec.Branch, rec.Commit, files, rec.Land == rundir.Landed)
+		o.worktree = flows.WorktreeValue(rec.Branch, rec.Commit, files, rec.Land == rundir.Landed)
 	} else {
 		o.worktree = sc.value(false)
 	}
@@ -127,24 +127,4 @@ func keeps(n *flows.Node, fail *Failure) bool {
 		return false
 	}
 	return true
-}
-
-// zeroWorktree is x.worktree of an isolated node that did not get as far
-// as its scopes.
-func zeroWorktree(n *flows.Node, items int) any {
-	switch n.Kind {
-	case schema.KindMap:
-		list := make([]any, items)
-		for i := range list {
-			list[i] = noWorktree()
-		}
-		return list
-	case schema.KindParallel:
-		m := make(map[string]any, len(n.Branches))
-		for _, b := range n.Branches {
-			m[b.Name] = noWorktree()
-		}
-		return m
-	}
-	return noWorktree()
 }

@@ -185,7 +185,7 @@ func (r *runner) endScope(ctx context.Context, fr *frame, n *flows.Node, sc *wtS
 		return sc.value(false), fail
 	}
 	r.afterLanding(ctx, sc, rec)
-	return worktreeValue(rec.Branch, rec.Commit, rec.Files, rec.Land == rundir.Landed), fail
+	return flows.WorktreeValue(rec.Branch, rec.Commit, rec.Files, rec.Land == rundir.Landed), fail
 }
 
 // afterLanding removes what a landed (or kept) scope no longer needs.

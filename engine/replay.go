@@ -145,7 +145,7 @@ func (r *runner) replayLanding(fr *frame, n *flows.Node, vars map[string]any, pa
 	}
 	if o.fail != nil {
 		if o.wt != nil {
-			o.worktree = worktreeValue(o.wt.Branch, o.wt.Commit, files, false)
+			o.worktree = flows.WorktreeValue(o.wt.Branch, o.wt.Commit, files, false)
 		}
 		return
 	}
@@ -160,7 +160,7 @@ func (r *runner) replayLanding(fr *frame, n *flows.Node, vars map[string]any, pa
 		return
 	}
 	w := lf.Worktree
-	o.worktree = worktreeValue(w.Branch, w.Commit, files, w.Land == rundir.Landed)
+	o.worktree = flows.WorktreeValue(w.Branch, w.Commit, files, w.Land == rundir.Landed)
 	if w.Land == rundir.LandConflict {
 		o.fail = lf.Error
 	}

@@ -70,7 +70,7 @@ const (
 // TurnResult is what a driver returns for one turn.
 //
 // An answer longer than AnswerLimit is stored once, in a file in the
-// turn's Home (CreateAnswerFile), and only its first AnswerLimit bytes are
+// turn's Home (rundir.CreateAnswerFile), and only its first AnswerLimit bytes are
 // held: Output is that prefix, File the file, Size the whole answer's
 // length. A driver that returns a longer Output without a File has it
 // written to a file by the LeafRunner, at the cost of having held it

@@ -104,7 +104,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		ok = o.fail == nil
 	}
 	if n.Isolation && o.worktree == nil {
-		o.worktree = zeroWorktree(n, 0)
+		o.worktree = flows.ZeroWorktree(n, 0)
 	}
 	r.emit(&Event{Time: end, Type: rundir.EventVisitEnd, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
 	r.closeOwned(ctx, path)

@@ -81,70 +81,21 @@ type wtScope struct {
 }
 
 // startCommits records, before the run starts, the commit checked out in
-// each repository the plan isolates scopes in whose directory is known now
-// (the working directory's, or a repo: without ${{ }}): its scopes are
-// made from it, whatever the user commits while the run goes on. A
-// repository that cannot be read now is left out; its first scope fails
-// then, saying why.
+// each repository the plan isolates scopes in whose directory is known now:
+// its scopes are made from it, whatever the user commits while the run
+// goes on. A repository that cannot be read now is left out; its first
+// scope fails then, saying why.
 func startCommits(ctx context.Context, plan *flows.Plan, workDir string) map[string]string {
-	dirs := map[string]bool{}
-	for _, f := range plan.Flows {
-		flows.Walk(f.Nodes, func(n *flows.Node) {
-			switch {
-			case !n.Isolation:
-			case n.Repo == nil:
-				dirs[workDir] = true
-			case n.Repo.IsStatic():
-				d, _ := render(n.Repo, nil)
-				if !filepath.IsAbs(d) {
-					d = filepath.Join(workDir, d)
-				}
-				dirs[d] = true
-			}
-		})
-	}
-	var out map[string]string
-	for d := range dirs {
-		g, err := gitwork.Open(ctx, d)
-		if err != nil {
-			continue
-		}
-		if head, err := g.Head(ctx); err == nil {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[g.Top] = head
-		}
-	}
-	return out
+	return gitwork.Heads(ctx, plan.IsolatedRepos(workDir))
 }
 
-// identity is who commits for a visit: the run and the visit by name.
+// identity is who commits for a visit of the run.
 func (r *runner) identity(visit string) gitwork.Identity {
-	return gitwork.Identity{Name: "flow " + visit, Email: strings.ReplaceAll(r.opts.RunID, "/", "-") + "@flow.invalid"}
+	return gitwork.RunIdentity(r.opts.RunID, visit)
 }
 
 // integration is the run's integration branch in every repository.
-func (r *runner) integration() string { return "flow/" + refSafe(r.opts.RunID) }
-
-// branchName is the branch of a scope. Git cannot hold flow/<run-id> and
-// flow/<run-id>/<scope> at once (one ref would be a file and a directory),
-// so a scope's branch is flow/<run-id>.<scope>.
-func (r *runner) branchName(scope string) string { return r.integration() + "." + refSafe(scope) }
-
-// refSafe makes a visit path usable in a branch name: look[2] becomes
-// look-2 and review#2 review-2; anything else git refuses becomes -.
-func refSafe(s string) string {
-	s = strings.NewReplacer("[", "-", "]", "", "#", "-").Replace(s)
-	out := []byte(s)
-	for i, c := range out {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_-./@", c) >= 0
-		if !ok || c == '.' && (i == 0 || out[i-1] == '/' || out[i-1] == '.') || c == '@' && i+1 < len(out) && out[i+1] == '{' {
-			out[i] = '-'
-		}
-	}
-	return strings.TrimSuffix(string(out), ".lock")
-}
+func (r *runner) integration() string { return gitwork.IntegrationBranch(r.opts.RunID) }
 
 // scope returns the scope named name, made on first use with what earlier
 // attempts recorded of it.
@@ -283,7 +234,7 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	if sc.branch == "" {
-		sc.branch = r.branchName(sc.name)
+		sc.branch = gitwork.ScopeBranch(r.opts.RunID, sc.name)
 	}
 	if err := rp.git.Worktree(ctx, sc.path, sc.branch, sc.head); err != nil {
 		return "", gitFailure(ctx, sc.name, err)
@@ -308,8 +259,7 @@ func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*ru
 	defer sc.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
 	defer cancel()
-	msg := fmt.Sprintf("flow: %s\n\nWhat visit %s of run %s changed.\n\nFlow-Run: %s\nFlow-Visit: %s\n", visit, visit, r.opts.RunID, r.opts.RunID, visit)
-	head, files, err := sc.repo.git.Checkpoint(ctx, sc.path, sc.head, r.identity(visit), msg)
+	head, files, err := sc.repo.git.Checkpoint(ctx, sc.path, sc.head, r.identity(visit), gitwork.CheckpointMessage(r.opts.RunID, visit))
 	if err != nil {
 		return nil, fmt.Errorf("committing what %s changed in %s: %w", visit, sc.path, err)
 	}
@@ -351,19 +301,8 @@ func (r *runner) remove(ctx context.Context, sc *wtScope, dropBranch bool) error
 func (sc *wtScope) value(landed bool) map[string]any {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	return worktreeValue(sc.branch, sc.head, sc.files, landed)
+	return flows.WorktreeValue(sc.branch, sc.head, sc.files, landed)
 }
-
-func worktreeValue(branch, commit string, files []string, landed bool) map[string]any {
-	fs := make([]any, len(files))
-	for i, f := range files {
-		fs[i] = f
-	}
-	return map[string]any{"branch": branch, "commit": commit, "files": fs, "landed": landed}
-}
-
-// noWorktree is x.worktree of a scope that never ran.
-func noWorktree() map[string]any { return worktreeValue("", "", nil, false) }
 
 // gitFailure is a git step that failed: `unavailable`, or how ctx ended.
 func gitFailure(ctx context.Context, scope string, err error) *Failure {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/rundir"
 )
 
 func (a *app) gcCmd() *cobra.Command {
@@ -20,7 +20,7 @@ func (a *app) gcCmd() *cobra.Command {
 			"again from its branch.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kept, err := engine.RemoveKeptWorktrees(cmd.Context(), a.cfg.GetString("runs_dir"), dryRun)
+			kept, err := rundir.RemoveKeptWorktrees(cmd.Context(), a.cfg.GetString("runs_dir"), dryRun)
 			verb := "removed"
 			if dryRun {
 				verb = "would remove"

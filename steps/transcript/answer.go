@@ -10,13 +10,14 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/secret"
+	"github.com/flowrun/flow/rundir"
 )
 
 // Answer collects a turn's answer as it arrives, so that a driver holds at
 // most engine.AnswerLimit bytes of it, however long it grows: the first
 // AnswerLimit bytes stay in memory, and once the answer outgrows them the
 // whole of it is streamed, redacted, to a new answer file in the home
-// (engine.CreateAnswerFile). Result hands the prefix and the file on in
+// (rundir.CreateAnswerFile). Result hands the prefix and the file on in
 // the turn's result: the answer is stored once, there.
 //
 // Its zero value is not usable; call NewAnswer. An Answer is used by one
@@ -70,7 +71,7 @@ func (a *Answer) spill() {
 		a.err = errors.New("the answer is longer than flow keeps in memory and the turn has no home to store it in; it was cut")
 		return
 	}
-	f, err := engine.CreateAnswerFile(a.home, a.agent)
+	f, err := rundir.CreateAnswerFile(a.home, a.agent)
 	if err != nil {
 		a.err = err
 		return

@@ -20,7 +20,7 @@
 //
 // Answer holds at most engine.AnswerLimit bytes of a turn's answer and
 // streams a longer one into an answer file in the home
-// (engine.CreateAnswerFile), where it is stored once; End does the same
+// (rundir.CreateAnswerFile), where it is stored once; End does the same
 // for an answer a driver's parser read whole (StoreAnswer), so the
 // summary, like the journal, carries a prefix and the file. The raw stream
 // kept of one turn is cut after MaxRaw bytes.

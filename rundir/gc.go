@@ -1,4 +1,4 @@
-package engine
+package rundir
 
 import (
 	"context"
@@ -6,14 +6,13 @@ import (
 	"fmt"
 
 	"github.com/flowrun/flow/internal/gitwork"
-	"github.com/flowrun/flow/rundir"
 )
 
 // KeptWorktree is a worktree a run kept (SPEC 11): of a scope that failed
 // or conflicted, or of a run that was stopped or died.
 type KeptWorktree struct {
 	Run string
-	*rundir.Worktree
+	*Worktree
 	// Err says why it could not be removed.
 	Err error
 }
@@ -25,14 +24,14 @@ type KeptWorktree struct {
 // user's to look at, merge or delete, and a resume of the run makes its
 // worktree again from it.
 func RemoveKeptWorktrees(ctx context.Context, runsDir string, dryRun bool) ([]KeptWorktree, error) {
-	runs, err := rundir.List(runsDir)
+	runs, err := List(runsDir)
 	if err != nil {
 		return nil, err
 	}
 	var out []KeptWorktree
 	var errs []error
 	for _, run := range runs {
-		if run.Status == rundir.StatusRunning {
+		if run.Status == StatusRunning {
 			continue
 		}
 		for _, w := range run.Worktrees {
@@ -49,7 +48,7 @@ func RemoveKeptWorktrees(ctx context.Context, runsDir string, dryRun bool) ([]Ke
 	return out, errors.Join(errs...)
 }
 
-func removeWorktree(ctx context.Context, w *rundir.Worktree) error {
+func removeWorktree(ctx context.Context, w *Worktree) error {
 	g, err := gitwork.Open(ctx, w.Repo)
 	if err == nil {
 		err = g.RemoveWorktree(ctx, w.Path)
