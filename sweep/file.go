@@ -76,6 +76,7 @@ type File struct {
 	Timeout     string       `json:"timeout,omitempty"`
 	Budget      Budget       `json:"budget"`
 	Concurrency int          `json:"concurrency"`
+	Temporal    *Temporal    `json:"temporal,omitempty"` // the server the cells run on, if on Temporal
 	Assignments []Assignment `json:"assignments"`
 	ParamSets   []ParamSet   `json:"param_sets"`
 	Cells       []*Cell      `json:"cells"`

@@ -37,6 +37,10 @@ type RunOptions struct {
 	// OnCell is told when a cell starts, ends or is skipped. Calls are
 	// serialized.
 	OnCell func(CellEvent)
+	// Runs walks each cell's run; nil is LocalRuns. The cap on live
+	// turns across cells (Engine.Concurrency) holds for runs walked in
+	// this process; elsewhere each run caps its own.
+	Runs Runs
 }
 
 // CellEvent tells of one cell: it started (Started), or ended, stopped or
@@ -75,6 +79,9 @@ type run struct {
 func (s *Sweep) Run(ctx context.Context, plan *flows.Plan, opts RunOptions) error {
 	if opts.History == nil {
 		opts.History = NewHistory(plan.Root.Name)
+	}
+	if opts.Runs == nil {
+		opts.Runs = LocalRuns{}
 	}
 	liveCap := opts.Engine.Concurrency
 	if liveCap <= 0 {
@@ -205,9 +212,13 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 		// Another process (another resume of this sweep) holds its lock.
 		return &Outcome{Status: rundir.StatusRunning, Message: "its run is held by another process: " + info.Why}, nil
 	case ierr == nil && info.Resumable:
-		_, err = engine.Resume(ctx, dir, r.opts.Load, eo)
+		_, err = r.opts.Runs.Resume(ctx, dir, r.opts.Load, eo)
 	case ierr == nil:
 		err = fmt.Errorf("run %s cannot be resumed: %s", c.Run, info.Why)
+	case startedElsewhere(dir):
+		// Its walk started on Temporal before the first fact came back:
+		// follow it there rather than start the cell a second time.
+		_, err = r.opts.Runs.Resume(ctx, dir, r.opts.Load, eo)
 	default:
 		if _, serr := os.Stat(dir); !errors.Is(serr, fs.ErrNotExist) {
 			// Cut off as its directory was made: start afresh beside it.
@@ -217,7 +228,7 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 			r.s.mu.Unlock()
 			eo.RunID, dir = c.Run, filepath.Join(cells, c.Run)
 		}
-		_, err = engine.Execute(ctx, r.plan, eo)
+		_, err = r.opts.Runs.Execute(ctx, r.plan, eo)
 	}
 	o, info, rerr := readOutcome(dir, scoreOf(r.plan))
 	if rerr != nil {
@@ -234,6 +245,13 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 		return o, info.Facts
 	}
 	return o, nil
+}
+
+// startedElsewhere says whether the run directory dir, which has no run
+// to read yet, records a walk that started on Temporal.
+func startedElsewhere(dir string) bool {
+	snap, err := rundir.ReadSnapshot(dir)
+	return err == nil && snap.Temporal != nil
 }
 
 func scoreOf(p *flows.Plan) *flows.Score {

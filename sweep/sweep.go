@@ -31,6 +31,7 @@ type Config struct {
 	Concurrency int           // cells at once; default 1
 	Timeout     time.Duration // --timeout: the bound on every turn; 0 leaves it to the flows
 	WorkDir     string        // where the runs work; default the current directory
+	Temporal    *Temporal     // the server the cells run on, if on Temporal (RunOptions.Runs walks them there)
 }
 
 // Create checks cfg against plan — the baseline is an assignment, every
@@ -69,7 +70,7 @@ func Create(sweepsDir string, plan *flows.Plan, cfg Config) (*Sweep, error) {
 	}
 	f := &File{Version: fileVersion, Flow: plan.Root.Name, FlowFile: file, Source: string(plan.Root.Doc.Source),
 		WorkDir: cfg.WorkDir, Created: time.Now().UTC(), Spec: spec, Budget: cfg.Budget,
-		Concurrency: max(cfg.Concurrency, 1), Assignments: as, ParamSets: spec.ParamSets(), Cells: cells}
+		Concurrency: max(cfg.Concurrency, 1), Temporal: cfg.Temporal, Assignments: as, ParamSets: spec.ParamSets(), Cells: cells}
 	if sw := plan.Root.Sweep; sw != nil && sw.Score != nil {
 		f.Score = sw.Score.Source
 	}
@@ -142,6 +143,18 @@ func (s *Sweep) SetBudget(b Budget) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.f.Budget = b
+	return writeFile(s.dir, s.f)
+}
+
+// SetTemporal records the Temporal server the cells run on from now on (a
+// resume with --temporal); nil leaves the record as it is.
+func (s *Sweep) SetTemporal(t *Temporal) error {
+	if t == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.f.Temporal = t
 	return writeFile(s.dir, s.f)
 }
 

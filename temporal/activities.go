@@ -36,6 +36,11 @@ type Activities struct {
 	// Host names this machine in the location of an answer too long to
 	// travel (host:path).
 	Host string
+	// Concurrency is the most visits of the shared task queue this worker
+	// runs at once (NewWorker reads it); 0 leaves it to Temporal's default
+	// (1000). The later turns of memory scopes the worker holds come on
+	// top: they can run nowhere else.
+	Concurrency int
 }
 
 // Turn runs one agent turn.

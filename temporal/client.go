@@ -147,6 +147,17 @@ func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*engine.Ev
 	return m.run(ctx)
 }
 
+// Resume continues the run in dir as flow resume does: a run directory
+// that mirrors a Temporal run is re-attached to, or resumed there
+// (Attach); any other run resumes in this process (engine.Resume). It is
+// how flow sweep --temporal --resume takes up a cell that was cut off.
+func (c *Client) Resume(ctx context.Context, dir string, load flows.Options, opts engine.Options) (*engine.Result, error) {
+	if snap, err := rundir.ReadSnapshot(dir); err == nil && snap.Temporal != nil {
+		return c.Attach(ctx, dir, opts.OnEvent)
+	}
+	return engine.Resume(ctx, dir, load, opts)
+}
+
 // Adopt mirrors into runsDir a run that a Temporal Schedule started (its
 // workflow id is its run id): it makes the run directory from the
 // snapshot the workflow was started with, then mirrors it as Execute does.

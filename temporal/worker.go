@@ -37,7 +37,9 @@ func NewWorker(c client.Client, queue string, acts *Activities) *Worker {
 	mine := fmt.Sprintf("%s@%s-%d-%s", queue, host, os.Getpid(), hex.EncodeToString(b[:]))
 	acts.Queue, acts.Host = mine, host
 	opts := worker.Options{Identity: mine, WorkerStopTimeout: 5 * time.Second}
-	shared := worker.New(c, queue, opts)
+	sharedOpts := opts
+	sharedOpts.MaxConcurrentActivityExecutionSize = max(acts.Concurrency, 0)
+	shared := worker.New(c, queue, sharedOpts)
 	shared.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 	register(shared, acts)
 	ownOpts := opts

@@ -41,11 +41,13 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		runID = info.WorkflowExecution.ID
 	}
 	timeout, turnTimeout := snap.Settings.Durations()
+	// The settings are the snapshot's, a sweep cell's models by agent
+	// (--assign) included.
 	opts := engine.Options{
 		RunID:       runID,
 		WorkDir:     snap.Settings.WorkDir,
 		Input:       snap.Input,
-		Settings:    flows.Settings{Model: snap.Settings.Model, Timeout: timeout, TurnTimeout: turnTimeout},
+		Settings:    flows.Settings{Model: snap.Settings.Model, Models: snap.Settings.Models, Timeout: timeout, TurnTimeout: turnTimeout},
 		Concurrency: snap.Settings.Concurrency,
 		Config:      snap.Settings.Config,
 		Backoff:     timing.Backoff,

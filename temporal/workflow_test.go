@@ -83,7 +83,8 @@ type harness struct {
 	t      *testing.T
 	env    *testsuite.TestWorkflowEnvironment
 	driver *scripted
-	queues []string // the task queue of each activity, in order
+	queues []string         // the task queue of each activity, in order
+	snap   *rundir.Snapshot // the run's, once run
 	mu     sync.Mutex
 }
 
@@ -108,6 +109,12 @@ func newHarness(t *testing.T, d *scripted) *harness {
 // facts.
 func (h *harness) run(src string, input any) (*RunOutput, []*rundir.Fact) {
 	h.t.Helper()
+	return h.runWith(src, input, rundir.Settings{Concurrency: 4, TurnTimeout: "1m"})
+}
+
+// runWith is run with the run's settings (its WorkDir is the flow's).
+func (h *harness) runWith(src string, input any, settings rundir.Settings) (*RunOutput, []*rundir.Fact) {
+	h.t.Helper()
 	dir := h.t.TempDir()
 	file := filepath.Join(dir, "f.yaml")
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
@@ -121,7 +128,9 @@ func (h *harness) run(src string, input any) (*RunOutput, []*rundir.Fact) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	snap := rundir.NewSnapshot("run-1", plan, in, rundir.Settings{WorkDir: dir, Concurrency: 4, TurnTimeout: "1m"})
+	settings.WorkDir = dir
+	snap := rundir.NewSnapshot("run-1", plan, in, settings)
+	h.snap = snap
 	h.env.ExecuteWorkflow(WorkflowName, &RunInput{Snapshot: snap, Timing: Timing{Heartbeat: time.Minute}})
 	if !h.env.IsWorkflowCompleted() {
 		h.t.Fatal("the workflow did not complete")

@@ -48,7 +48,8 @@ func (a *app) sweepCmd() *cobra.Command {
 			"worst-case turns and a forecast from earlier runs are printed; --budget-cost and\n" +
 			"--budget-tokens bound the whole sweep. The reports (report.md, .csv, .json,\n" +
 			".html) are rewritten after every cell. --pin writes the chosen assignment into\n" +
-			"the flow's models:. See docs/sweeps.md.",
+			"the flow's models:. With --temporal, each cell runs as a run on Temporal, its\n" +
+			"visits on the flow workers (docs/temporal.md). See docs/sweeps.md.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -79,6 +80,7 @@ func (a *app) sweepCmd() *cobra.Command {
 	fl.BoolVar(&f.pin, "pin", false, "when every cell has ended, write the chosen assignment into the flow's models:")
 	fl.StringVar(&f.resume, "resume", "", "run the cells of sweep SWEEP (an id or directory) that did not end")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the grid and the forecast; run nothing")
+	f.temporal.add(fl, "run every cell on Temporal, its visits on flow workers; with --resume, where the cells go on")
 	return cmd
 }
 
@@ -133,6 +135,13 @@ func (a *app) sweep(cmd *cobra.Command, file string, f sweepFlags) error {
 		cells := len(as) * len(spec.ParamSets()) * max(len(spec.Tasks), 1) * max(spec.Repeat, 1)
 		return a.printForecast(plan, as, cells, a.runSettings("", f.timeout))
 	}
+	// Connect before the sweep is made: a wrong address leaves nothing.
+	cfg.Temporal = a.sweepTemporal(f.temporal, false, nil)
+	runs, done, err := a.sweepRuns(cfg.Temporal)
+	if err != nil {
+		return err
+	}
+	defer done()
 	s, err := sweep.Create(a.sweepsDir(), plan, cfg)
 	if err != nil {
 		var ie *engine.InputError
@@ -141,7 +150,7 @@ func (a *app) sweep(cmd *cobra.Command, file string, f sweepFlags) error {
 		}
 		return err
 	}
-	return a.runSweep(s, plan, nil, f.pin)
+	return a.runSweep(s, plan, runs, nil, f.pin)
 }
 
 func (a *app) resumeSweep(cmd *cobra.Command, f sweepFlags) error {
@@ -164,12 +173,22 @@ func (a *app) resumeSweep(cmd *cobra.Command, f sweepFlags) error {
 	if diags.HasErrors() {
 		return invalid("the flow of sweep %s does not load", s.ID())
 	}
-	return a.runSweep(s, plan, notes, f.pin)
+	t := a.sweepTemporal(f.temporal, true, s.Snapshot().Temporal)
+	runs, done, err := a.sweepRuns(t)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := s.SetTemporal(t); err != nil {
+		return err
+	}
+	return a.runSweep(s, plan, runs, notes, f.pin)
 }
 
-// runSweep prints the forecast, runs the cells that have not ended with
-// Ctrl-C stopping them cleanly, and prints where the reports are.
-func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, notes []string, pin bool) error {
+// runSweep prints the forecast, runs the cells that have not ended
+// through runs with Ctrl-C stopping them cleanly, and prints where the
+// reports are.
+func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, runs sweep.Runs, notes []string, pin bool) error {
 	drivers, err := buildDrivers(a.drivers, a.cfg)
 	if err != nil {
 		return invalid("%v", err)
@@ -186,6 +205,9 @@ func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, notes []string, pin boo
 		}
 	}
 	fmt.Fprintf(a.stderr, "sweep %s of %s: %s\n", s.ID(), f.Flow, gridText(f))
+	if t := f.Temporal; t != nil {
+		fmt.Fprintf(a.stderr, "cells run on Temporal at %s, task queue %s (workers: flow worker --temporal %s --task-queue %s)\n", t.Address, t.TaskQueue, t.Address, t.TaskQueue)
+	}
 	history, err := a.history(plan.Root.Name)
 	if err != nil {
 		return err
@@ -201,7 +223,7 @@ func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, notes []string, pin boo
 
 	opts := sweep.RunOptions{
 		Engine:   engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"), Config: a.config(), WorkDir: f.WorkDir},
-		Settings: base, Load: a.loadOptions(), History: history, OnCell: a.cellLine,
+		Settings: base, Load: a.loadOptions(), History: history, OnCell: a.cellLine, Runs: runs,
 	}
 	runErr := s.Run(ctx, plan, opts)
 	g := s.Snapshot()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/run"
+	"github.com/flowrun/flow/sweep"
 	"github.com/flowrun/flow/temporal"
 )
 
@@ -75,10 +77,44 @@ func (a *app) temporalClient(c client.Client, f temporalFlags) *temporal.Client 
 		Timing: temporal.Timing{Heartbeat: a.cfg.GetDuration("temporal.heartbeat"), SessionWait: a.cfg.GetDuration("temporal.session_wait")}}
 }
 
+// sweepTemporal is the Temporal server a sweep's cells run on, or nil
+// for this process. A new sweep (resume false) takes --temporal, else
+// the configuration's temporal.address. A resume takes --temporal, else
+// the server the sweep recorded: a sweep resumes where it was made.
+func (a *app) sweepTemporal(f temporalFlags, resume bool, recorded *sweep.Temporal) *sweep.Temporal {
+	switch {
+	case resume && recorded == nil && f.address == "":
+		return nil
+	case resume && recorded != nil:
+		f.address = cmp.Or(f.address, recorded.Address)
+		f.namespace = cmp.Or(f.namespace, recorded.Namespace)
+		f.taskQueue = cmp.Or(f.taskQueue, recorded.TaskQueue)
+	}
+	if f = a.temporalSettings(f); f.address == "" {
+		return nil
+	}
+	return &sweep.Temporal{Address: f.address, Namespace: f.namespace, TaskQueue: f.taskQueue}
+}
+
+// sweepRuns is what walks a sweep's cells: this process, or the Temporal
+// server t, connected to. done closes the connection.
+func (a *app) sweepRuns(t *sweep.Temporal) (runs sweep.Runs, done func(), err error) {
+	if t == nil {
+		return sweep.LocalRuns{}, func() {}, nil
+	}
+	tf := temporalFlags{address: t.Address, namespace: t.Namespace, taskQueue: t.TaskQueue}
+	c, err := a.dialTemporal(context.Background(), tf)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.temporalClient(c, tf), c.Close, nil
+}
+
 type workerFlags struct {
 	temporalFlags
-	runsDir string
-	workDir string
+	runsDir     string
+	workDir     string
+	concurrency int
 }
 
 func (a *app) workerCmd() *cobra.Command {
@@ -97,6 +133,7 @@ func (a *app) workerCmd() *cobra.Command {
 	}
 	f.temporalFlags.add(cmd.Flags(), "the server to take visits from")
 	cmd.Flags().StringVar(&f.runsDir, "runs-dir", "", "where this worker keeps homes and transcripts (default: the runs directory, .flow/runs)")
+	cmd.Flags().IntVar(&f.concurrency, "concurrency", 0, "the most visits this worker runs at once (default: as many as Temporal hands it)")
 	cmd.Flags().StringVar(&f.workDir, "workdir", "", "where visits work on this machine (default: each run's own working directory, which must exist here)")
 	return cmd
 }
@@ -131,7 +168,11 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 		return err
 	}
 	defer c.Close()
-	acts := &temporal.Activities{Leaves: engine.LocalLeaves{Drivers: drivers, Commands: run.New()}, RunsDir: runsDir, WorkDir: f.workDir}
+	if f.concurrency < 0 {
+		return invalid("--concurrency %d: give the most visits at once, or 0 for no limit of flow's", f.concurrency)
+	}
+	acts := &temporal.Activities{Leaves: engine.LocalLeaves{Drivers: drivers, Commands: run.New()}, RunsDir: runsDir, WorkDir: f.workDir,
+		Concurrency: f.concurrency}
 	w := temporal.NewWorker(c, tf.taskQueue, acts)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

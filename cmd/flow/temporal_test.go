@@ -24,10 +24,11 @@ func temporalEnv(runsDir string) []string {
 	return append(os.Environ(), "FLOW_RUNS_DIR="+runsDir, "FLOW_TEMPORAL_HEARTBEAT=2s", "FLOW_TEMPORAL_SESSION_WAIT=3s")
 }
 
-// startWorker starts `flow worker` in dir; it is stopped when the test ends.
-func startWorker(t *testing.T, bin, dir, addr, queue string) *exec.Cmd {
+// startWorker starts `flow worker` in dir, with more flags if given; it
+// is stopped when the test ends.
+func startWorker(t *testing.T, bin, dir, addr, queue string, flags ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, "worker", "--temporal", addr, "--task-queue", queue, "--runs-dir", t.TempDir())
+	cmd := exec.Command(bin, append([]string{"worker", "--temporal", addr, "--task-queue", queue, "--runs-dir", t.TempDir()}, flags...)...)
 	cmd.Dir = dir
 	cmd.Env = temporalEnv(t.TempDir())
 	var out bytes.Buffer
