@@ -64,35 +64,6 @@ type Options struct {
 	repos map[string]string
 }
 
-// Asker asks the person running the flow a question: at the terminal
-// (flow run), or on the page and the API (flow serve).
-//
-// Ask blocks until someone answers or ctx ends. The engine bounds the wait
-// by the ask's `timeout:` (ctx ends then, and the engine takes the default
-// or fails the visit `timeout`); an Asker never takes the default on its
-// own except for an empty answer at a terminal. An answer outside
-// Question.Options is refused.
-type Asker interface {
-	Ask(ctx context.Context, q *Question) (Answer, error)
-}
-
-// Question is one ask visit as an Asker gets it.
-type Question struct {
-	Visit      string // the visit path
-	Text       string
-	Options    []string // empty: any non-empty answer
-	Default    string
-	HasDefault bool
-	Timeout    time.Duration // 0: it waits until the run ends
-}
-
-// Answer is what an Asker got, and from whom: journaled on the ask's end
-// fact (rundir.Answer), so that a resume keeps it.
-type Answer struct {
-	Value string
-	By    string // who answered: the API token's name, "terminal", …
-}
-
 // Result is how a run ended.
 type Result struct {
 	RunID   string

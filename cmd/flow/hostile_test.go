@@ -11,7 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/flowrun/flow/internal/modelserver"
 )
@@ -211,19 +212,17 @@ nodes:
 // program writes to.
 func openPTY(t *testing.T) (ptmx, tty *os.File) {
 	t.Helper()
-	// Two ioctls with a pointer argument: the standard library has no call
-	// for them, and a terminal is what this test is about.
+	// Two ioctls the standard library has no call for; x/sys/unix has.
 	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)
 	}
-	unlock := 0
-	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); errno != 0 {
-		t.Skipf("unlocking the pseudo-terminal: %v", errno)
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Skipf("unlocking the pseudo-terminal: %v", err)
 	}
-	var n uint32
-	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); errno != 0 {
-		t.Skipf("naming the pseudo-terminal: %v", errno)
+	n, err := unix.IoctlGetUint32(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Skipf("naming the pseudo-terminal: %v", err)
 	}
 	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
