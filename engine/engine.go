@@ -292,8 +292,8 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, inp
 	endErr := rec.Fact(&Fact{Type: rundir.FactRun, Time: end, RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall})
 	r.emit(&Event{Type: rundir.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown})
 	var valuesErr error
-	if r.local != nil {
-		valuesErr = r.local.WriteValues(values)
+	if vr, ok := rec.(ValuesRecorder); ok {
+		valuesErr = vr.WriteValues(values)
 	}
 	return res, errors.Join(endErr, valuesErr, rec.Finish(out))
 }

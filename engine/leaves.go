@@ -40,6 +40,16 @@ type Recorder interface {
 	Finish(output any) error
 }
 
+// A ValuesRecorder is a Recorder that also keeps a run's node values when
+// it ends: each top-level node's value by id and the input, as the
+// expressions after the last node see them (values.json in a run
+// directory, the workflow's result on Temporal). A sweep's score reads
+// them; a block's output is in no fact, so they cannot be had again
+// without walking the run.
+type ValuesRecorder interface {
+	WriteValues(values map[string]any) error
+}
+
 // LocalLeaves runs leaves in this process: agent turns through the driver
 // each agent names, commands through Commands. It is immutable and safe
 // for concurrent use.

@@ -149,33 +149,14 @@ func (m *mirror) finish(ctx context.Context) (*engine.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the last facts of run %s (flow resume %s reads them later): %w", m.ref.Workflow, m.ref.Workflow, err)
 	}
-	if out.Status == rundir.StatusSucceeded {
-		m.values(ctx)
+	if out.Values != nil {
+		if err := m.w.WriteValues(out.Values); err != nil {
+			m.note("the run's node values (values.json) are not recorded: " + err.Error())
+		}
 	}
 	res := &engine.Result{RunID: m.ref.Workflow, Dir: m.dir, OK: out.OK, Output: out.Output, Failure: out.Failure, Usage: out.Usage}
 	m.emit(&engine.Event{Type: rundir.EventRunEnd, Status: out.Status, OK: &res.OK, Error: out.Failure, Usage: &res.Usage, Dir: m.dir})
 	return res, m.w.Finish(out.Output)
-}
-
-// values writes values.json of a run that succeeded, as a local run
-// leaves it (replayValues); without it, a note says why, and a sweep's
-// score of the run fails.
-func (m *mirror) values(ctx context.Context) {
-	snap, err := rundir.ReadSnapshot(m.dir)
-	var facts []*rundir.Fact
-	if err == nil {
-		facts, err = rundir.ReadJournal(m.dir)
-	}
-	var values map[string]any
-	if err == nil {
-		values, err = replayValues(ctx, snap, m.c.Load, facts)
-	}
-	if err == nil {
-		err = m.w.WriteValues(values)
-	}
-	if err != nil {
-		m.note("the run's node values (values.json) are not recorded: " + err.Error())
-	}
 }
 
 // factEvent emits the event a local run gives with a fact.

@@ -13,9 +13,10 @@ import (
 type recorder struct {
 	facts  []*rundir.Fact
 	output any
+	values map[string]any // the run's node values, for the mirror's values.json
 }
 
-var _ engine.Recorder = (*recorder)(nil)
+var _ engine.ValuesRecorder = (*recorder)(nil)
 
 func (r *recorder) Fact(f *rundir.Fact) error {
 	r.facts = append(r.facts, f)
@@ -30,6 +31,11 @@ func (r *recorder) Home(path string) string { return path }
 
 func (r *recorder) Finish(output any) error {
 	r.output = output
+	return nil
+}
+
+func (r *recorder) WriteValues(values map[string]any) error {
+	r.values = values
 	return nil
 }
 

@@ -91,6 +91,9 @@ type RunOutput struct {
 	Output  any             `json:"output"`
 	Failure *rundir.Failure `json:"error,omitempty"`
 	Usage   rundir.Usage    `json:"usage"`
+	// Values are the run's node values (engine.ValuesRecorder), which the
+	// mirror writes to values.json.
+	Values map[string]any `json:"values,omitempty"`
 }
 
 // FactsPage is what the facts query returns: the facts from From on, at

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,6 +52,16 @@ type outcome struct {
 	Output any
 	Visits map[string]string
 	Status rundir.Status
+}
+
+// valuesWithout drops what tells two runs of one flow apart in their node
+// values: where a long answer was stored (_file), which names the run.
+func valuesWithout(v map[string]any) map[string]any {
+	b, _ := json.Marshal(v)
+	s := regexp.MustCompile(`"_file":"[^"]*",?`).ReplaceAllString(string(b), "")
+	var out map[string]any
+	_ = json.Unmarshal([]byte(s), &out)
+	return out
 }
 
 func runOutcome(t *testing.T, runsDir string) (string, outcome) {
@@ -117,8 +128,18 @@ func TestTemporalFanoutGivesTheLocalOutcome(t *testing.T) {
 			t.Errorf("%s ran on worker %q: not on a flow worker", f.Visit, f.Worker)
 		}
 	}
+	// The node values a sweep's score reads come back with the workflow's
+	// result, as a local run writes them.
+	localRuns, _ := rundir.List(local)
+	wantValues, err := rundir.ReadValues(localRuns[0].Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotValues, err := rundir.ReadValues(dir); err != nil || !reflect.DeepEqual(valuesWithout(gotValues), valuesWithout(wantValues)) {
+		t.Errorf("values.json of the Temporal run = %v (%v), want the local run's %v", gotValues, err, wantValues)
+	}
 	// The mirror is a run directory like any other.
-	for _, f := range []string{"report.html", "usage.json", "snapshot.json"} {
+	for _, f := range []string{"report.html", "usage.json", "snapshot.json", "values.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("the mirrored run has no %s: %v", f, err)
 		}
