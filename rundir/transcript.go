@@ -1,12 +1,17 @@
 package rundir
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 )
+
+// ErrNoVisit is Transcript's error for a visit the run's journal does not
+// name.
+var ErrNoVisit = errors.New("no such visit")
 
 // Transcript finds the transcript of visit in the run in dir: the newest
 // *.jsonl or *.log in the visit's home, or in its memory scope's home.
@@ -39,7 +44,7 @@ func Transcript(dir, visit string) (string, error) {
 		}
 	}
 	if visit != "" && !named {
-		return "", fmt.Errorf("run %s has no visit %s", filepath.Base(dir), visit)
+		return "", fmt.Errorf("%w: run %s has no visit %s", ErrNoVisit, filepath.Base(dir), visit)
 	}
 	home := func(path string) string { return filepath.Join(dir, homesDir, filepath.FromSlash(path)) }
 	for _, h := range homes {

@@ -35,7 +35,8 @@ func (a *app) agentsCmd() *cobra.Command {
 				if model == "" {
 					model = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ag.Name, ag.Scope, ag.Driver, model, ag.Description)
+				// An agent file may be the repository's: what it says is shown escaped.
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safeText(ag.Name), ag.Scope, safeText(ag.Driver), safeText(model), safeText(ag.Description))
 			}
 			return tw.Flush()
 		},

@@ -176,7 +176,10 @@ func (a *app) tailCmd() *cobra.Command {
 				visit = args[1]
 			}
 			path, err := rundir.Transcript(dir, visit)
-			if err != nil {
+			switch {
+			case errors.Is(err, rundir.ErrNoVisit): // a VISIT the run does not have is a bad argument
+				return invalid("%v", err)
+			case err != nil:
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
 			last := ""
