@@ -136,12 +136,18 @@ func displayText(v any) string {
 
 func msText(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
 
-// TokensText shows a usage's tokens, or "—" when no agent reported any.
+// TokensText shows a usage's tokens, or "—" when no agent reported any,
+// and says when some turn's figure is partial (it ended before its
+// provider's final figure came: docs/run-directory.md#usagejson).
 func TokensText(u Usage) string {
-	if u.Input == nil && u.Output == nil {
-		return "—"
+	s := fmt.Sprint(u.Tokens())
+	if u.Input == nil && u.Output == nil && u.CacheRead == nil && u.CacheWrite == nil {
+		s = "—"
 	}
-	return fmt.Sprint(u.Tokens())
+	if u.Partial {
+		s += " (partial)"
+	}
+	return s
 }
 
 // CostText shows a usage's cost in dollars, or "—" when none was reported.

@@ -11,11 +11,16 @@ type Usage struct {
 	Turns      *int64   `json:"turns"`
 	WallMS     int64    `json:"wall_ms"`
 	BusyMS     int64    `json:"busy_ms"`
+	// Partial says the provider's final figure never came: the turn ended
+	// (stopped, cut off, killed) before it, and the figures are what its
+	// stream had reported by then.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // Add adds what o reports to u. A field stays nil (not reported) until
-// some usage added reports it.
+// some usage added reports it; a sum with a partial part is partial.
 func (u *Usage) Add(o Usage) {
+	u.Partial = u.Partial || o.Partial
 	u.Input = addInt(u.Input, o.Input)
 	u.Output = addInt(u.Output, o.Output)
 	u.CacheRead = addInt(u.CacheRead, o.CacheRead)
@@ -43,14 +48,15 @@ func addInt(a, b *int64) *int64 {
 	return &s
 }
 
-// Tokens is input plus output tokens, as far as reported.
+// Tokens is every token the provider billed, as far as reported: input,
+// output, cache reads and cache writes (input excludes the cache, on
+// every driver: docs/drivers.md#usage). Budgets count these.
 func (u Usage) Tokens() int64 {
 	var n int64
-	if u.Input != nil {
-		n += *u.Input
-	}
-	if u.Output != nil {
-		n += *u.Output
+	for _, p := range []*int64{u.Input, u.Output, u.CacheRead, u.CacheWrite} {
+		if p != nil {
+			n += *p
+		}
 	}
 	return n
 }

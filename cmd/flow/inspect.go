@@ -122,7 +122,11 @@ func visitRows(facts []*rundir.Fact) []string {
 				detail = "[" + strings.TrimSpace(e.Model+" "+timeoutText(e.Timeout)) + "] " + detail
 			}
 			if e.Usage != nil && e.Usage.Tokens() > 0 {
-				detail += fmt.Sprintf("  (%d tokens)", e.Usage.Tokens())
+				partial := ""
+				if e.Usage.Partial {
+					partial = ", partial"
+				}
+				detail += fmt.Sprintf("  (%d tokens%s)", e.Usage.Tokens(), partial)
 			}
 			detail = fmtMS(e.WallMS) + "  " + detail
 		}

@@ -198,3 +198,37 @@ func Record(t testing.TB, res *engine.TurnResult, name string) {
 		t.Fatal(err)
 	}
 }
+
+// MostTokens is the largest token count reported: the most a budget watch
+// saw while the turn ran.
+func (p *Progress) MostTokens() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for _, pr := range p.list {
+		n = max(n, pr.Tokens)
+	}
+	return n
+}
+
+// Billed fails the test unless res records, whole, the tokens the model
+// server billed, and its live count never went above them.
+func Billed(t testing.TB, res *engine.TurnResult, billed int64, progress *Progress) {
+	t.Helper()
+	u := res.Usage
+	t.Logf("billed %d, recorded %d (input %v, output %v, cache_read %v, cache_write %v), most live %d",
+		billed, u.Tokens(), show(u.Input), show(u.Output), show(u.CacheRead), show(u.CacheWrite), progress.MostTokens())
+	if u.Tokens() != billed || u.Partial {
+		t.Errorf("recorded %d tokens (partial %v), the server billed %d", u.Tokens(), u.Partial, billed)
+	}
+	if live := progress.MostTokens(); live > billed {
+		t.Errorf("the live count reached %d tokens, more than the %d billed", live, billed)
+	}
+}
+
+func show(p *int64) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprint(*p)
+}

@@ -15,6 +15,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, req Request) {
 		return
 	}
 	id := "chatcmpl-" + itoa(seq)
+	s.bill(req, rep, id)
 	model := requestModel(req)
 	finish := "stop"
 	switch {
@@ -25,6 +26,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, req Request) {
 	}
 	usage := map[string]any{
 		"prompt_tokens": rep.Input, "completion_tokens": rep.Output, "total_tokens": rep.Input + rep.Output,
+		"prompt_tokens_details": map[string]any{"cached_tokens": rep.CacheRead},
 	}
 	if !streaming(req) {
 		msg := map[string]any{"role": "assistant", "content": rep.Text}

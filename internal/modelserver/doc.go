@@ -23,7 +23,16 @@
 // the endpoint's own format) or an assistant message: optional Text, then an
 // optional ToolCall, streamed in small chunks. Usage defaults to
 // len(request body)/4 input tokens and len(Text)/4 output tokens, so a test
-// can predict it; set Input and Output to report other numbers.
+// can predict it; set Input and Output to report other numbers. CacheRead
+// and CacheWrite are the share of Input reported as read from and written
+// to a prompt cache, each API in its own convention.
+//
+// # Bills
+//
+// Every answered generation request is billed its Input (cache included)
+// plus its Output, and Bills and Billed say what the server billed so far
+// (an error reply bills nothing), so that a test compares what a client
+// recorded with what it was charged.
 //
 // # Sharing
 //

@@ -16,6 +16,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req Request) {
 		return
 	}
 	id := "msg_" + itoa(seq)
+	s.bill(req, rep, id)
 	model := requestModel(req)
 	stop := "end_turn"
 	switch {
@@ -24,9 +25,11 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req Request) {
 	case rep.ToolCall != nil:
 		stop = "tool_use"
 	}
+	// The Messages API counts cached tokens apart from input_tokens.
+	fresh := rep.Input - rep.CacheRead - rep.CacheWrite
 	usage := map[string]any{
-		"input_tokens": rep.Input, "output_tokens": rep.Output,
-		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+		"input_tokens": fresh, "output_tokens": rep.Output,
+		"cache_creation_input_tokens": rep.CacheWrite, "cache_read_input_tokens": rep.CacheRead,
 	}
 	toolID := func() string {
 		if id := rep.ToolCall.ID; len(id) >= 5 && id[:5] == "call_" {
@@ -58,7 +61,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req Request) {
 		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{
-			"input_tokens": rep.Input, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+			"input_tokens": fresh, "output_tokens": 1, "cache_creation_input_tokens": rep.CacheWrite, "cache_read_input_tokens": rep.CacheRead,
 		},
 	}
 	if !ev("message_start", map[string]any{"message": start}) || !ev("ping", map[string]any{}) {

@@ -16,6 +16,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, req Request) 
 		return
 	}
 	id := "resp_" + itoa(seq)
+	s.bill(req, rep, id)
 	msgID := "msg_" + itoa(seq)
 	fcID := "fc_" + itoa(seq)
 	model := requestModel(req)
@@ -52,7 +53,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, req Request) 
 		}
 	}
 	usage := map[string]any{
-		"input_tokens": rep.Input, "input_tokens_details": map[string]any{"cached_tokens": 0},
+		"input_tokens": rep.Input, "input_tokens_details": map[string]any{"cached_tokens": rep.CacheRead},
 		"output_tokens": rep.Output, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
 		"total_tokens": rep.Input + rep.Output,
 	}

@@ -32,6 +32,13 @@ type Reply struct {
 	// Input and Output are the token counts reported as usage. Zero means
 	// the default: len(request body)/4 and len(Text)/4.
 	Input, Output int
+	// CacheRead and CacheWrite are the parts of Input read from and
+	// written to the prompt cache, each reported in the endpoint's own
+	// convention: the Anthropic Messages API counts them apart from
+	// input_tokens, the OpenAI APIs count cached tokens inside the prompt
+	// (prompt_tokens_details, input_tokens_details) and report no writes.
+	// A negative value means len(request body)/8 (half the default input).
+	CacheRead, CacheWrite int
 	// Finish, when "length", ends the answer as cut off at the model's token
 	// limit (finish_reason "length", stop_reason "max_tokens", an incomplete
 	// response). "" is the natural stop reason.
@@ -76,7 +83,50 @@ type Server struct {
 	next     int
 	handle   func(Request) Reply
 	requests []Request
+	bills    []Bill
 	seq      int
+}
+
+// Bill is what the server billed for one generation request: the tokens its
+// usage reported, cache included. An error reply bills nothing.
+type Bill struct {
+	Path string
+	// ID is the message or response id of the answer.
+	ID string
+	// Input is the whole prompt, CacheRead and CacheWrite included.
+	Input, Output, CacheRead, CacheWrite int
+}
+
+// Tokens is everything the request was billed: the prompt (cache reads
+// and writes are part of it) and the output.
+func (b Bill) Tokens() int64 { return int64(b.Input + b.Output) }
+
+// Bills returns what the server billed so far, one Bill per answered
+// generation request, in the order they were answered.
+func (s *Server) Bills() []Bill {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Bill(nil), s.bills...)
+}
+
+// Billed is the sum of the tokens of every Bill so far: what a client that
+// records usage as billed must have recorded.
+func (s *Server) Billed() int64 {
+	var n int64
+	for _, b := range s.Bills() {
+		n += b.Tokens()
+	}
+	return n
+}
+
+// bill records what the answer id to req is billed.
+func (s *Server) bill(req Request, rep Reply, id string) {
+	if failed(rep) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bills = append(s.bills, Bill{Path: req.Path, ID: id, Input: rep.Input, Output: rep.Output, CacheRead: rep.CacheRead, CacheWrite: rep.CacheWrite})
 }
 
 // Start starts a server on 127.0.0.1 that gives replies in order, and closes
@@ -145,6 +195,14 @@ func (s *Server) reply(req Request) (Reply, int) {
 	if rep.Input == 0 {
 		rep.Input = len(req.Body) / 4
 	}
+	if rep.CacheRead < 0 {
+		rep.CacheRead = len(req.Body) / 8
+	}
+	if rep.CacheWrite < 0 {
+		rep.CacheWrite = len(req.Body) / 8
+	}
+	rep.CacheRead = min(rep.CacheRead, rep.Input)
+	rep.CacheWrite = min(rep.CacheWrite, rep.Input-rep.CacheRead)
 	if rep.Output == 0 {
 		rep.Output = len(rep.Text) / 4
 		if rep.ToolCall != nil {

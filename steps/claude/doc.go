@@ -37,9 +37,12 @@
 //
 // # Usage
 //
-// Only the result's usage, total_cost_usd and num_turns are recorded: the
-// usage of earlier assistant events is preliminary and only feeds the
-// progress line. Without a result nothing is reported (null).
+// By the rule of package usage (docs/drivers.md#usage). Claude Code sends
+// one assistant event per content block, each with its message's id and
+// the usage of the message's start; the ledger counts each message once,
+// and that sum is the live count. The result's usage, total_cost_usd and
+// num_turns are the turn's final figure. A turn that ends without a result
+// (stopped, killed, cut off) records the sum of its messages, partial.
 //
 // # Memory
 //

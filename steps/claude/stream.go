@@ -8,6 +8,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/transcript"
+	"github.com/flowrun/flow/steps/usage"
 )
 
 // event is one line of `claude -p --output-format stream-json --verbose`,
@@ -31,7 +32,7 @@ type event struct {
 	StopReason       string          `json:"stop_reason"`
 	NumTurns         *int64          `json:"num_turns"`
 	TotalCostUSD     *float64        `json:"total_cost_usd"`
-	Usage            *usage          `json:"usage"`
+	Usage            *tokens         `json:"usage"`
 	StructuredOutput json.RawMessage `json:"structured_output"`
 	APIErrorStatus   *int            `json:"api_error_status"`
 	Errors           []string        `json:"errors"`
@@ -42,13 +43,14 @@ type event struct {
 }
 
 type msg struct {
+	ID      string  `json:"id"`
 	Role    string  `json:"role"`
 	Model   string  `json:"model"`
 	Content content `json:"content"`
-	Usage   *usage  `json:"usage"`
+	Usage   *tokens `json:"usage"`
 }
 
-type usage struct {
+type tokens struct {
 	Input      *int64 `json:"input_tokens"`
 	Output     *int64 `json:"output_tokens"`
 	CacheRead  *int64 `json:"cache_read_input_tokens"`
@@ -96,8 +98,9 @@ var knownEvents = map[string]bool{
 // the result event's: the exit status and the subtype can both say success
 // while is_error is true.
 type parser struct {
-	activity *agentcli.Activity // its Tokens are preliminary, for progress only
+	activity *agentcli.Activity
 	notes    *agentcli.Notes
+	ledger   usage.Ledger
 
 	lines   int
 	session string
@@ -126,6 +129,9 @@ func (p *parser) Feed(n int, line []byte) {
 	}
 	switch ev.Type {
 	case "system":
+		if ev.Subtype == "init" {
+			p.ledger.Open() // the first request goes out
+		}
 		if ev.Subtype == "api_retry" {
 			status := "no status"
 			if ev.ErrorStatus != nil {
@@ -137,12 +143,19 @@ func (p *parser) Feed(n int, line []byte) {
 		}
 	case "assistant", "user":
 		p.step(ev.Type, ev.Message)
-		if ev.Type == "user" || ev.Message == nil || ev.ParentTool != "" {
-			return // a subagent's message: its parent's result tells
+		if ev.Type == "user" || ev.Message == nil {
+			return
 		}
 		if u := ev.Message.Usage; u != nil {
-			// Preliminary: shown as progress, never recorded as usage.
-			p.activity.Tokens += deref(u.Input) + deref(u.Output)
+			// Claude Code sends one event per content block, each with its
+			// message's id and usage: the ledger counts each message once.
+			// A subagent's calls are billed too.
+			p.ledger.Report(ev.Message.ID, usage.Anthropic(u.Input, u.Output, u.CacheRead, u.CacheWrite))
+			p.activity.Tokens = p.ledger.Tokens()
+			p.activity.Update()
+		}
+		if ev.ParentTool != "" {
+			return // a subagent's message: its parent's activity tells
 		}
 		for _, b := range ev.Message.Content {
 			switch b.Type {
@@ -158,6 +171,15 @@ func (p *parser) Feed(n int, line []byte) {
 	case "result":
 		r := ev
 		p.result = &r
+		if u := ev.Usage; u != nil {
+			// The result's usage is the turn's final figure: the assistant
+			// events carry the usage of each message's start.
+			c := usage.Anthropic(u.Input, u.Output, u.CacheRead, u.CacheWrite)
+			c.Cost = ev.TotalCostUSD
+			p.ledger.Total(c)
+		} else {
+			p.ledger.Final()
+		}
 		if ev.SessionID != "" {
 			p.session = ev.SessionID
 		}
@@ -220,7 +242,11 @@ func resultText(raw json.RawMessage) string {
 // Outcome decides the turn's outcome once the stream has ended; agentcli.Turn
 // adds how claude exited.
 func (p *parser) Outcome() agentcli.Outcome {
-	o := agentcli.Outcome{Status: engine.Failed, Diagnostics: p.notes.List(), Session: p.session, Steps: p.steps}
+	o := agentcli.Outcome{Status: engine.Failed, Diagnostics: p.notes.List(), Session: p.session, Steps: p.steps,
+		Usage: p.ledger.Usage()}
+	if n := p.ledger.Calls(); n > 0 {
+		o.Usage.Turns = ptr(int64(n))
+	}
 	fail := func(format string, args ...any) agentcli.Outcome {
 		o.Diagnostics = append(o.Diagnostics, fmt.Sprintf(format, args...))
 		return o
@@ -232,11 +258,9 @@ func (p *parser) Outcome() agentcli.Outcome {
 	case r == nil:
 		return fail("claude's stream ended without a result event (truncated)")
 	}
-	// Usage is the result's: the assistant events' usage is preliminary.
-	if u := r.Usage; u != nil {
-		o.Usage.Input, o.Usage.Output, o.Usage.CacheRead, o.Usage.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
+	if r.NumTurns != nil {
+		o.Usage.Turns = r.NumTurns
 	}
-	o.Usage.Cost, o.Usage.Turns = r.TotalCostUSD, r.NumTurns
 	o.Output = r.Result
 	if len(r.StructuredOutput) > 0 && string(r.StructuredOutput) != "null" {
 		o.Output = string(r.StructuredOutput)
@@ -293,9 +317,4 @@ func joinErrors(errs []string) string {
 	return ": " + strings.Join(errs, "; ")
 }
 
-func deref(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
+func ptr[T any](v T) *T { return &v }

@@ -51,9 +51,14 @@
 //
 // # Usage
 //
-// From turn.completed.usage: input_tokens (which includes the cached ones),
-// cached_input_tokens as cache_read, cache_write_input_tokens as
-// cache_write, output_tokens. Codex reports no cost: it stays null.
+// By the rule of package usage (docs/drivers.md#usage), from
+// turn.completed.usage: input_tokens (which includes the cached ones, taken
+// out of input), cached_input_tokens as cache_read,
+// cache_write_input_tokens as cache_write, output_tokens. That usage is the
+// whole thread's, so the driver keeps each thread's last figures in
+// <Home>/<agent>.codex-usage.json and a resumed turn records what it
+// added. Codex reports usage only at turn.completed: a turn stopped before
+// records none (null), partial. Codex reports no cost: it stays null.
 //
 // # Transcript
 //

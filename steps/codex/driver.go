@@ -138,6 +138,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		env = agentcli.Environ([]string{"CODEX_HOME"}, "CODEX_HOME="+codexHome)
 	}
 	s := newStream(t.Progress)
+	s.before = threadBefore(home, a.Name, t.Session)
 	t.Progress(engine.Progress{Activity: "starting codex"})
 	exit, err := agentcli.Run(ctx, agentcli.Command{
 		Name: "codex", Binary: d.opts.Binary, Args: args, Env: env, Dir: t.WorkDir, Prompt: t.Prompt,
@@ -152,7 +153,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if res.Session == "" {
 		res.Session = t.Session
 	}
-	res.Usage = s.usage
+	res.Usage = s.ledger.Usage()
 	res.Usage.Turns = &one
 	res.Usage.WallMS = time.Since(start).Milliseconds()
 	var rerr error
@@ -166,6 +167,11 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		res.Status, res.Diagnostics = s.outcome(exit.Problem())
 		if n := exit.Lingering(); n != "" {
 			res.Diagnostics = append(res.Diagnostics, n)
+		}
+	}
+	if s.after != nil {
+		if err := saveThread(home, a.Name, res.Session, *s.after); err != nil {
+			res.Diagnostics = append(res.Diagnostics, "keeping the thread's usage: "+err.Error())
 		}
 	}
 	if err := log.End(res, s.steps); err != nil {

@@ -8,20 +8,18 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/transcript"
+	"github.com/flowrun/flow/steps/usage"
 )
+
+func ptr[T any](v T) *T { return &v }
 
 // event is one line of `codex exec --json`.
 type event struct {
 	Type     string          `json:"type"`
 	ThreadID string          `json:"thread_id"`
 	Item     json.RawMessage `json:"item"`
-	Usage    *struct {
-		Input      *int64 `json:"input_tokens"`
-		Cached     *int64 `json:"cached_input_tokens"`
-		CacheWrite *int64 `json:"cache_write_input_tokens"`
-		Output     *int64 `json:"output_tokens"`
-	} `json:"usage"`
-	Error *struct {
+	Usage    *threadUsage    `json:"usage"`
+	Error    *struct {
 		Message string `json:"message"`
 	} `json:"error"`
 	Message string `json:"message"`
@@ -47,13 +45,17 @@ type item struct {
 
 // stream folds the events of one turn.
 type stream struct {
-	progress  func(engine.Progress)
+	progress func(engine.Progress)
+	// before is the thread's usage before this turn: Codex's
+	// turn.completed reports the whole thread's, earlier turns included.
+	before    threadUsage
+	after     *threadUsage // the thread's usage that turn.completed reported
 	thread    string
 	answer    string
 	completed bool
 	failed    []string // turn.failed messages
 	malformed bool
-	usage     engine.Usage
+	ledger    usage.Ledger
 	diag      []string
 	steps     []transcript.Step
 }
@@ -81,6 +83,7 @@ func (s *stream) line(n int, raw []byte) {
 	case "thread.started":
 		s.thread = e.ThreadID
 	case "turn.started":
+		s.ledger.Open()
 		s.progress(engine.Progress{Activity: "thinking"})
 	case "item.started", "item.updated", "item.completed":
 		var it item
@@ -92,11 +95,20 @@ func (s *stream) line(n int, raw []byte) {
 		s.item(e.Type, &it)
 	case "turn.completed":
 		s.completed = true
-		if u := e.Usage; u != nil {
-			s.usage.Input, s.usage.CacheRead, s.usage.CacheWrite, s.usage.Output = u.Input, u.Cached, u.CacheWrite, u.Output
-			if u.Input != nil && u.Output != nil {
-				s.progress(engine.Progress{Activity: "done", Tokens: *u.Input + *u.Output})
+		if e.Usage != nil {
+			// The thread's usage, summed over its requests; this turn's is
+			// what it adds. Codex's input_tokens count the cached ones, as
+			// the Responses API's do.
+			s.after = e.Usage
+			u := e.Usage.minus(s.before)
+			c := usage.OpenAI(u.Input, u.Cached, u.Output)
+			if u.CacheWrite != nil && c.Input != nil {
+				c.CacheWrite, c.Input = u.CacheWrite, ptr(max(*c.Input-*u.CacheWrite, 0))
 			}
+			s.ledger.Total(c)
+			s.progress(engine.Progress{Activity: "done", Tokens: s.ledger.Tokens()})
+		} else {
+			s.ledger.Final()
 		}
 	case "turn.failed":
 		msg := "turn.failed"

@@ -41,15 +41,21 @@
 // # Usage
 //
 // The driver measures wall_ms and counts one turn; tokens and cost are not
-// reported (null) unless the program reports them itself: when the last
-// non-blank line of its stderr is
+// reported (null) unless the program reports them itself, on lines of its
+// stderr such as
 //
-//	FLOW_USAGE {"input":N,"output":M,"cost":C}
+//	FLOW_USAGE {"id":"msg_1","input":N,"output":M,"cost":C}
 //
-// the driver takes those fields. Any of input, output, cache_read,
+// read as they are printed (a budget watch sees them while the program
+// runs). Any of input (without the cache), output, cache_read,
 // cache_write (tokens), cost (USD) and turns may appear; a field left out
-// stays not reported. This lets test doubles and scripted agents report
-// usage. A malformed FLOW_USAGE line is ignored with a diagnostic.
+// stays not reported. A report with an id is that call's usage, and a
+// later report of the same id replaces it; one without an id is the
+// program's total so far, and a later one replaces it; the turn's usage is
+// their sum (package usage, docs/drivers.md#usage). A program flow stopped
+// records what it had reported, partial. This lets test doubles, scripted
+// agents and programs that call a model report usage. A malformed
+// FLOW_USAGE line is ignored with a diagnostic.
 //
 // # Transcript
 //

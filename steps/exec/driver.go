@@ -67,14 +67,15 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	p.Cmd.Dir = t.WorkDir
 	p.Cmd.Env = environ(t)
 	p.Cmd.Stdin = strings.NewReader(t.Prompt)
-	p.Cmd.Stderr = &stderr
+	reps := newReports(t.Progress)
+	p.Cmd.Stderr = io.MultiWriter(&stderr, reps)
 	// The live log lets `flow tail` show what the program writes while the
 	// turn runs; the transcript line is only written when it ends.
 	live := openLive(t)
 	if live != nil {
 		defer live.close()
 		stdout = io.MultiWriter(answer, live.stdout(answer))
-		p.Cmd.Stderr = io.MultiWriter(&stderr, live.stderr)
+		p.Cmd.Stderr = io.MultiWriter(&stderr, reps, live.stderr)
 	}
 
 	start := time.Now()
@@ -95,12 +96,15 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if err := answer.Result(res, true); err != nil {
 		diags = append(diags, "storing the answer: "+err.Error())
 	}
-	res.Usage, res.Diagnostics = usage(res.Stderr)
-	res.Usage.WallMS = wall
 	status, exited := proc.ExitStatus(werr)
 	if !exited {
 		status = -1
 	}
+	// What the program reported is final unless flow stopped it or a
+	// signal killed it before it was done.
+	stopped := werr != nil && ctx.Err() != nil || !end.Lingered && exited && status > 128 && !isExit(werr)
+	res.Usage, res.Diagnostics = reps.usage(!stopped)
+	res.Usage.WallMS = wall
 	var rerr error
 	blank := answer.Blank()
 	switch {

@@ -120,11 +120,16 @@ func TestUsageReport(t *testing.T) {
 				Cost: ptr(0.0), Turns: ptr[int64](5),
 			},
 		},
-		{name: "not the last line", stderr: "FLOW_USAGE {\"input\":1}\nlater\n", want: engine.Usage{Turns: ptr[int64](1)}},
+		{name: "not the last line", stderr: "FLOW_USAGE {\"input\":1}\nlater\n", want: engine.Usage{Input: ptr[int64](1), Turns: ptr[int64](1)}},
+		{
+			name:   "a later total replaces the earlier",
+			stderr: "FLOW_USAGE {\"input\":1,\"output\":1}\nFLOW_USAGE {\"input\":5,\"output\":2}\n",
+			want:   engine.Usage{Input: ptr[int64](5), Output: ptr[int64](2), Turns: ptr[int64](1)},
+		},
 		{name: "malformed", stderr: "FLOW_USAGE {input:1}\n", want: engine.Usage{Turns: ptr[int64](1)}, diag: true},
 	}
 	for _, tt := range tests {
-		got, diags := usage(tt.stderr)
+		got, diags := readUsage(tt.stderr, true)
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: usage = %s, want %s", tt.name, show(got), show(tt.want))
 		}
@@ -142,6 +147,16 @@ func TestUsageReport(t *testing.T) {
 	if got.Usage.Input == nil || *got.Usage.Input != 7 || got.Usage.Cost != nil || got.Usage.WallMS < 0 {
 		t.Errorf("usage = %s", show(got.Usage))
 	}
+}
+
+// readUsage reads the usage reports of stderr, written in pieces as a
+// pipe splits them.
+func readUsage(stderr string, final bool) (engine.Usage, []string) {
+	r := newReports(func(engine.Progress) {})
+	for i := 0; i < len(stderr); i += 5 {
+		_, _ = r.Write([]byte(stderr[i:min(i+5, len(stderr))]))
+	}
+	return r.usage(final)
 }
 
 func show(u engine.Usage) string {

@@ -33,8 +33,13 @@
 //
 // # Usage
 //
-// Input, output and cached tokens come from the usage chunk; a server that
-// sends none leaves them not reported. Cost is never reported. Turns is 1.
+// By the rule of package usage (docs/drivers.md#usage): input, output and
+// cached tokens come from the usage the server reports under the
+// completion's id (the last report of it stands: some servers send one in
+// every chunk); prompt_tokens counts the cached ones, which input does
+// not. A server that sends none leaves them not reported, and a count of
+// chunks is no usage. A stream stopped or cut before [DONE] records what
+// it had reported, partial. Cost is never reported. Turns is 1.
 //
 // # Memory
 //

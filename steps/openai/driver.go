@@ -146,6 +146,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	}
 
 	p := newParser(t.Progress)
+	p.ledger.Open() // the server answers: the request is billed
 	p.text = transcript.NewAnswer(t.Home, a.Name, t.Secrets)
 	defer p.text.Close()
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
@@ -154,6 +155,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		err = p.stream(resp.Body, log)
 	}
 	if ctx.Err() != nil {
+		p.setUsage(res) // what the stream had reported when it was stopped
 		return d.aborted(ctx, res, finish)
 	}
 	if err != nil {
@@ -162,7 +164,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if err := p.text.Result(res, false); err != nil {
 		p.diag = append(p.diag, "storing the answer: "+err.Error())
 	}
-	res.Usage.Input, res.Usage.Output, res.Usage.CacheRead = p.usage.input, p.usage.output, p.usage.cacheRead
+	p.setUsage(res)
 	steps = p.steps()
 	res.Status, res.Diagnostics = p.outcome()
 	if res.Status != engine.Completed {

@@ -11,10 +11,12 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/transcript"
+	"github.com/flowrun/flow/steps/usage"
 )
 
 // chunk is one chat.completion.chunk, or a whole chat.completion.
 type chunk struct {
+	ID      string `json:"id"`
 	Choices []struct {
 		Delta   delta  `json:"delta"`
 		Message *delta `json:"message"`
@@ -45,8 +47,6 @@ type delta struct {
 	} `json:"tool_calls"`
 }
 
-type usage struct{ input, output, cacheRead *int64 }
-
 // parser folds a chat completions stream into an answer.
 type parser struct {
 	progress  func(engine.Progress)
@@ -55,9 +55,8 @@ type parser struct {
 	tools     map[int]*toolCall
 	order     []int
 	finish    string
-	usage     usage
+	ledger    usage.Ledger
 	done      bool // [DONE] seen, or a whole JSON answer read
-	chunks    int64
 	lastProg  time.Time
 	diag      []string
 }
@@ -104,6 +103,7 @@ func (p *parser) line(n int, raw []byte, log *transcript.Log) {
 	}
 	if string(data) == "[DONE]" {
 		p.done = true
+		p.ledger.Final()
 		return
 	}
 	var c chunk
@@ -133,6 +133,7 @@ func (p *parser) whole(r io.Reader, log *transcript.Log) error {
 	}
 	p.chunk(&c)
 	p.done = true
+	p.ledger.Final()
 	return nil
 }
 
@@ -141,16 +142,19 @@ func (p *parser) chunk(c *chunk) {
 		p.diag = append(p.diag, "the server reported an error in the stream: "+c.Error.Message)
 	}
 	if u := c.Usage; u != nil {
-		p.usage.input, p.usage.output = u.Prompt, u.Completion
+		// prompt_tokens counts the cached ones; a stream reports its usage
+		// once, in its last chunk, under the completion's id.
+		var cached *int64
 		if u.Details != nil {
-			p.usage.cacheRead = u.Details.Cached
+			cached = u.Details.Cached
 		}
+		p.ledger.Report(c.ID, usage.OpenAI(u.Prompt, cached, u.Completion))
+		p.progress(engine.Progress{Activity: "writing", Tokens: p.ledger.Tokens()})
 	}
 	for _, ch := range c.Choices {
 		d := ch.Delta
 		if d.Content != nil && *d.Content != "" {
 			_, _ = p.text.WriteString(*d.Content) // an error is the answer file's: Close reports it
-			p.chunks++
 			p.report()
 		}
 		if d.Reasoning != nil {
@@ -172,11 +176,13 @@ func (p *parser) chunk(c *chunk) {
 	}
 }
 
-// report sends progress at most twice a second.
+// report sends progress at most twice a second, with the tokens the
+// server reported (none until its last chunk: a count of chunks is no
+// usage).
 func (p *parser) report() {
 	if now := time.Now(); now.Sub(p.lastProg) >= 500*time.Millisecond {
 		p.lastProg = now
-		p.progress(engine.Progress{Activity: "writing", Tokens: p.chunks})
+		p.progress(engine.Progress{Activity: "writing", Tokens: p.ledger.Tokens()})
 	}
 }
 
@@ -234,4 +240,11 @@ func clip(s string) string {
 		return strings.ToValidUTF8(s[:120], "") + "…"
 	}
 	return s
+}
+
+// setUsage sets res's usage to what the stream reported, keeping its turns.
+func (p *parser) setUsage(res *engine.TurnResult) {
+	turns := res.Usage.Turns
+	res.Usage = p.ledger.Usage()
+	res.Usage.Turns = turns
 }

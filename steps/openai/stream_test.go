@@ -31,7 +31,7 @@ data: {"id":"1","choices":[{"index":0,"delta":{"content":" there"},"finish_reaso
 
 data: [DONE]
 `,
-			status: engine.Completed, text: "Hi there", input: 9,
+			status: engine.Completed, text: "Hi there", input: 5, // 9 prompt tokens, 4 of them cached
 		},
 		{
 			name: "malformed line",
@@ -73,8 +73,8 @@ data: [DONE]
 		if status != tt.status || p.text.String() != tt.text || (tt.diag == "") != (got == "") || !strings.Contains(got, tt.diag) {
 			t.Errorf("%s: %s %q %q, want %s %q %q", tt.name, status, p.text.String(), got, tt.status, tt.text, tt.diag)
 		}
-		if tt.input != 0 && (p.usage.input == nil || *p.usage.input != tt.input || p.usage.cacheRead == nil) {
-			t.Errorf("%s: usage %+v", tt.name, p.usage)
+		if u := p.ledger.Usage(); tt.input != 0 && (u.Input == nil || *u.Input != tt.input || u.CacheRead == nil) {
+			t.Errorf("%s: usage %+v", tt.name, u)
 		}
 	}
 }

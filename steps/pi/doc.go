@@ -33,10 +33,13 @@
 //
 // # Usage
 //
-// Every assistant message carries usage {input, output, cacheRead,
-// cacheWrite, cost.total}: the driver sums them over the turn, and counts
-// the assistant messages as turns. A turn without any assistant message
-// reports nothing (null).
+// By the rule of package usage (docs/drivers.md#usage): every assistant
+// message carries usage {input, output, cacheRead, cacheWrite, cost.total}
+// and its responseId, repeated in message_update, message_end and
+// turn_end; the driver counts each response once, and counts the
+// assistant messages as turns. pi's input already excludes the cache. A
+// turn without any assistant message reports nothing (null); one that
+// ends before agent_end records what it had, partial.
 //
 // # Memory
 //

@@ -8,6 +8,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/transcript"
+	"github.com/flowrun/flow/steps/usage"
 )
 
 // event is one line of `pi --mode json`, with the fields the driver reads.
@@ -42,6 +43,7 @@ type message struct {
 	ErrorMessage string    `json:"errorMessage"`
 	Usage        *msgUsage `json:"usage"`
 	Model        string    `json:"model"`
+	ResponseID   string    `json:"responseId"`
 	ToolName     string    `json:"toolName"`
 	IsError      bool      `json:"isError"`
 }
@@ -114,7 +116,7 @@ type parser struct {
 	session     string
 	last        *message // the last assistant message
 	turns       int64
-	usage       engine.Usage
+	ledger      usage.Ledger
 	agentEnd    bool
 	retryFailed string // auto_retry_end without success: the final error
 	steps       []transcript.Step
@@ -142,8 +144,15 @@ func (p *parser) Feed(n int, line []byte) {
 		p.agentEnd = false
 	case "agent_end":
 		p.agentEnd = true
-	case "message_update":
-		if ev.Update != nil {
+		p.ledger.Final()
+	case "message_update", "turn_end":
+		// Both repeat the assistant message, its usage and id (a
+		// message_update has the usage once the provider sent it): the
+		// ledger counts each response once.
+		if m := ev.Message; m != nil && m.Role == "assistant" && m.ResponseID != "" && m.Usage != nil {
+			p.report(m.ResponseID, m.Usage)
+		}
+		if ev.Type == "message_update" && ev.Update != nil {
 			switch ev.Update.Type {
 			case "text_delta", "text_start":
 				p.activity.Report("writing")
@@ -152,6 +161,10 @@ func (p *parser) Feed(n int, line []byte) {
 			case "toolcall_start", "toolcall_delta":
 				p.activity.Report("calling a tool")
 			}
+		}
+	case "message_start":
+		if ev.Message != nil && ev.Message.Role == "assistant" {
+			p.ledger.Open()
 		}
 	case "message_end":
 		if ev.Message != nil && ev.Message.Role == "assistant" {
@@ -216,33 +229,32 @@ func (p *parser) step(m *message) {
 func (p *parser) assistant(m *message) {
 	p.last = m
 	p.turns++
-	if u := m.Usage; u != nil {
-		add := func(dst **int64, v *int64) {
-			if v != nil {
-				*dst = ptr(deref(*dst) + *v)
-			}
+	if m.Usage != nil {
+		id := m.ResponseID
+		if id == "" {
+			id = fmt.Sprintf("message %d", p.turns)
 		}
-		add(&p.usage.Input, u.Input)
-		add(&p.usage.Output, u.Output)
-		add(&p.usage.CacheRead, u.CacheRead)
-		add(&p.usage.CacheWrite, u.CacheWrite)
-		if u.Cost != nil && u.Cost.Total != nil {
-			c := *u.Cost.Total
-			if p.usage.Cost != nil {
-				c += *p.usage.Cost
-			}
-			p.usage.Cost = &c
-		}
-		p.activity.Tokens = deref(p.usage.Input) + deref(p.usage.Output)
-		p.activity.Update()
+		p.report(id, m.Usage)
 	}
+}
+
+// report records the usage of response id and reports the live count.
+// pi's input excludes the cache on every provider it speaks to.
+func (p *parser) report(id string, u *msgUsage) {
+	c := usage.Anthropic(u.Input, u.Output, u.CacheRead, u.CacheWrite)
+	if u.Cost != nil {
+		c.Cost = u.Cost.Total
+	}
+	p.ledger.Report(id, c)
+	p.activity.Tokens = p.ledger.Tokens()
+	p.activity.Update()
 }
 
 // Outcome decides the turn's outcome from the stream alone, once it has
 // ended; agentcli.Turn adds how pi exited.
 func (p *parser) Outcome() agentcli.Outcome {
 	o := agentcli.Outcome{Status: engine.Failed, Diagnostics: p.notes.List(), Session: p.session, Steps: p.steps}
-	o.Usage = p.usage
+	o.Usage = p.ledger.Usage()
 	if p.turns > 0 {
 		o.Usage.Turns = ptr(p.turns)
 	}
@@ -292,10 +304,3 @@ func (p *parser) Outcome() agentcli.Outcome {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func deref(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}

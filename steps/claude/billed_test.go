@@ -1,0 +1,71 @@
+package claude
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/clitest"
+	"github.com/flowrun/flow/internal/modelserver"
+)
+
+// A tool-using turn whose messages have two content blocks each (Claude
+// Code sends one assistant event per block, with the message's usage):
+// the turn records what the server billed, cache reads and writes
+// included, and its live count never counts a message twice.
+func TestE2EUsageAsBilled(t *testing.T) {
+	t.Parallel()
+	d, s := e2e(t,
+		modelserver.Reply{Text: "Listing.", ToolCall: &modelserver.ToolCall{Name: "Bash", Arguments: `{"command":"ls","description":"list files"}`},
+			CacheRead: -1, CacheWrite: 40},
+		modelserver.Reply{Text: "I saw marker.txt.", CacheRead: -1, CacheWrite: 40})
+	tn := newTurn(t, "List the files.")
+	tn.Agent.Tools = []string{"read", "bash"}
+	if err := os.WriteFile(filepath.Join(tn.WorkDir, "marker.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var progress clitest.Progress
+	tn.Progress = progress.Record
+	res, err := d.Turn(context.Background(), tn)
+	if err != nil || res.Status != engine.Completed {
+		t.Fatalf("Turn = %+v, %v", res, err)
+	}
+	clitest.Record(t, res, "billed.jsonl")
+	clitest.Billed(t, res, s.Billed(), &progress)
+}
+
+// A turn stopped while its second request waits for the model records
+// what the stream had reported by then — the first message's usage, as
+// its events carried it — marked partial, within 5% of what the server
+// billed.
+func TestE2EStoppedTurnKeepsItsUsage(t *testing.T) {
+	t.Parallel()
+	d, s := e2e(t,
+		modelserver.Reply{Text: "Listing.", ToolCall: &modelserver.ToolCall{Name: "Bash", Arguments: `{"command":"ls","description":"list files"}`},
+			CacheRead: -1},
+		modelserver.Reply{Text: "never sent", Delay: time.Minute})
+	tn := newTurn(t, "List the files.")
+	tn.Agent.Tools = []string{"read", "bash"}
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	errStop := errors.New("over budget")
+	tn.Progress = func(p engine.Progress) {
+		if p.Tokens > 0 {
+			stop(errStop)
+		}
+	}
+	res, err := d.Turn(ctx, tn)
+	if !errors.Is(err, errStop) || res == nil || res.Status != engine.Aborted {
+		t.Fatalf("Turn = %+v, %v; want aborted", res, err)
+	}
+	billed := s.Billed()
+	t.Logf("billed %d, recorded %d (%+v)", billed, res.Usage.Tokens(), res.Usage)
+	if got := res.Usage.Tokens(); !res.Usage.Partial || billed == 0 || math.Abs(float64(got-billed)) > 0.05*float64(billed) {
+		t.Errorf("recorded %d tokens (partial %v), the server billed %d", got, res.Usage.Partial, billed)
+	}
+}

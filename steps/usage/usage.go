@@ -1,0 +1,136 @@
+// Package usage is the one accounting rule of every driver
+// (docs/drivers.md#usage): a turn's usage is what the provider reported,
+// deduplicated by the provider's message or response id, summed once per
+// API call, and normalised one way — input excludes cache reads and cache
+// writes, so input + output + cache_read + cache_write is what the
+// provider billed. The figure a running turn reports for its budget watch
+// and the figure recorded when it ends come from one Ledger.
+package usage
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/flowrun/flow/engine"
+)
+
+// Call is what a provider reported for one API call, in flow's vocabulary:
+// Input excludes the cache reads and writes. A nil field was not reported.
+type Call struct {
+	Input, Output, CacheRead, CacheWrite *int64
+	Cost                                 *float64
+}
+
+// Anthropic is a call's usage as the Anthropic Messages API reports it
+// (and pi, which normalises every provider so): input_tokens already
+// excludes cache_read_input_tokens and cache_creation_input_tokens.
+func Anthropic(input, output, cacheRead, cacheWrite *int64) Call {
+	return Call{Input: input, Output: output, CacheRead: cacheRead, CacheWrite: cacheWrite}
+}
+
+// OpenAI is a call's usage as the OpenAI APIs report it (Chat Completions'
+// prompt_tokens, the Responses API's and Codex's input_tokens): the prompt
+// counts its cached tokens, which are taken out of Input here. They report
+// no cache writes.
+func OpenAI(prompt, cached, output *int64) Call {
+	c := Call{Input: prompt, Output: output, CacheRead: cached}
+	if prompt != nil && cached != nil {
+		c.Input = ptr(max(*prompt-*cached, 0))
+	}
+	return c
+}
+
+// Ledger is the usage of one turn as its stream reports it. Its zero value
+// is an empty ledger; it is safe for concurrent use.
+type Ledger struct {
+	mu     sync.Mutex
+	calls  map[string]Call
+	order  []string
+	total  *Call // the provider's own figure for the whole turn
+	final  bool
+	opened bool
+}
+
+// Open says a call went out: from now on, a turn that ends without the
+// provider's final figure has a partial usage, even if nothing was
+// reported yet.
+func (l *Ledger) Open() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opened = true
+}
+
+// Report records the usage of call id (a message or response id). A later
+// report of the same id replaces the earlier one: Claude Code repeats a
+// message's usage on every content block, and a call's figures grow while
+// it streams. An empty id is a call of its own.
+func (l *Ledger) Report(id string, c Call) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opened = true
+	if l.calls == nil {
+		l.calls = map[string]Call{}
+	}
+	if id == "" {
+		id = "\x00" + strconv.Itoa(len(l.order))
+	}
+	if _, seen := l.calls[id]; !seen {
+		l.order = append(l.order, id)
+	}
+	l.calls[id] = c
+}
+
+// Total records the provider's own final figure for the whole turn
+// (Claude Code's result event, Codex's turn.completed): it stands instead
+// of the sum of the calls, and the turn's usage is final.
+func (l *Ledger) Total(c Call) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opened, l.final, l.total = true, true, &c
+}
+
+// Final says the stream ended as the provider ends a turn (pi's
+// agent_end, a chat stream's [DONE]): the calls reported are all there
+// are.
+func (l *Ledger) Final() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.final = true
+}
+
+// Calls is how many distinct calls were reported.
+func (l *Ledger) Calls() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.order)
+}
+
+// Usage is the turn's usage as reported so far: the live figure while the
+// stream runs, the recorded one once it has ended. It is Partial when a
+// call went out but the provider's final figure never came. Turns and the
+// times are the driver's to fill in.
+func (l *Ledger) Usage() engine.Usage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var u engine.Usage
+	add := func(c Call) {
+		u.Add(engine.Usage{Input: c.Input, Output: c.Output, CacheRead: c.CacheRead, CacheWrite: c.CacheWrite, Cost: c.Cost})
+	}
+	if l.total != nil {
+		add(*l.total)
+	} else {
+		for _, id := range l.order {
+			add(l.calls[id])
+		}
+	}
+	u.Partial = l.opened && !l.final
+	return u
+}
+
+// Tokens is the live token count of the turn (engine.Usage.Tokens of
+// Usage): what progress reports and budget watches compare.
+func (l *Ledger) Tokens() int64 {
+	return l.Usage().Tokens()
+}
+
+func ptr[T any](v T) *T { return &v }
