@@ -154,7 +154,7 @@ func (m *mirror) finish(ctx context.Context) (*engine.Result, error) {
 			m.note("the run's node values (values.json) are not recorded: " + err.Error())
 		}
 	}
-	res := &engine.Result{RunID: m.ref.Workflow, Dir: m.dir, OK: out.OK, Output: out.Output, Failure: out.Failure, Usage: out.Usage}
+	res := &engine.Result{RunID: m.ref.Workflow, Dir: m.dir, OK: out.OK, Output: out.Output, Failure: out.Failure, Usage: out.Usage, Overspend: out.Overspend}
 	m.emit(&engine.Event{Type: rundir.EventRunEnd, Status: out.Status, OK: &res.OK, Error: out.Failure, Usage: &res.Usage, Dir: m.dir})
 	return res, m.w.Finish(out.Output)
 }
