@@ -38,6 +38,8 @@ type hold struct {
 	priced bool // false: the run's first turn, which nothing could price
 	blind  bool // its LeafRunner cannot watch it live: its reservation is its bound
 	live   atomic.Int64
+	// stopped: its live tokens crossed a budget, and the turn is stopped.
+	stopped atomic.Bool
 }
 
 func newMeter(b *flows.Budget, where string) *meter {
@@ -129,6 +131,9 @@ func (m *meter) settle(h *hold, u *Usage) bool {
 	defer m.mu.Unlock()
 	delete(m.holding, h)
 	return m.addLocked(u, func() string {
+		if h.stopped.Load() {
+			return fmt.Sprintf("%s was stopped as it crossed the budget, and had spent past it by then", h.visit)
+		}
 		if !h.priced {
 			return fmt.Sprintf("the run's first turn (%s) could not be priced before it ran", h.visit)
 		}

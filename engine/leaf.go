@@ -126,7 +126,7 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 	if res != nil {
 		spent = &res.Usage
 	}
-	r.settle(b, spent)
+	r.settle(b, spent, errors.Is(err, errBudget))
 	if res != nil {
 		o.usage.Add(res.Usage)
 		if err == nil && res.Status == Completed {

@@ -229,6 +229,7 @@ func (b *booking) watch() (func(live int64) bool, int64) {
 		b.h.live.Store(live)
 		for _, m := range b.meters {
 			if m.crossed(b.h, live) {
+				b.h.stopped.Store(true)
 				return true
 			}
 		}
@@ -237,10 +238,15 @@ func (b *booking) watch() (func(live int64) bool, int64) {
 }
 
 // settle ends the turn's reservations with what it spent (u, nil when it
-// reported nothing), noting each budget it leaves above its bound.
-func (r *runner) settle(b *booking, u *Usage) {
+// reported nothing), noting each budget it leaves above its bound;
+// stopped says its LeafRunner stopped it for a budget (a blind one's
+// reservation).
+func (r *runner) settle(b *booking, u *Usage, stopped bool) {
 	if b == nil {
 		return
+	}
+	if stopped {
+		b.h.stopped.Store(true)
 	}
 	for _, m := range b.meters {
 		if m.settle(b.h, u) {
