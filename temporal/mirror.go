@@ -155,7 +155,7 @@ func (m *mirror) finish(ctx context.Context) (*engine.Result, error) {
 		}
 	}
 	res := &engine.Result{RunID: m.ref.Workflow, Dir: m.dir, OK: out.OK, Output: out.Output, Failure: out.Failure, Usage: out.Usage, Overspend: out.Overspend}
-	m.emit(&engine.Event{Type: rundir.EventRunEnd, Status: out.Status, OK: &res.OK, Error: out.Failure, Usage: &res.Usage, Dir: m.dir})
+	m.emit(&engine.Event{Type: rundir.EventRunEnd, Status: out.Status, OK: &res.OK, Error: out.Failure, Usage: &res.Usage, Dir: m.dir, Overspend: res.Overspend})
 	return res, m.w.Finish(out.Output)
 }
 
