@@ -76,6 +76,7 @@ budget: {tokens: 2500}
     do: [{id: each, agent: worker, prompt: x}]
 `, d)
 	billed := d.billed.Load()
+	t.Logf("billed %d tokens under a budget of 2500 in %d turns", billed, d.turns.Load())
 	if billed > 2500+1000 {
 		t.Fatalf("the turns billed %d tokens under a budget of 2500 (%d turns sent)", billed, d.turns.Load())
 	}
@@ -107,6 +108,7 @@ budget: {tokens: 5000}
     concurrency: 4
     do: [{id: each, agent: worker, prompt: x}]
 `, d)
+	t.Logf("billed %d tokens under a budget of 5000", d.billed.Load())
 	if billed := d.billed.Load(); billed > 5000+3000 {
 		t.Fatalf("the turns billed %d tokens under a budget of 5000", billed)
 	}

@@ -76,6 +76,9 @@ func TestMetricsTokensEqualTheJournals(t *testing.T) {
 		if (flow == "greedy") != (len(over) == 1) {
 			t.Errorf("run of %s: overspend %v", flow, v["overspend"])
 		}
+		if _, m, _ := c.do("GET", "/runs/"+id, ""); (flow == "greedy") != strings.Contains(m["_body"].(string), "data-overspend") {
+			t.Errorf("the page of the run of %s does not say its overspend right", flow)
+		}
 	}
 	_, m, _ := c.do("POST", "/api/flows/stopped/runs", "")
 	id := m["id"].(string)
