@@ -3,70 +3,182 @@ package engine
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/schema"
+	"github.com/flowrun/flow/rundir"
 )
 
-// meter counts what the visits under one budget spent (SPEC 6): a flow's
-// budget, or one visit of a node that has `budget:`. Meters nest: a turn
-// counts against every meter above it.
+// meter is the ledger of one budget (docs/resume-and-budgets.md): a
+// flow's, or one visit of a node that has `budget:`. Meters nest: a turn
+// counts against every meter above it. What it settled is what ended
+// turns spent; what it holds is what the turns running under it reserved
+// before they started, or what they spent so far when that is more.
 type meter struct {
 	limit *flows.Budget
 	where string // the visit path (or flow name) that set the budget
 
-	mu     sync.Mutex
+	mu      sync.Mutex
+	tokens  int64
+	cost    float64
+	holding map[*hold]spend // the running turns' reservations here
+	over    rundir.Overspend
+}
+
+// spend is an amount of a budget: tokens and dollars.
+type spend struct {
 	tokens int64
 	cost   float64
 }
 
-func newMeter(b *flows.Budget, where string) *meter { return &meter{limit: b, where: where} }
-
-func (m *meter) add(u *Usage) {
-	if u == nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.tokens += u.Tokens()
-	if u.Cost != nil {
-		m.cost += *u.Cost
-	}
+// hold is one running turn as its meters see it: its live token count,
+// which the driver's progress raises, shared by every meter above it.
+type hold struct {
+	visit  string
+	priced bool // false: the run's first turn, which nothing could price
+	blind  bool // its LeafRunner cannot watch it live: its reservation is its bound
+	live   atomic.Int64
+	// stopped: its live tokens crossed a budget, and the turn is stopped.
+	stopped atomic.Bool
 }
 
-// refuse says why a turn must not start: nothing is left, or less than the
-// smallest turn this agent has taken in the run so far (minTokens, 0 if
-// none yet).
-func (m *meter) refuse(minTokens int64) string {
+func newMeter(b *flows.Budget, where string) *meter {
+	return &meter{limit: b, where: where, holding: map[*hold]spend{}}
+}
+
+// others is what the running turns other than h hold: each its
+// reservation, or its live tokens when it already spent more.
+func (m *meter) others(h *hold) spend {
+	var s spend
+	for o, r := range m.holding {
+		if o == h {
+			continue
+		}
+		s.tokens += max(r.tokens, o.live.Load())
+		s.cost += r.cost
+	}
+	return s
+}
+
+// reserve books what h expects to spend (want) before its turn starts,
+// from what is left once settled spend and every other running turn's
+// hold are taken off. It refuses — and books nothing — when what is left
+// is nothing, or less than floor, the least a turn of this agent has cost.
+// A turn that cannot be watched live (blind) is bound by its reservation,
+// so it gets at least half of what is left, not less than want — and all
+// of it when it is the run's first, which runs alone.
+func (m *meter) reserve(h *hold, want, floor spend) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	held := m.others(h)
+	var r spend
 	if m.limit.Tokens > 0 {
-		left := m.limit.Tokens - m.tokens
-		if left <= 0 || left < minTokens {
-			return fmt.Sprintf("the budget of %s has %d tokens left of %d, less than this agent's smallest turn (%d); the turn was not sent", m.where, max(left, 0), m.limit.Tokens, minTokens)
+		left := m.limit.Tokens - m.tokens - held.tokens
+		if left <= 0 || left < floor.tokens {
+			return fmt.Sprintf("the budget of %s has %d tokens left of %d (%d held by running turns), less than this agent's smallest turn (%d); the turn was not sent",
+				m.where, max(left, 0), m.limit.Tokens, held.tokens, floor.tokens)
 		}
+		r.tokens = want.tokens
+		switch {
+		case h.blind && !h.priced:
+			r.tokens = left
+		case h.blind:
+			r.tokens = max(r.tokens, left/2)
+		}
+		r.tokens = min(r.tokens, left)
 	}
-	if m.limit.Cost > 0 && m.cost >= m.limit.Cost {
-		return fmt.Sprintf("the budget of %s is spent: $%.4f of $%.4f; the turn was not sent", m.where, m.cost, m.limit.Cost)
+	if m.limit.Cost > 0 {
+		left := m.limit.Cost - m.cost - held.cost
+		if left <= 0 || left < floor.cost {
+			return fmt.Sprintf("the budget of %s has $%.4f left of $%.4f ($%.4f held by running turns), less than this agent's smallest turn ($%.4f); the turn was not sent",
+				m.where, max(left, 0), m.limit.Cost, held.cost, floor.cost)
+		}
+		r.cost = min(want.cost, left)
 	}
+	m.holding[h] = r
 	return ""
 }
 
-// crossed says whether live tokens of a running turn would cross the bound.
-func (m *meter) crossed(live int64) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.limit.Tokens > 0 && m.tokens+live > m.limit.Tokens
-}
-
-// left is what a token budget has left, if it bounds tokens.
-func (m *meter) left() (int64, bool) {
+// bound is the most tokens h may spend here while it runs: what is left
+// once settled spend and the other running turns' holds are taken off, or
+// for a blind turn its reservation. ok is false when the meter bounds no
+// tokens.
+func (m *meter) bound(h *hold) (int64, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.limit.Tokens <= 0 {
 		return 0, false
 	}
-	return max(m.limit.Tokens-m.tokens, 1), true
+	if h.blind {
+		return max(m.holding[h].tokens, 1), true
+	}
+	return max(m.limit.Tokens-m.tokens-m.others(h).tokens, 1), true
+}
+
+// crossed reports whether h's live tokens, with the settled spend and the
+// other running turns' holds, cross the bound.
+func (m *meter) crossed(h *hold, live int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.limit.Tokens > 0 && m.tokens+m.others(h).tokens+live > m.limit.Tokens
+}
+
+// settle ends h's hold and adds what its turn really spent (u, nil when
+// it reported nothing). It reports whether the budget is now above its
+// bound, and says why the first time it is.
+func (m *meter) settle(h *hold, u *Usage) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.holding, h)
+	return m.addLocked(u, func() string {
+		if h.stopped.Load() {
+			return fmt.Sprintf("%s was stopped as it crossed the budget, and had spent past it by then", h.visit)
+		}
+		if !h.priced {
+			return fmt.Sprintf("the run's first turn (%s) could not be priced before it ran", h.visit)
+		}
+		return fmt.Sprintf("%s was running when the budget ran out and overshot it", h.visit)
+	})
+}
+
+// add counts usage that no hold booked: what an earlier attempt of a
+// resumed run spent.
+func (m *meter) add(u *Usage) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.addLocked(u, func() string { return "the run's earlier attempts spent it before it resumed" })
+}
+
+func (m *meter) addLocked(u *Usage, why func() string) bool {
+	if u == nil {
+		return m.over.Why != ""
+	}
+	m.tokens += u.Tokens()
+	if u.Cost != nil {
+		m.cost += *u.Cost
+	}
+	overTokens := m.limit.Tokens > 0 && m.tokens > m.limit.Tokens
+	overCost := m.limit.Cost > 0 && m.cost > m.limit.Cost
+	if !overTokens && !overCost {
+		return false
+	}
+	if m.over.Why == "" {
+		m.over.Why = why()
+	}
+	m.over.Budget = m.where
+	if overTokens {
+		m.over.Tokens, m.over.LimitTokens = m.tokens-m.limit.Tokens, m.limit.Tokens
+	}
+	if overCost {
+		m.over.Cost, m.over.LimitCost = m.cost-m.limit.Cost, m.limit.Cost
+	}
+	return true
+}
+
+func (m *meter) overspend() rundir.Overspend {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.over
 }
 
 // withBudget returns fr with a meter for b appended, or fr if b is nil.
@@ -77,67 +189,4 @@ func (f *frame) withBudget(b *flows.Budget, where string) *frame {
 	cp := *f
 	cp.meters = append(append([]*meter{}, f.meters...), newMeter(b, where))
 	return &cp
-}
-
-// charge adds a visit's usage to every budget above it.
-func (f *frame) charge(u *Usage) {
-	for _, m := range f.meters {
-		m.add(u)
-	}
-}
-
-// budgetRefusal checks every budget above a turn before it is sent.
-func (r *runner) budgetRefusal(fr *frame, agent string) *Failure {
-	if len(fr.meters) == 0 {
-		return nil
-	}
-	min := r.smallestTurn(agent)
-	for _, m := range fr.meters {
-		if why := m.refuse(min); why != "" {
-			return &Failure{Kind: schema.FailBudget, Message: why}
-		}
-	}
-	return nil
-}
-
-func (r *runner) smallestTurn(agent string) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.minTurn[agent]
-}
-
-func (r *runner) noteTurn(agent string, u Usage) {
-	t := u.Tokens()
-	if t <= 0 {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if cur, ok := r.minTurn[agent]; !ok || t < cur {
-		r.minTurn[agent] = t
-	}
-}
-
-// watch is the live budget watch of a turn under f (Turn.Watch and
-// Turn.TokensLeft): whether a turn's live tokens cross a budget above it,
-// and the fewest tokens any budget above has left now (0: no token budget).
-func (f *frame) watch() (func(live int64) bool, int64) {
-	if len(f.meters) == 0 {
-		return nil, 0
-	}
-	var left int64
-	for _, m := range f.meters {
-		if l, ok := m.left(); ok && (left == 0 || l < left) {
-			left = l
-		}
-	}
-	meters := f.meters
-	return func(live int64) bool {
-		for _, m := range meters {
-			if live > 0 && m.crossed(live) {
-				return true
-			}
-		}
-		return false
-	}, left
 }

@@ -72,6 +72,9 @@ type Result struct {
 	Output  any
 	Failure *Failure // nil when OK
 	Usage   Usage
+	// Overspend names each budget the run ended above, by how much and
+	// why; the run's end fact records the same.
+	Overspend []rundir.Overspend
 }
 
 // Status is the run's status: succeeded, failed or stopped.
@@ -262,7 +265,7 @@ func runLocal(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Wri
 // rec's Finish.
 func walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, input any, earlier []*Fact, notes ...string) (*Result, error) {
 	r := &runner{plan: plan, opts: opts, dir: rec, rt: opts.Runtime, leaves: opts.Leaves, live: opts.Live,
-		sessions: map[rundir.Scope]*session{}, minTurn: map[string]int64{}, wt: newWorktrees(opts.repos)}
+		sessions: map[rundir.Scope]*session{}, ledger: newLedger(opts.Runtime), wt: newWorktrees(opts.repos)}
 	r.local, _ = rec.(*rundir.Writer)
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
@@ -284,13 +287,13 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, inp
 	// What the caller prints is as redacted as what the run directory
 	// holds.
 	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(r.secrets(), out),
-		Failure: redactFailure(r.secrets(), fail), Usage: r.total()}
+		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.overspends()}
 	end := r.rt.Now()
 	wall := end.Sub(start).Milliseconds()
 	// The run's output is made of its visits' outputs, which the journal
 	// has: it goes to output.json, not into the journal a second time.
-	endErr := rec.Fact(&Fact{Type: rundir.FactRun, Time: end, RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall})
-	r.emit(&Event{Type: rundir.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown})
+	endErr := rec.Fact(&Fact{Type: rundir.FactRun, Time: end, RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend})
+	r.emit(&Event{Type: rundir.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown, Overspend: res.Overspend})
 	var valuesErr error
 	if vr, ok := rec.(ValuesRecorder); ok {
 		valuesErr = vr.WriteValues(values)
@@ -346,7 +349,7 @@ type runner struct {
 	mu       sync.Mutex
 	sessions map[rundir.Scope]*session
 	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
-	minTurn  map[string]int64 // the smallest turn (tokens) of each agent so far
+	ledger   *ledger          // what turns cost, and the budgets they overspent
 	usage    Usage            // what every visit spent, earlier attempts' included
 
 	wt *worktrees // isolated scopes and their repositories (SPEC 11)

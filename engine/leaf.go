@@ -103,26 +103,35 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 }
 
 // turn runs one turn through the LeafRunner under the run-wide cap and the
-// budgets, adds what it spent to o, and classifies how it ended. The
+// budgets — booking its expected spend before it starts and settling it
+// with what it spent when it ends —, adds what it spent to o, and
+// classifies how it ended. The
 // answer comes back bounded (AnswerLimit), with the file that holds it
 // whole when it is longer (the LeafRunner stores it).
 func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess *session) (reply, *Failure) {
-	if f := r.budgetRefusal(fr, t.Agent.Name); f != nil {
-		return reply{}, f
-	}
 	if err := r.live.Acquire(ctx); err != nil {
 		return reply{}, cancelled(ctx, t.Visit)
 	}
 	defer r.live.Release()
+	b, refused := r.book(ctx, fr, t.Agent.Name, t.Visit)
+	if refused != nil {
+		return reply{}, refused
+	}
 	if sess != nil {
 		t.Session = sess.id
 	}
-	t.Watch, t.TokensLeft = fr.watch()
+	t.Watch, t.TokensLeft = b.watch()
 	res, err := r.leaves.Turn(ctx, t)
+	var spent *Usage
+	if res != nil {
+		spent = &res.Usage
+	}
+	r.settle(b, spent, errors.Is(err, errBudget))
 	if res != nil {
 		o.usage.Add(res.Usage)
-		fr.charge(&res.Usage)
-		r.noteTurn(t.Agent.Name, res.Usage)
+		if err == nil && res.Status == Completed {
+			r.ledger.note(t.Agent.Name, res.Usage)
+		}
 		if sess != nil && res.Session != "" {
 			sess.id = res.Session
 		}

@@ -76,7 +76,8 @@ func endLeftovers(runID string) int {
 }
 
 // replay indexes the last end fact of each visit of earlier attempts and
-// takes back their sessions and spending.
+// takes back their sessions, their spending and what their turns cost
+// (each agent's smallest and typical turn).
 func (r *runner) replay(facts []*Fact) {
 	if facts == nil {
 		return
@@ -99,6 +100,7 @@ func (r *runner) replay(facts []*Fact) {
 		}
 		r.ended[f.Visit] = f
 		r.spent(f.Usage) // every attempt's usage counts, also of visits that run again
+		r.ledger.replay(f)
 		if f.Scope != nil && f.Session != "" {
 			r.session(*f.Scope).id = f.Session
 		}

@@ -49,10 +49,12 @@ type Turn struct {
 	// an agent CLI writes there itself. nil redacts nothing.
 	Secrets *secret.Redactor
 	// Watch, when set, reports whether the turn's live token count crosses
-	// a budget above it, as the budgets stand now; the LeafRunner then
-	// stops the turn (ErrBudget). TokensLeft is what those budgets had left
-	// when the turn started (0: no token budget), for a LeafRunner that
-	// cannot call Watch (a Temporal worker). Drivers ignore both.
+	// a budget above it, counting what ended turns spent and what the other
+	// running turns hold; the LeafRunner then stops the turn (ErrBudget).
+	// TokensLeft is the most the turn may spend as it starts (0: no token
+	// budget): for a BlindLeafRunner (a Temporal worker), which cannot call
+	// Watch, the turn's reservation (docs/resume-and-budgets.md). Drivers
+	// ignore both.
 	Watch      func(live int64) bool
 	TokensLeft int64
 }

@@ -40,4 +40,6 @@ type Event struct {
 	Status   Status      `json:"status,omitempty"`
 	Dir      string      `json:"dir,omitempty"`
 	Message  string      `json:"message,omitempty"`
+	// Overspend, on run.end, is the run end fact's.
+	Overspend []Overspend `json:"overspend,omitempty"`
 }

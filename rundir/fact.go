@@ -94,6 +94,9 @@ type Fact struct {
 	Input  any    `json:"input,omitempty"`
 	// Resumed marks the run fact of a resumed attempt.
 	Resumed bool `json:"resumed,omitempty"`
+	// Overspend, on a run's end fact, names each budget the run ended
+	// above: every reader says it from here.
+	Overspend []Overspend `json:"overspend,omitempty"`
 }
 
 // Answer is who answered an ask visit, and when; the answer itself is the

@@ -32,6 +32,8 @@ type RunInfo struct {
 	// remove, and are still there: kept on failure, for the user to look
 	// at, flow resume to go on in, or flow gc to remove.
 	Worktrees []*Worktree `json:"worktrees,omitempty"`
+	// Overspend names each budget the run ended above (its end fact's).
+	Overspend []Overspend `json:"overspend,omitempty"`
 	Facts     []*Fact     `json:"-"`
 }
 
@@ -66,9 +68,9 @@ func summarize(dir string, facts []*Fact) (*RunInfo, error) {
 				if info.Started.IsZero() {
 					info.Started, info.Flow = f.Time, f.Flow
 				}
-				info.Status, info.Failure, info.Ended = StatusInterrupted, nil, time.Time{}
+				info.Status, info.Failure, info.Ended, info.Overspend = StatusInterrupted, nil, time.Time{}, nil
 			} else {
-				info.Status, info.Failure, info.Ended = f.Status, f.Error, f.Time
+				info.Status, info.Failure, info.Ended, info.Overspend = f.Status, f.Error, f.Time, f.Overspend
 			}
 		case FactEnd:
 			if f.Usage != nil {

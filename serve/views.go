@@ -42,9 +42,12 @@ type RunView struct {
 	Resumable bool            `json:"resumable"`
 	Why       string          `json:"why,omitempty"` // why it is not resumable
 	Dir       string          `json:"dir,omitempty"`
-	Live      []LiveVisit     `json:"live,omitempty"`   // visits running now
-	Asks      []*Ask          `json:"asks,omitempty"`   // questions it waits on
-	Visits    []VisitView     `json:"visits,omitempty"` // GET /api/runs/{id} only
+	// Overspend names each budget the run ended above, by how much and
+	// why (its end fact's).
+	Overspend []rundir.Overspend `json:"overspend,omitempty"`
+	Live      []LiveVisit        `json:"live,omitempty"`   // visits running now
+	Asks      []*Ask             `json:"asks,omitempty"`   // questions it waits on
+	Visits    []VisitView        `json:"visits,omitempty"` // GET /api/runs/{id} only
 }
 
 // VisitView is one visit of a run, from its journal.
@@ -67,7 +70,8 @@ type VisitView struct {
 // server knows of it beside.
 func (s *Server) runView(info *rundir.RunInfo) *RunView {
 	v := &RunView{ID: info.ID, Flow: info.Flow, Status: string(info.Status), Trigger: s.trigger(info.ID), Started: info.Started,
-		Ended: info.Ended, WallMS: info.WallMS, Usage: info.Usage, Error: info.Failure, Resumable: info.Resumable, Why: info.Why, Dir: info.Dir}
+		Ended: info.Ended, WallMS: info.WallMS, Usage: info.Usage, Error: info.Failure, Resumable: info.Resumable, Why: info.Why, Dir: info.Dir,
+		Overspend: info.Overspend}
 	if a, _ := s.runs.get(info.ID); a != nil {
 		v.Status, v.Resumable, v.Why = string(rundir.StatusRunning), false, "it is running"
 		v.Live = a.liveVisits()

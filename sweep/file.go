@@ -41,16 +41,19 @@ func (s Status) Ended() bool { return s == StatusSucceeded || s == StatusFailed 
 
 // Cell is one run of the grid.
 type Cell struct {
-	Index      int      `json:"index"`            // 1-based, in run order
-	Assignment string   `json:"assignment"`       // the assignment's label
-	Params     string   `json:"params,omitempty"` // the parameter set's label
-	Task       string   `json:"task"`
-	Repeat     int      `json:"repeat"` // 1-based
-	Input      any      `json:"input"`
-	Run        string   `json:"run,omitempty"` // the run id under cells/, drawn before it starts
-	Status     Status   `json:"status"`
-	Note       string   `json:"note,omitempty"` // why a cell was skipped
-	Outcome    *Outcome `json:"outcome,omitempty"`
+	Index      int    `json:"index"`            // 1-based, in run order
+	Assignment string `json:"assignment"`       // the assignment's label
+	Params     string `json:"params,omitempty"` // the parameter set's label
+	Task       string `json:"task"`
+	Repeat     int    `json:"repeat"` // 1-based
+	Input      any    `json:"input"`
+	Run        string `json:"run,omitempty"` // the run id under cells/, drawn before it starts
+	Status     Status `json:"status"`
+	Note       string `json:"note,omitempty"` // why a cell was skipped
+	// Unpriced says the cell started under a budget with no forecast to
+	// reserve: what it spends may carry the sweep over its budget.
+	Unpriced bool     `json:"unpriced,omitempty"`
+	Outcome  *Outcome `json:"outcome,omitempty"`
 }
 
 // Budget bounds a whole sweep; a zero field is unbounded.

@@ -28,6 +28,9 @@ type Outcome struct {
 	// EmptyAnswers counts agent turns that ended with no answer.
 	EmptyAnswers int       `json:"empty_answers,omitempty"`
 	Nodes        []NodeUse `json:"nodes,omitempty"`
+	// Overspend is what the cell's run says of its own budgets it ended
+	// above (its end fact's).
+	Overspend []rundir.Overspend `json:"overspend,omitempty"`
 }
 
 // FailScore is the failure kind of a run that succeeded but did not pass
@@ -53,7 +56,7 @@ func readOutcome(dir string, score *flows.Score) (*Outcome, *rundir.RunInfo, err
 	if err != nil {
 		return nil, nil, err
 	}
-	o := &Outcome{Status: info.Status, Usage: info.Usage, WallMS: info.WallMS}
+	o := &Outcome{Status: info.Status, Usage: info.Usage, WallMS: info.WallMS, Overspend: info.Overspend}
 	o.Nodes, o.Turns, o.EmptyAnswers = nodeUses(info.Facts)
 	switch info.Status {
 	case rundir.StatusSucceeded:

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flowrun/flow/rundir"
 )
 
 // notReported stands wherever a driver reported nothing: never 0.
@@ -175,6 +177,10 @@ func markdown(r *Report) ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Sweep %s of %s\n\n", r.Sweep, r.Flow)
 	fmt.Fprintf(&b, "%s. Success: %s. Baseline: %s. Updated %s.\n\n", r.Cells.text(), r.Success, r.Baseline, r.Updated.Format(time.RFC3339))
+	fmt.Fprintf(&b, "Spent: %s tokens, cost %s.\n\n", rundir.TokensText(r.Spent), rundir.CostText(r.Spent))
+	for _, o := range r.Overspend {
+		fmt.Fprintf(&b, "**Overspent:** %s.\n\n", o.String())
+	}
 	table(&b, r.columns(), rowsOf(r, r.Assignments))
 	if r.Pin != nil {
 		fmt.Fprintf(&b, "\nChosen (`flow pin %s` writes it into the flow): **%s** — %s.\n", r.Sweep, r.Pin.Assignment, r.Pin.Reason)

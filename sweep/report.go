@@ -21,6 +21,13 @@ type Report struct {
 	// Success says what counts as a success.
 	Success string `json:"success"`
 	Cells   Counts `json:"cells"`
+	// Spent is what every cell that ran spent, stopped ones included: the
+	// sum of their journals. Budget is the sweep's, if it has one.
+	Spent  rundir.Usage `json:"spent"`
+	Budget *Budget      `json:"budget,omitempty"`
+	// Overspend says by how much and why the sweep, or a cell's run,
+	// ended above its budget.
+	Overspend []rundir.Overspend `json:"overspend,omitempty"`
 	// K is the k of pass@k and pass^k: the repeat count.
 	K int `json:"k"`
 	// Basis is what "cheapest" and the chart's x axis measure: "cost"
@@ -127,6 +134,12 @@ func Build(f *File) *Report {
 	base, _ := baseline(f.Assignments, f.Spec.Baseline)
 	r.Baseline = base.Label
 	r.Cells = count(f.Cells)
+	r.Spent = spentAll(f)
+	if f.Budget != (Budget{}) {
+		b := f.Budget
+		r.Budget = &b
+	}
+	r.Overspend = overspends(f, r.Spent)
 	byAssignment := map[string][]*Cell{}
 	byParams := map[[2]string][]*Cell{}
 	for _, c := range f.Cells {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/flowrun/flow/rundir"
 )
 
 var (
@@ -22,6 +24,7 @@ var (
 type htmlData struct {
 	R               *Report
 	Counts, Updated string
+	Spent           string
 	C               chart
 	Columns         []string
 	Rows, ParamRows []htmlRow
@@ -39,6 +42,7 @@ type htmlRow struct {
 // the chart is inline SVG.
 func htmlReport(r *Report) ([]byte, error) {
 	d := htmlData{R: r, Counts: r.Cells.text(), Updated: r.Updated.Format(time.DateTime), C: drawChart(r),
+		Spent:   rundir.TokensText(r.Spent) + " tokens, cost " + rundir.CostText(r.Spent),
 		Columns: r.columns(), NodeColumns: nodeColumns}
 	for _, row := range r.Assignments {
 		d.Rows = append(d.Rows, htmlRow{Label: row.Assignment, Pinned: row.Pinned, Cells: r.cells(row)})

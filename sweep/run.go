@@ -63,6 +63,8 @@ type run struct {
 	// Guarded by s.mu.
 	reserved  Budget // the expected spending of the cells running now
 	forecasts map[string]Forecast
+	unpriced  int        // running cells whose forecast the budget could not price
+	ended     *sync.Cond // on s.mu: a cell ended
 
 	notifyMu sync.Mutex // serializes OnCell
 	errMu    sync.Mutex
@@ -90,7 +92,13 @@ func (s *Sweep) Run(ctx context.Context, plan *flows.Plan, opts RunOptions) erro
 	if liveCap <= 0 {
 		liveCap = 8
 	}
-	r := &run{s: s, plan: plan, opts: opts, live: engine.LocalRuntime{}.NewSemaphore(liveCap), assigned: map[string]Assignment{}, forecasts: map[string]Forecast{}}
+	r := &run{s: s, plan: plan, opts: opts, live: engine.LocalRuntime{}.NewSemaphore(liveCap), assigned: map[string]Assignment{}, forecasts: map[string]Forecast{},
+		ended: sync.NewCond(&s.mu)}
+	defer context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		r.ended.Broadcast() // waiting cells see the sweep stopped
+	})()
 	s.mu.Lock()
 	for _, a := range s.f.Assignments {
 		r.assigned[a.Label] = a
@@ -136,7 +144,10 @@ func (r *run) forecast(a Assignment) Forecast {
 	return fc
 }
 
-// cell runs one cell, unless the budget cannot cover it.
+// cell runs one cell, unless the budget cannot cover it. Under a budget,
+// a cell that nothing priced (its forecast is unknown) waits while
+// another such cell runs: the one running prices it when it ends
+// (docs/sweeps.md).
 func (r *run) cell(ctx context.Context, c *Cell) {
 	if ctx.Err() != nil {
 		return
@@ -145,6 +156,15 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 	a := r.assigned[c.Assignment]
 	s.mu.Lock()
 	fc := r.forecast(a)
+	for s.f.Budget.unpriced(fc) && r.unpriced > 0 && ctx.Err() == nil {
+		r.ended.Wait()
+		fc = r.forecast(a)
+	}
+	if ctx.Err() != nil {
+		s.mu.Unlock()
+		return
+	}
+	unpriced := s.f.Budget.unpriced(fc)
 	if why := s.f.Budget.refuse(fc, s.spentLocked(), r.reserved); why != "" {
 		c.Status, c.Note = StatusSkipped, why
 		r.saved(s.saveLocked())
@@ -155,6 +175,10 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 	}
 	reserve := fc.expected()
 	r.reserved.add(reserve)
+	if unpriced {
+		r.unpriced++
+	}
+	c.Unpriced = unpriced
 	if c.Run == "" {
 		c.Run = rundir.NewRunID(time.Now())
 	}
@@ -168,6 +192,10 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 
 	s.mu.Lock()
 	r.reserved.add(Budget{Tokens: -reserve.Tokens, Cost: -reserve.Cost})
+	if unpriced {
+		r.unpriced--
+	}
+	r.ended.Broadcast() // waiters take s.mu once the outcome below is recorded
 	if o.Status == rundir.StatusRunning {
 		c.Note = o.Message // left running: it is not this sweep's to record
 		ev = CellEvent{Cell: *c, Forecast: fc, Of: len(s.f.Cells)}
@@ -313,6 +341,11 @@ func (fc Forecast) expected() Budget {
 		b.Cost = fc.Cost.Expected
 	}
 	return b
+}
+
+// unpriced says whether b bounds something fc does not forecast.
+func (b Budget) unpriced(fc Forecast) bool {
+	return b.Tokens > 0 && !fc.Tokens.Known || b.Cost > 0 && !fc.Cost.Known
 }
 
 // refuse says why a cell with forecast fc must not start, when the

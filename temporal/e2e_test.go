@@ -35,6 +35,12 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, drivers ...engine.Driver) *cluster {
+	return newClusterOf(t, 0, drivers...)
+}
+
+// newClusterOf is newCluster with workers that each run at most
+// concurrency visits at once (0: Temporal's default).
+func newClusterOf(t *testing.T, concurrency int, drivers ...engine.Driver) *cluster {
 	srv := devserver.Start(t)
 	var c client.Client
 	var err error
@@ -49,7 +55,7 @@ func newCluster(t *testing.T, drivers ...engine.Driver) *cluster {
 	}
 	cl := &cluster{t: t, srv: srv, c: c, queue: "flow-" + strings.ReplaceAll(t.Name(), "/", "-")}
 	for _, d := range drivers {
-		acts := &Activities{Leaves: engine.LocalLeaves{Drivers: map[string]engine.Driver{"exec": d}, Commands: echoCommands{}}, RunsDir: t.TempDir()}
+		acts := &Activities{Leaves: engine.LocalLeaves{Drivers: map[string]engine.Driver{"exec": d}, Commands: echoCommands{}}, RunsDir: t.TempDir(), Concurrency: concurrency}
 		w := NewWorker(c, cl.queue, acts)
 		ctx, stop := context.WithCancel(context.Background())
 		cl.workers = append(cl.workers, w)

@@ -21,7 +21,12 @@ type leaves struct {
 	timing Timing
 }
 
-var _ engine.LeafRunner = leaves{}
+var _ engine.BlindLeafRunner = leaves{}
+
+// Blind says the walker cannot watch a turn on a worker live: each turn
+// is bound by what it reserved (docs/temporal.md), which TokensLeft
+// carries to the worker.
+func (leaves) Blind() {}
 
 // options are a leaf's activity options: its own timeout is applied on
 // the worker (a timeout is a value), so the activity gets it plus grace;

@@ -154,8 +154,8 @@ func (m *mirror) finish(ctx context.Context) (*engine.Result, error) {
 			m.note("the run's node values (values.json) are not recorded: " + err.Error())
 		}
 	}
-	res := &engine.Result{RunID: m.ref.Workflow, Dir: m.dir, OK: out.OK, Output: out.Output, Failure: out.Failure, Usage: out.Usage}
-	m.emit(&engine.Event{Type: rundir.EventRunEnd, Status: out.Status, OK: &res.OK, Error: out.Failure, Usage: &res.Usage, Dir: m.dir})
+	res := &engine.Result{RunID: m.ref.Workflow, Dir: m.dir, OK: out.OK, Output: out.Output, Failure: out.Failure, Usage: out.Usage, Overspend: out.Overspend}
+	m.emit(&engine.Event{Type: rundir.EventRunEnd, Status: out.Status, OK: &res.OK, Error: out.Failure, Usage: &res.Usage, Dir: m.dir, Overspend: res.Overspend})
 	return res, m.w.Finish(out.Output)
 }
 

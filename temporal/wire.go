@@ -94,6 +94,8 @@ type RunOutput struct {
 	// Values are the run's node values (engine.ValuesRecorder), which the
 	// mirror writes to values.json.
 	Values map[string]any `json:"values,omitempty"`
+	// Overspend names each budget the run ended above (its end fact's).
+	Overspend []rundir.Overspend `json:"overspend,omitempty"`
 }
 
 // FactsPage is what the facts query returns: the facts from From on, at

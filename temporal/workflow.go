@@ -71,5 +71,5 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		}
 		return nil, err
 	}
-	return &RunOutput{OK: res.OK, Status: res.Status(), Output: rec.output, Failure: res.Failure, Usage: res.Usage, Values: rec.values}, nil
+	return &RunOutput{OK: res.OK, Status: res.Status(), Output: rec.output, Failure: res.Failure, Usage: res.Usage, Values: rec.values, Overspend: res.Overspend}, nil
 }

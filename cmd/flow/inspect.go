@@ -84,6 +84,9 @@ func (a *app) showCmd() *cobra.Command {
 				root := info.Failure.Root()
 				fmt.Fprintf(a.stdout, "failed at %s: %s: %s\n", root.Visit, root.Kind, safeLine(firstLine(root.Message)))
 			}
+			for _, o := range info.Overspend {
+				fmt.Fprintf(a.stdout, "overspent: %s\n", safeLine(o.String()))
+			}
 			if !info.Resumable && info.Status != rundir.StatusSucceeded {
 				fmt.Fprintf(a.stdout, "not resumable: %s\n", safeLine(info.Why))
 			}

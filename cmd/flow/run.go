@@ -140,6 +140,11 @@ func (a *app) execute(ctx context.Context, asJSON bool, start func(context.Conte
 // summary says how a run ended. The output goes to stdout as it is when
 // stdout is a pipe (it is data), escaped on a terminal (an agent wrote it).
 func (a *app) summary(res *engine.Result) {
+	defer func() {
+		for _, o := range res.Overspend {
+			fmt.Fprintf(a.stderr, "\toverspent: %s\n", safeText(o.String()))
+		}
+	}()
 	if res.OK {
 		fmt.Fprintf(a.stderr, "run %s succeeded in %s\n", res.RunID, safeText(res.Dir))
 		if s := outputText(res.Output); s != "" {

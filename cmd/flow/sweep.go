@@ -239,7 +239,7 @@ func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, runs sweep.Runs, notes 
 		fmt.Fprintf(a.stderr, "interrupted: flow sweep --resume %s runs the cells that did not end\n", s.ID())
 		return &exitError{code: exitInterrupted}
 	case r.Cells.Skipped > 0:
-		return &exitError{code: exitFailed, msg: fmt.Sprintf("%d cell(s) were not started: the budget could not cover them (flow sweep --resume %s --budget-cost … runs them)", r.Cells.Skipped, s.ID())}
+		return &exitError{code: exitFailed, msg: fmt.Sprintf("%d cell(s) were not started: the budget could not cover them (flow sweep --resume %s %s runs them)", r.Cells.Skipped, s.ID(), budgetFlags(g.Budget))}
 	case pin:
 		return a.pin(s)
 	}

@@ -56,6 +56,10 @@ func comparable(t *testing.T, s *sweep.Sweep) map[string]any {
 	}
 	delete(r, "sweep")
 	delete(r, "updated")
+	if spent, ok := r["spent"].(map[string]any); ok {
+		delete(spent, "wall_ms")
+		delete(spent, "busy_ms")
+	}
 	for _, key := range []string{"assignments", "by_params"} {
 		rows, _ := r[key].([]any)
 		for _, row := range rows {

@@ -131,4 +131,24 @@ func (a *app) printSummary(r *sweep.Report) {
 	if r.Pin != nil {
 		fmt.Fprintf(a.stdout, "chosen: %s — %s\n", r.Pin.Assignment, r.Pin.Reason)
 	}
+	fmt.Fprintf(a.stderr, "spent %s tokens, cost %s\n", rundir.TokensText(r.Spent), rundir.CostText(r.Spent))
+	for _, o := range r.Overspend {
+		fmt.Fprintf(a.stderr, "overspent: %s\n", safeText(o.String()))
+	}
+}
+
+// budgetFlags names the flags of the budget the sweep was given, for a
+// hint to give them again, larger.
+func budgetFlags(b sweep.Budget) string {
+	var flags []string
+	if b.Tokens > 0 {
+		flags = append(flags, "--budget-tokens …")
+	}
+	if b.Cost > 0 {
+		flags = append(flags, "--budget-cost …")
+	}
+	if len(flags) == 0 {
+		return "--budget-tokens … or --budget-cost …"
+	}
+	return strings.Join(flags, " ")
 }

@@ -1,0 +1,54 @@
+package sweep
+
+import (
+	"fmt"
+
+	"github.com/flowrun/flow/rundir"
+)
+
+// spentAll is what every cell that ran spent, stopped cells included:
+// the figures its run's journal holds.
+func spentAll(f *File) rundir.Usage {
+	var u rundir.Usage
+	for _, c := range f.Cells {
+		if c.Outcome != nil {
+			u.Add(c.Outcome.Usage)
+		}
+	}
+	return u
+}
+
+// overspends says whether the sweep ended above its budget, by how much
+// and why, followed by what the cells' own runs overspent
+// (docs/sweeps.md). It is made from sweep.json alone, so that every
+// report says the same.
+func overspends(f *File, spent rundir.Usage) []rundir.Overspend {
+	var out []rundir.Overspend
+	o := rundir.Overspend{Budget: "sweep " + f.ID}
+	if b := f.Budget.Tokens; b > 0 && spent.Tokens() > b {
+		o.Tokens, o.LimitTokens = spent.Tokens()-b, b
+	}
+	if b := f.Budget.Cost; b > 0 && spent.Cost != nil && *spent.Cost > b {
+		o.Cost, o.LimitCost = *spent.Cost-b, b
+	}
+	if o.LimitTokens > 0 || o.LimitCost > 0 {
+		o.Why = "the cells running when the budget ran out spent more than their forecasts (the sweep's budget does not cut a running cell short)"
+		for _, c := range f.Cells {
+			if c.Unpriced && c.Outcome != nil {
+				o.Why = fmt.Sprintf("cell %d started with no forecast to reserve (no earlier run had priced it), and the cells running beside it spent more than it left", c.Index)
+				break
+			}
+		}
+		out = append(out, o)
+	}
+	for _, c := range f.Cells {
+		if c.Outcome == nil {
+			continue
+		}
+		for _, co := range c.Outcome.Overspend {
+			co.Budget = fmt.Sprintf("cell %d (run %s): %s", c.Index, c.Run, co.Budget)
+			out = append(out, co)
+		}
+	}
+	return out
+}
