@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,5 +209,72 @@ func assertNoSecret(t *testing.T, dir string, secrets ...string) {
 	})
 	if err != nil || files == 0 {
 		t.Fatalf("walking %s: %v (%d files)", dir, err, files)
+	}
+}
+
+// Paths a journal names are the run's only inside its worktrees directory,
+// links followed (issue 23).
+func TestHostileWorktreeInside(t *testing.T) {
+	run := t.TempDir()
+	far := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(run, "worktrees", "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(far, filepath.Join(run, "worktrees", "out")); err != nil {
+		t.Fatal(err)
+	}
+	linked := t.TempDir()
+	if err := os.Symlink(far, filepath.Join(linked, "worktrees")); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{
+		filepath.Join(run, "worktrees", "a"):                 true,
+		filepath.Join(run, "worktrees", "not-yet", "deeper"): true,
+		filepath.Join(run, "worktrees"):                      false,
+		run:                                                  false,
+		far:                                                  false,
+		filepath.Join(run, "worktrees", "..", ".."): false,
+		filepath.Join(run, "worktrees", "out"):      false,
+		filepath.Join(run, "worktrees", "out", "x"): false,
+		"/":                                     false,
+		filepath.Join(linked, "worktrees", "a"): false,
+	} {
+		dir := run
+		if strings.HasPrefix(path, linked) {
+			dir = linked
+		}
+		if got := WorktreeInside(dir, path); got != want {
+			t.Errorf("WorktreeInside(%s, %s) = %v, want %v", dir, path, got, want)
+		}
+	}
+}
+
+// The run's files are never written through a link, and a FIFO where one
+// should be is an error, not a hang.
+func TestHostileRunFilesAreNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(target, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "events.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openLineFile(link, nil); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("openLineFile through a link: %v", err)
+	}
+	if err := dropTornLine(link); err == nil {
+		t.Fatal("dropTornLine through a link must fail")
+	}
+	fifo := filepath.Join(dir, "journal.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadJournal(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("ReadJournal of a FIFO: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "precious" {
+		t.Fatalf("the target was written: %q", b)
 	}
 }
