@@ -186,3 +186,55 @@ func TestHostileResumeRefusesLinkedRunFiles(t *testing.T) {
 		})
 	}
 }
+
+// flow resume of a run whose journal names a worktree outside the run:
+// the path is left alone, the run says so, and the scope works in a
+// worktree of its own.
+func TestHostileResumeLeavesAloneWorktreesOutsideTheRun(t *testing.T) {
+	env := gitEnv(t)
+	dir := repoWith(t, env, map[string]string{
+		"once.yaml": `name: once
+agents:
+  - {name: edit, description: fails once, driver: exec, command: [bash, -c, 'cat >/dev/null; test -f "$OK" && echo edited > notes.txt && echo edited']}
+nodes:
+  - {id: w, agent: edit, isolation: worktree, prompt: Edit.}
+`,
+		"notes.txt": "notes\n"})
+	ok := filepath.Join(t.TempDir(), "ok")
+	env = append(env, "OK="+ok)
+	out, err := flowIn(t, env, dir, "run", "once.yaml")
+	if err == nil {
+		t.Fatalf("flow run should fail:\n%s", out)
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, ".flow", "runs", "*"))
+	run := runs[0]
+	far, file := victim(t)
+	journal := filepath.Join(run, "journal.jsonl")
+	b, err := os.ReadFile(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(run, "worktrees", "w")
+	if !strings.Contains(string(b), kept) {
+		t.Fatalf("the journal does not name %s:\n%s", kept, b)
+	}
+	if err := os.WriteFile(journal, []byte(strings.ReplaceAll(string(b), kept, far)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ok, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = flowIn(t, env, dir, "resume", filepath.Base(run))
+	mustSurvive(t, file)
+	if err != nil || !strings.Contains(out, "outside the run's worktrees directory: left alone") {
+		t.Fatalf("flow resume must succeed and say it left %s alone: %v\n%s", far, err, out)
+	}
+	if got := gitCmd(t, env, dir, "show", "flow/"+filepath.Base(run)+":notes.txt"); got != "edited" {
+		t.Fatalf("the scope did not land from a worktree of its own: %q", got)
+	}
+	out, err = flowIn(t, env, dir, "gc")
+	mustSurvive(t, file)
+	if err != nil {
+		t.Fatalf("flow gc: %v\n%s", err, out)
+	}
+}
