@@ -76,20 +76,16 @@ func endLeftovers(runID string) int {
 }
 
 // replay indexes the last end fact of each visit of earlier attempts and
-// takes back their sessions and spending. It returns what the run should
-// say as it starts: the worktrees the journal names outside the run's
-// directory, which are left alone (a journal is data a repository may
-// carry; docs/run-directory.md).
+// takes back their sessions and spending. It returns the notes of
+// rundir's Confine: worktrees the journal names outside the run.
 func (r *runner) replay(facts []*Fact) (notes []string) {
 	if facts == nil {
 		return nil
 	}
 	r.ended = map[string]*Fact{}
-	for _, w := range rundir.Worktrees(facts) {
-		if w.Path != "" && r.local != nil && !r.local.OwnsWorktree(w.Path) {
-			notes = append(notes, fmt.Sprintf("the journal names %s as the worktree of %s, outside the run's worktrees directory: left alone, the scope gets a worktree of its own", w.Path, w.Scope))
-			w.Path = ""
-		}
+	ws := rundir.Worktrees(facts)
+	notes = r.local.Confine(ws)
+	for _, w := range ws {
 		r.wt.earlier[w.Scope] = w
 		// A memory scope's worktree goes when its owner ends, also when
 		// every visit of it replays.

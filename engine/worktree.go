@@ -230,12 +230,7 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 	if sc.path == "" {
 		sc.path = r.local.Worktree(sc.name)
 	}
-	if r.local != nil && !r.local.OwnsWorktree(sc.path) {
-		// A worktrees/ that is a link to elsewhere: what is there is not
-		// the run's to clear.
-		return "", &Failure{Kind: schema.FailUnavailable, Message: fmt.Sprintf("the worktree %s of %s is not inside the run's worktrees directory (a symbolic link on the way?): flow does not clear it", sc.path, sc.name)}
-	}
-	if err := r.local.KeepOutOfGit(); err != nil {
+	if err := r.local.ReadyWorktree(sc.path); err != nil {
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	if sc.branch == "" {

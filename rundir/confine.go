@@ -94,3 +94,31 @@ func linkError(path string, err error) error {
 	}
 	return err
 }
+
+// Confine drops the path of every worktree of ws that is not inside the
+// run's worktrees directory, so that a resume neither reuses nor clears
+// it, and says so in one note each. A nil Writer (a run recorded
+// elsewhere) confines nothing.
+func (w *Writer) Confine(ws []*Worktree) (notes []string) {
+	if w == nil {
+		return nil
+	}
+	for _, wt := range ws {
+		if wt.Path != "" && !w.OwnsWorktree(wt.Path) {
+			notes = append(notes, fmt.Sprintf("the journal names %s as the worktree of %s, outside the run's worktrees directory: left alone, the scope gets a worktree of its own", wt.Path, wt.Scope))
+			wt.Path = ""
+		}
+	}
+	return notes
+}
+
+// ReadyWorktree makes the run directory ready to hold the worktree at
+// path (KeepOutOfGit), refusing a path outside its worktrees directory (a
+// worktrees/ that is a link to elsewhere): what is there is not the run's
+// to clear.
+func (w *Writer) ReadyWorktree(path string) error {
+	if !w.OwnsWorktree(path) {
+		return fmt.Errorf("the worktree %s is not inside the run's worktrees directory %s (a symbolic link on the way?): flow does not clear it", path, filepath.Join(w.dir, worktreesDir))
+	}
+	return w.KeepOutOfGit()
+}

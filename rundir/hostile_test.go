@@ -278,3 +278,29 @@ func TestHostileRunFilesAreNotFollowed(t *testing.T) {
 		t.Fatalf("the target was written: %q", b)
 	}
 }
+
+// A resume drops the journal's worktree paths outside the run and refuses
+// to make one under a worktrees/ that leads elsewhere (issue 23).
+func TestHostileConfineAndReadyWorktree(t *testing.T) {
+	runs := t.TempDir()
+	w, err := Create(runs, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	far := t.TempDir()
+	ws := []*Worktree{{Scope: "in", Path: w.Worktree("in")}, {Scope: "out", Path: far}}
+	notes := w.Confine(ws)
+	if len(notes) != 1 || !strings.Contains(notes[0], far) || ws[0].Path == "" || ws[1].Path != "" {
+		t.Fatalf("Confine: %q, paths %q %q", notes, ws[0].Path, ws[1].Path)
+	}
+	if err := w.ReadyWorktree(w.Worktree("in")); err != nil {
+		t.Fatalf("ReadyWorktree inside: %v", err)
+	}
+	if err := os.Symlink(far, filepath.Join(w.Dir(), "worktrees")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ReadyWorktree(w.Worktree("in")); err == nil || !strings.Contains(err.Error(), "not inside") {
+		t.Fatalf("ReadyWorktree under a linked worktrees/: %v", err)
+	}
+}
