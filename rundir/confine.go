@@ -3,6 +3,7 @@ package rundir
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -121,4 +122,37 @@ func (w *Writer) ReadyWorktree(path string) error {
 		return fmt.Errorf("the worktree %s is not inside the run's worktrees directory %s (a symbolic link on the way?): flow does not clear it", path, filepath.Join(w.dir, worktreesDir))
 	}
 	return w.KeepOutOfGit()
+}
+
+// ReadRegular reads the file at path whole, only if it is a regular file:
+// not through a link at its last element, never waiting on a FIFO. What a
+// run or sweep directory holds is read so.
+func ReadRegular(path string) ([]byte, error) {
+	f, err := openFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// sameContent reports whether the file at path (links followed, as a
+// flow file may be one) is a regular file holding src. A FIFO or device
+// there is not read: it differs.
+func sameContent(path, src string) (same, ok bool) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return false, false
+	}
+	if !st.Mode().IsRegular() {
+		return false, true
+	}
+	if st.Size() != int64(len(src)) {
+		return false, true
+	}
+	now, err := os.ReadFile(path)
+	if err != nil {
+		return false, false
+	}
+	return string(now) == src, true
 }

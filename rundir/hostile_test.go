@@ -304,3 +304,35 @@ func TestHostileConfineAndReadyWorktree(t *testing.T) {
 		t.Fatalf("ReadyWorktree under a linked worktrees/: %v", err)
 	}
 }
+
+// A FIFO where lock.json, snapshot.json or values.json should be is an
+// error at once, never a read that waits (issue 23).
+func TestHostileFIFOsInARunAreNotWaitedOn(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{lockFile, snapshotFile, valuesFile} {
+		if err := syscall.Mkfifo(filepath.Join(dir, name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := ReadLock(filepath.Join(dir, lockFile)); err == nil {
+			t.Error("ReadLock of a FIFO must fail")
+		}
+		if _, err := ReadSnapshot(dir); err == nil {
+			t.Error("ReadSnapshot of a FIFO must fail")
+		}
+		if _, err := ReadValues(dir); err == nil {
+			t.Error("ReadValues of a FIFO must fail")
+		}
+		if err := acquireLock(dir); err == nil {
+			t.Error("a FIFO lock must not be taken")
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a run's FIFO waits")
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/flowrun/flow/rundir"
 )
 
 // The files of a sweep directory (docs/sweeps.md). The sweep package owns
@@ -95,7 +97,7 @@ func NewID(now time.Time) string {
 }
 
 func readFile(dir string) (*File, error) {
-	b, err := os.ReadFile(filepath.Join(dir, sweepFile))
+	b, err := rundir.ReadRegular(filepath.Join(dir, sweepFile))
 	if err != nil {
 		return nil, fmt.Errorf("reading sweep: %w", err)
 	}
