@@ -336,3 +336,25 @@ func TestHostileFIFOsInARunAreNotWaitedOn(t *testing.T) {
 		t.Fatal("reading a run's FIFO waits")
 	}
 }
+
+// A resume refuses a run whose home/ or worktrees/ is a link: the
+// drivers would write transcripts through it (issue 23).
+func TestHostileReopenRefusesLinkedDirs(t *testing.T) {
+	for _, sub := range []string{homesDir, worktreesDir} {
+		runs := t.TempDir()
+		w, err := Create(runs, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Fact(&Fact{Type: FactRun, Time: time.Now(), RunID: "r1", Status: StatusRunning}); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.Close()
+		if err := os.Symlink(t.TempDir(), filepath.Join(runs, "r1", sub)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Reopen(filepath.Join(runs, "r1")); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("%s linked: Reopen gave %v", sub, err)
+		}
+	}
+}

@@ -80,6 +80,11 @@ func Reopen(dir string, secrets ...string) (*Writer, []*Fact, error) {
 	} else if !st.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("resuming %s: %s is not a regular file (%s): flow does not read or write a run's files through links", dir, filepath.Join(dir, journalFile), st.Mode().Type())
 	}
+	for _, sub := range []string{homesDir, worktreesDir} {
+		if st, err := os.Lstat(filepath.Join(dir, sub)); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return nil, nil, fmt.Errorf("resuming %s: %s is a symbolic link: flow does not write a run's files through links", dir, filepath.Join(dir, sub))
+		}
+	}
 	if err := acquireLock(dir); err != nil {
 		return nil, nil, err
 	}
