@@ -270,7 +270,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, inp
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
 	}
-	r.replay(earlier)
+	notes = append(notes, r.replay(earlier)...)
 	start := r.rt.Now()
 	if err := rec.Fact(&Fact{Type: rundir.FactRun, Time: start, RunID: opts.RunID, Flow: plan.Root.Name, Status: rundir.StatusRunning, Input: input, Resumed: earlier != nil}); err != nil {
 		return nil, err

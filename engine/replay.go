@@ -77,13 +77,16 @@ func endLeftovers(runID string) int {
 
 // replay indexes the last end fact of each visit of earlier attempts and
 // takes back their sessions, their spending and what their turns cost
-// (each agent's smallest and typical turn).
-func (r *runner) replay(facts []*Fact) {
+// (each agent's smallest and typical turn). It returns the notes of
+// rundir's Confine: worktrees the journal names outside the run.
+func (r *runner) replay(facts []*Fact) (notes []string) {
 	if facts == nil {
-		return
+		return nil
 	}
 	r.ended = map[string]*Fact{}
-	for _, w := range rundir.Worktrees(facts) {
+	ws := rundir.Worktrees(facts)
+	notes = r.local.Confine(ws)
+	for _, w := range ws {
 		r.wt.earlier[w.Scope] = w
 		// A memory scope's worktree goes when its owner ends, also when
 		// every visit of it replays.
@@ -105,6 +108,7 @@ func (r *runner) replay(facts []*Fact) {
 			r.session(*f.Scope).id = f.Session
 		}
 	}
+	return notes
 }
 
 // replayed returns the recorded outcome of a leaf visit (agent, run, ask)

@@ -230,7 +230,7 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 	if sc.path == "" {
 		sc.path = r.local.Worktree(sc.name)
 	}
-	if err := r.local.KeepOutOfGit(); err != nil {
+	if err := r.local.ReadyWorktree(sc.path); err != nil {
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	if sc.branch == "" {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,5 +209,152 @@ func assertNoSecret(t *testing.T, dir string, secrets ...string) {
 	})
 	if err != nil || files == 0 {
 		t.Fatalf("walking %s: %v (%d files)", dir, err, files)
+	}
+}
+
+// Paths a journal names are the run's only inside its worktrees directory,
+// links followed (issue 23).
+func TestHostileWorktreeInside(t *testing.T) {
+	run := t.TempDir()
+	far := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(run, "worktrees", "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(far, filepath.Join(run, "worktrees", "out")); err != nil {
+		t.Fatal(err)
+	}
+	linked := t.TempDir()
+	if err := os.Symlink(far, filepath.Join(linked, "worktrees")); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{
+		filepath.Join(run, "worktrees", "a"):                 true,
+		filepath.Join(run, "worktrees", "not-yet", "deeper"): true,
+		filepath.Join(run, "worktrees"):                      false,
+		run:                                                  false,
+		far:                                                  false,
+		filepath.Join(run, "worktrees", "..", ".."): false,
+		filepath.Join(run, "worktrees", "out"):      false,
+		filepath.Join(run, "worktrees", "out", "x"): false,
+		"/":                                     false,
+		filepath.Join(linked, "worktrees", "a"): false,
+	} {
+		dir := run
+		if strings.HasPrefix(path, linked) {
+			dir = linked
+		}
+		if got := WorktreeInside(dir, path); got != want {
+			t.Errorf("WorktreeInside(%s, %s) = %v, want %v", dir, path, got, want)
+		}
+	}
+}
+
+// The run's files are never written through a link, and a FIFO where one
+// should be is an error, not a hang.
+func TestHostileRunFilesAreNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(target, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "events.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openLineFile(link, nil); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("openLineFile through a link: %v", err)
+	}
+	if err := dropTornLine(link); err == nil {
+		t.Fatal("dropTornLine through a link must fail")
+	}
+	fifo := filepath.Join(dir, "journal.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadJournal(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("ReadJournal of a FIFO: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "precious" {
+		t.Fatalf("the target was written: %q", b)
+	}
+}
+
+// A resume drops the journal's worktree paths outside the run and refuses
+// to make one under a worktrees/ that leads elsewhere (issue 23).
+func TestHostileConfineAndReadyWorktree(t *testing.T) {
+	runs := t.TempDir()
+	w, err := Create(runs, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	far := t.TempDir()
+	ws := []*Worktree{{Scope: "in", Path: w.Worktree("in")}, {Scope: "out", Path: far}}
+	notes := w.Confine(ws)
+	if len(notes) != 1 || !strings.Contains(notes[0], far) || ws[0].Path == "" || ws[1].Path != "" {
+		t.Fatalf("Confine: %q, paths %q %q", notes, ws[0].Path, ws[1].Path)
+	}
+	if err := w.ReadyWorktree(w.Worktree("in")); err != nil {
+		t.Fatalf("ReadyWorktree inside: %v", err)
+	}
+	if err := os.Symlink(far, filepath.Join(w.Dir(), "worktrees")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ReadyWorktree(w.Worktree("in")); err == nil || !strings.Contains(err.Error(), "not inside") {
+		t.Fatalf("ReadyWorktree under a linked worktrees/: %v", err)
+	}
+}
+
+// A FIFO where lock.json, snapshot.json or values.json should be is an
+// error at once, never a read that waits (issue 23).
+func TestHostileFIFOsInARunAreNotWaitedOn(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{lockFile, snapshotFile, valuesFile} {
+		if err := syscall.Mkfifo(filepath.Join(dir, name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := ReadLock(filepath.Join(dir, lockFile)); err == nil {
+			t.Error("ReadLock of a FIFO must fail")
+		}
+		if _, err := ReadSnapshot(dir); err == nil {
+			t.Error("ReadSnapshot of a FIFO must fail")
+		}
+		if _, err := ReadValues(dir); err == nil {
+			t.Error("ReadValues of a FIFO must fail")
+		}
+		if err := acquireLock(dir); err == nil {
+			t.Error("a FIFO lock must not be taken")
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a run's FIFO waits")
+	}
+}
+
+// A resume refuses a run whose home/ or worktrees/ is a link: the
+// drivers would write transcripts through it (issue 23).
+func TestHostileReopenRefusesLinkedDirs(t *testing.T) {
+	for _, sub := range []string{homesDir, worktreesDir} {
+		runs := t.TempDir()
+		w, err := Create(runs, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Fact(&Fact{Type: FactRun, Time: time.Now(), RunID: "r1", Status: StatusRunning}); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.Close()
+		if err := os.Symlink(t.TempDir(), filepath.Join(runs, "r1", sub)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Reopen(filepath.Join(runs, "r1")); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("%s linked: Reopen gave %v", sub, err)
+		}
 	}
 }

@@ -43,7 +43,7 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // *CorruptError naming the file and line.
 func ReadJournal(dir string) ([]*Fact, error) {
 	path := filepath.Join(dir, journalFile)
-	f, err := os.Open(path)
+	f, err := openFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reading journal: %w", err)
 	}

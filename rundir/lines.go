@@ -24,7 +24,7 @@ type lineFile struct {
 }
 
 func openLineFile(path string, secrets *secret.Redactor) (*lineFile, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := openFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (l *lineFile) close() error {
 // that wrote it died mid-write, and new lines must not be glued to the
 // fragment.
 func dropTornLine(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := openFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}

@@ -114,7 +114,10 @@ func TakeLock(path, addr string) error {
 		if !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("taking the lock %s: %w", path, err)
 		}
-		held, err := os.ReadFile(path)
+		held, err := ReadRegular(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("taking the lock %s: %w", path, err) // a link, a FIFO: not a lock
+		}
 		if err != nil {
 			continue // removed meanwhile: try again
 		}
@@ -163,7 +166,7 @@ func takeOver(path string, stale []byte, pid int) error {
 		return fmt.Errorf("%w: another process is taking %s over from pid %d (remove %s if none is)", ErrLocked, path, pid, tk)
 	}
 	defer func() { _ = f.Close(); _ = os.Remove(tk) }()
-	now, err := os.ReadFile(path)
+	now, err := ReadRegular(path)
 	if err != nil || string(now) != string(stale) {
 		return nil // changed meanwhile: the caller looks again
 	}
@@ -185,9 +188,9 @@ func ReleaseLock(path string) error {
 
 func readLock(dir string) (*Lock, error) { return ReadLock(filepath.Join(dir, lockFile)) }
 
-// ReadLock reads a lock file.
+// ReadLock reads a lock file (a regular file: not a link, not a FIFO).
 func ReadLock(path string) (*Lock, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadRegular(path)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package rundir
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -78,7 +77,7 @@ func NewSnapshot(runID string, plan *flows.Plan, input any, s Settings) *Snapsho
 
 // ReadSnapshot reads the snapshot of the run in dir.
 func ReadSnapshot(dir string) (*Snapshot, error) {
-	b, err := os.ReadFile(filepath.Join(dir, snapshotFile))
+	b, err := ReadRegular(filepath.Join(dir, snapshotFile))
 	if err != nil {
 		return nil, fmt.Errorf("reading snapshot: %w", err)
 	}
@@ -111,7 +110,7 @@ func (s *Snapshot) Load(opts flows.Options) (*flows.Plan, schema.Diagnostics) {
 func (s *Snapshot) Changed() []string {
 	var out []string
 	for _, f := range s.Flows {
-		if now, err := os.ReadFile(f.File); err == nil && string(now) != f.Source {
+		if same, ok := sameContent(f.File, f.Source); ok && !same {
 			out = append(out, f.File)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -23,7 +22,7 @@ func (w *Writer) WriteValues(values map[string]any) error {
 // ReadValues reads the values.json of the run in dir, as JSON decodes it
 // (numbers as float64).
 func ReadValues(dir string) (map[string]any, error) {
-	b, err := os.ReadFile(filepath.Join(dir, valuesFile))
+	b, err := ReadRegular(filepath.Join(dir, valuesFile))
 	if err != nil {
 		return nil, fmt.Errorf("reading node values: %w", err)
 	}

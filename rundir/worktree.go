@@ -1,6 +1,8 @@
 package rundir
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,10 +112,18 @@ func (w *Writer) Worktree(scope string) string {
 // embedded repositories by the user's next `git add -A`. It is idempotent.
 func (w *Writer) KeepOutOfGit() error {
 	path := filepath.Join(w.dir, ".gitignore")
-	if _, err := os.Stat(path); err == nil {
+	if _, err := os.Lstat(path); err == nil {
 		return nil
 	}
-	return os.WriteFile(path, []byte("# flow: a run directory is not part of the repository\n*\n"), 0o644)
+	f, err := openFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("# flow: a run directory is not part of the repository\n*\n")
+	return errors.Join(err, f.Close())
 }
 
 // scopeDir names a scope's directory without the characters that need

@@ -75,8 +75,15 @@ func Create(runsDir, id string, secrets ...string) (*Writer, error) {
 // resume): it takes the lock, cuts a torn last line off the journal, and
 // returns the facts of the earlier attempts. secrets are as for Create.
 func Reopen(dir string, secrets ...string) (*Writer, []*Fact, error) {
-	if _, err := os.Stat(filepath.Join(dir, journalFile)); err != nil {
+	if st, err := os.Lstat(filepath.Join(dir, journalFile)); err != nil {
 		return nil, nil, fmt.Errorf("resuming %s: %w", dir, err)
+	} else if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("resuming %s: %s is not a regular file (%s): flow does not read or write a run's files through links", dir, filepath.Join(dir, journalFile), st.Mode().Type())
+	}
+	for _, sub := range []string{homesDir, worktreesDir} {
+		if st, err := os.Lstat(filepath.Join(dir, sub)); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return nil, nil, fmt.Errorf("resuming %s: %s is a symbolic link: flow does not write a run's files through links", dir, filepath.Join(dir, sub))
+		}
 	}
 	if err := acquireLock(dir); err != nil {
 		return nil, nil, err
@@ -257,7 +264,13 @@ func (w *Writer) Close() error {
 // What write writes is redacted of secrets on its way to the file.
 func writeAside(path string, secrets *secret.Redactor, write func(*bufio.Writer) error) error {
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// The file beside is made afresh: whatever a crafted run directory
+	// holds under its name (a link to elsewhere) is removed, not written
+	// through.
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	f, err := openFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
 	}

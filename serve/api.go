@@ -37,6 +37,17 @@ func fail(w http.ResponseWriter, status int, field, format string, args ...any) 
 	writeJSON(w, status, apiError{Error: fmt.Sprintf(format, args...), Field: field})
 }
 
+// refused answers a run the server did not take: 429 with Retry-After
+// when the queue is full, 503 when the server shuts down.
+func refused(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrQueueFull) {
+		w.Header().Set("Retry-After", "10")
+		fail(w, http.StatusTooManyRequests, "", "%v", err)
+		return
+	}
+	fail(w, http.StatusServiceUnavailable, "", "%v", err)
+}
+
 // maxBody bounds a request body: an input, an answer.
 const maxBody = 1 << 20
 
@@ -188,7 +199,7 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 	id := rundir.NewRunID(time.Now())
 	status, err := s.runs.submit(&job{id: id, flow: name, trigger: TriggerAPI, plan: e.Plan, input: in})
 	if err != nil {
-		fail(w, http.StatusServiceUnavailable, "", "%v", err)
+		refused(w, err)
 		return
 	}
 	s.done(w, r, http.StatusAccepted, map[string]any{"id": id, "flow": name, "status": status, "url": "/api/runs/" + id}, "/runs/"+id)
@@ -304,7 +315,7 @@ func (s *Server) apiResume(w http.ResponseWriter, r *http.Request) {
 	}
 	status, err := s.runs.submit(&job{id: id, flow: info.Flow, trigger: TriggerResume, resumeDir: dir})
 	if err != nil {
-		fail(w, http.StatusServiceUnavailable, "", "%v", err)
+		refused(w, err)
 		return
 	}
 	s.done(w, r, http.StatusAccepted, map[string]any{"id": id, "status": status, "url": "/api/runs/" + id}, "/runs/"+id)

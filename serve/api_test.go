@@ -1,11 +1,15 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,7 +17,9 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/sourcegraph/conc"
 
+	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -374,4 +380,56 @@ nodes:
 		t.Fatalf("the form post: %d to %q", code, h.Get("Location"))
 	}
 	c.waitRun(id, "succeeded")
+}
+
+// An event stream outlives the server's ReadTimeout: the deadline bounds
+// reading a request, not listening to one (issue 23).
+func TestEventStreamOutlivesReadTimeout(t *testing.T) {
+	dir := t.TempDir()
+	flowDir := filepath.Join(dir, "flows")
+	if err := os.MkdirAll(flowDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Dir: flowDir, WorkDir: dir, RunsDir: filepath.Join(dir, "runs"), Log: discard, Listener: ln,
+		ReadTimeout: 200 * time.Millisecond, Load: flows.Options{UserAgentDirs: []string{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	wg.Go(func() { _ = s.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	<-s.Ready()
+	resp, err := http.Get("http://" + s.Addr() + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	time.Sleep(time.Second) // five ReadTimeouts
+	s.changed("")
+	got := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		var all []byte
+		for !strings.Contains(string(all), "data:") {
+			n, err := resp.Body.Read(buf)
+			all = append(all, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		got <- string(all)
+	}()
+	select {
+	case out := <-got:
+		if !strings.Contains(out, "data:") {
+			t.Fatalf("the stream ended after the read timeout: %q", out)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no event on the stream after the read timeout")
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // Token is one named bearer token: Name is who answered an approval.
@@ -19,13 +20,24 @@ type Token struct {
 // ReadTokens reads a token file: one `name token` per line; blank lines
 // and lines starting with # are skipped. A token shorter than 16
 // characters, a line without both fields and a name given twice are
-// errors naming the line.
+// errors naming the line. A file other users may read or write is refused:
+// its tokens are no secret (chmod 600 it).
 func ReadTokens(path string) ([]Token, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reading token file: %w", err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading token file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if perm := st.Mode().Perm(); perm&0o006 != 0 {
+		return nil, fmt.Errorf("%s can be read or written by every user (mode %04o): its tokens are no secret; chmod 600 %s", path, perm, path)
+	}
 	var out []Token
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(f)

@@ -140,7 +140,7 @@ func (s *Server) Handler() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusForbidden, "Origin", "a request from another site: POSTs are taken from this server's own pages and from clients that send no Origin")
 	}))
-	return s.recover(cop.Handler(s.authenticate(mux)))
+	return s.recover(s.allowHost(cop.Handler(s.authenticate(mux))))
 }
 
 // recover turns a handler's panic into a 500 with a JSON error and a

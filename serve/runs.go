@@ -95,7 +95,9 @@ type runs struct {
 	s   *Server
 	ctx context.Context // every run's parent; runs are stopped one by one, with a cause
 	max int
-	wg  conc.WaitGroup
+	// maxQueued caps the queue: a run past it is refused (ErrQueueFull).
+	maxQueued int
+	wg        conc.WaitGroup
 
 	mu     sync.Mutex
 	active map[string]*active
@@ -105,6 +107,10 @@ type runs struct {
 
 // errClosed refuses new runs once the server shuts down.
 var errClosed = errors.New("the server is shutting down")
+
+// ErrQueueFull refuses a run when as many wait for a slot as the queue
+// holds (--max-queued).
+var ErrQueueFull = errors.New("the run queue is full")
 
 // submit starts j now, or queues it if the cap is reached. It says which.
 func (r *runs) submit(j *job) (status string, err error) {
@@ -117,6 +123,10 @@ func (r *runs) submit(j *job) (status string, err error) {
 	if len(r.active) < r.max {
 		r.startLocked(j)
 		return string(rundir.StatusRunning), nil
+	}
+	if r.maxQueued > 0 && len(r.queue) >= r.maxQueued {
+		r.s.log.Warn("run refused: the queue is full", "flow", j.flow, "trigger", j.trigger, "running", len(r.active), "queued", len(r.queue))
+		return "", fmt.Errorf("%w: %d runs are running and %d wait (--max-runs %d, --max-queued %d); try again once some have ended", ErrQueueFull, len(r.active), len(r.queue), r.max, r.maxQueued)
 	}
 	r.queue = append(r.queue, j)
 	r.s.metrics.queued.Set(float64(len(r.queue)))

@@ -49,6 +49,18 @@ type Config struct {
 	// MaxRuns caps the runs alive at once; the rest wait in a queue, first
 	// come first served. Default 4.
 	MaxRuns int
+	// MaxQueued caps the runs waiting in that queue; a run past it is
+	// refused (429). Default DefaultMaxQueued.
+	MaxQueued int
+	// Hosts are the names, besides loopback ones, a request's Host may
+	// give (the server's name behind a proxy, say); any other is 421.
+	Hosts []string
+	// MaxConnsPerClient caps the connections one client address holds
+	// open; default DefaultMaxConnsPerClient.
+	MaxConnsPerClient int
+	// ReadTimeout bounds the reading of a whole request (an event stream
+	// lifts it); default ReadTimeout.
+	ReadTimeout time.Duration
 	// Poll is how often Dir is read for changed, added or removed files;
 	// default 1s.
 	Poll time.Duration
@@ -119,6 +131,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxRuns <= 0 {
 		cfg.MaxRuns = 4
+	}
+	if cfg.MaxQueued <= 0 {
+		cfg.MaxQueued = DefaultMaxQueued
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = ReadTimeout
+	}
+	if cfg.MaxConnsPerClient <= 0 {
+		cfg.MaxConnsPerClient = DefaultMaxConnsPerClient
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
@@ -208,7 +229,8 @@ func (s *Server) Run(ctx context.Context) error {
 
 	httpCtx, endHTTP := context.WithCancel(context.WithoutCancel(ctx))
 	defer endHTTP()
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	ln = newCapListener(ln, s.cfg.MaxConnsPerClient, maxConns())
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: s.cfg.ReadTimeout, IdleTimeout: IdleTimeout,
 		BaseContext: func(net.Listener) context.Context { return httpCtx }, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	loops, endLoops := context.WithCancel(ctx)
 	defer endLoops()
@@ -259,7 +281,7 @@ func (s *Server) boot(ctx context.Context, flowDir string) (pastState, error) {
 		}
 	}
 	// A SIGTERM must end runs as `stopped`, and only after firing stopped.
-	s.runs = &runs{s: s, ctx: context.WithoutCancel(ctx), max: s.cfg.MaxRuns, active: map[string]*active{}}
+	s.runs = &runs{s: s, ctx: context.WithoutCancel(ctx), max: s.cfg.MaxRuns, maxQueued: s.cfg.MaxQueued, active: map[string]*active{}}
 	s.sched = newScheduler(s, past.recent)
 	if _, err := s.reload(); err != nil {
 		_ = state.close()
@@ -314,6 +336,9 @@ func (s *Server) reload() ([]*entry, error) {
 // the API stays stopped.
 func (s *Server) resumeLeft(past pastState) {
 	for _, id := range past.owned {
+		if !runIDRE.MatchString(id) { // serve.jsonl names run ids, not paths
+			continue
+		}
 		dir, ok := rundir.Find(s.cfg.RunsDir, id)
 		if !ok {
 			continue

@@ -34,6 +34,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, run string) {
 		fail(w, http.StatusInternalServerError, "", "this connection cannot stream")
 		return
 	}
+	streaming(w)
 	sub, end := s.hub.subscribe(run)
 	defer end()
 	h := w.Header()

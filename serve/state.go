@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -58,10 +59,12 @@ type stateLog struct {
 }
 
 // openState reads the records of path and opens it for appending. A torn
-// last line (a server killed mid-write) is skipped.
+// last line (a server killed mid-write) is skipped. DIR may come with a
+// repository, so serve.jsonl is opened without following a link and
+// without waiting on a FIFO: anything but a regular file is an error.
 func openState(path string) (*stateLog, []Record, error) {
 	var recs []Record
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -81,11 +84,28 @@ func openState(path string) (*stateLog, []Record, error) {
 			return nil, nil, fmt.Errorf("reading %s: %w", path, err)
 		}
 	}
-	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	w, err := openRegular(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	return &stateLog{file: w}, recs, nil
+}
+
+// openRegular opens path with flag, not through a symbolic link and not
+// waiting on a FIFO; what it opens must be a regular file.
+func openRegular(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link: flow serve does not write through links", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return f, nil
 }
 
 // add appends r, stamped with the time if it has none. A record that

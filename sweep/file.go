@@ -10,7 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
+
+	"github.com/flowrun/flow/rundir"
 )
 
 // The files of a sweep directory (docs/sweeps.md). The sweep package owns
@@ -18,6 +21,7 @@ import (
 // directory, which package rundir owns.
 const (
 	sweepFile  = "sweep.json"
+	lockFile   = "lock.json" // who runs the sweep's cells (Sweep.Lock)
 	cellsDir   = "cells"
 	reportName = "report" // report.md, report.csv, report.json, report.html
 )
@@ -96,7 +100,7 @@ func NewID(now time.Time) string {
 }
 
 func readFile(dir string) (*File, error) {
-	b, err := os.ReadFile(filepath.Join(dir, sweepFile))
+	b, err := rundir.ReadRegular(filepath.Join(dir, sweepFile))
 	if err != nil {
 		return nil, fmt.Errorf("reading sweep: %w", err)
 	}
@@ -107,7 +111,55 @@ func readFile(dir string) (*File, error) {
 	if f.Version != fileVersion {
 		return nil, fmt.Errorf("reading %s: version %d, this flow reads version %d", filepath.Join(dir, sweepFile), f.Version, fileVersion)
 	}
+	if err := f.check(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w (flow sweep did not write it so: was it edited?)", filepath.Join(dir, sweepFile), err)
+	}
 	return &f, nil
+}
+
+// check holds a sweep file read from disk to what Create writes: every
+// cell is there, of an assignment and a parameter set the file lists, with
+// a status flow knows. A file that does not is an error, not a panic
+// further on.
+func (f *File) check() error {
+	if len(f.Assignments) == 0 {
+		return errors.New(`"assignments" lists no assignment`)
+	}
+	if len(f.ParamSets) == 0 {
+		return errors.New(`"param_sets" lists no parameter set`)
+	}
+	if len(f.Cells) == 0 {
+		return errors.New(`"cells" lists no cell`)
+	}
+	as := map[string]bool{}
+	for _, a := range f.Assignments {
+		as[a.Label] = true
+	}
+	ps := map[string]bool{}
+	for _, p := range f.ParamSets {
+		ps[p.Label] = true
+	}
+	for i, c := range f.Cells {
+		switch {
+		case c == nil:
+			return fmt.Errorf("cell %d is null", i+1)
+		case !as[c.Assignment]:
+			return fmt.Errorf("cell %d is of assignment %q, which the file does not list", i+1, c.Assignment)
+		case !ps[c.Params]:
+			return fmt.Errorf("cell %d is of parameter set %q, which the file does not list", i+1, c.Params)
+		case c.Repeat < 1:
+			return fmt.Errorf("cell %d has repeat %d; repeats count from 1", i+1, c.Repeat)
+		}
+		switch c.Status {
+		case StatusPending, StatusRunning, StatusSucceeded, StatusFailed, StatusStopped, StatusSkipped:
+		default:
+			return fmt.Errorf("cell %d has status %q", i+1, c.Status)
+		}
+		if c.Run != "" && (c.Run != filepath.Base(c.Run) || c.Run == "." || c.Run == "..") {
+			return fmt.Errorf("cell %d names run %q, which is not a run id", i+1, c.Run)
+		}
+	}
+	return nil
 }
 
 func writeFile(dir string, f *File) error {
@@ -118,10 +170,23 @@ func writeFile(dir string, f *File) error {
 	return writeAside(filepath.Join(dir, sweepFile), append(b, '\n'))
 }
 
-// writeAside writes path whole: into a file beside it, then renamed.
+// writeAside writes path whole: into a file beside it, then renamed. The
+// file beside is made afresh, never written through a link left there.
 func writeAside(path string, b []byte) error {
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

@@ -166,11 +166,27 @@ func csvReport(r *Report) ([]byte, error) {
 	_ = w.Write(r.columns())
 	for _, rows := range [][]*Row{r.Assignments, r.ByParams} {
 		for _, row := range rows {
-			_ = w.Write(r.cells(row))
+			_ = w.Write(neutralised(r.cells(row)))
 		}
 	}
 	w.Flush()
 	return b.Bytes(), w.Error()
+}
+
+// neutralised keeps a spreadsheet from taking a cell for a formula: a
+// cell that starts with =, +, -, @ (or a tab or carriage return) and is not
+// a plain number gets a leading '. A model named =HYPERLINK(…) stays text.
+func neutralised(cells []string) []string {
+	for i, c := range cells {
+		if c == "" || !strings.ContainsRune("=+-@\t\r", rune(c[0])) {
+			continue
+		}
+		if _, err := strconv.ParseFloat(c, 64); err == nil {
+			continue
+		}
+		cells[i] = "'" + c
+	}
+	return cells
 }
 
 func markdown(r *Report) ([]byte, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
@@ -84,4 +85,40 @@ func agentNames(plan *flows.Plan) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// checkNames refuses a name the reports could not show as one: a model,
+// an agent, a swept field or value, a task id or the baseline holding a
+// newline or another control character (a line of report.md, a cell of
+// report.csv would break at it).
+func (s Spec) checkNames() error {
+	check := func(what, name string) error {
+		if i := strings.IndexFunc(name, unicode.IsControl); i >= 0 {
+			return fmt.Errorf("%s %q holds a control character (%U): names in a sweep are shown in its reports, one line each", what, name, []rune(name[i:])[0])
+		}
+		return nil
+	}
+	var errs []error
+	for _, m := range s.Models {
+		errs = append(errs, check("model", m))
+	}
+	for _, as := range s.Assign {
+		errs = append(errs, check("agent", as.Agent))
+		for _, m := range as.Models {
+			errs = append(errs, check("model", m))
+		}
+	}
+	for _, p := range s.Params {
+		errs = append(errs, check("parameter", p.Key))
+		for _, v := range p.Values {
+			if str, ok := v.(string); ok {
+				errs = append(errs, check("value of "+p.Key, str))
+			}
+		}
+	}
+	for _, t := range s.Tasks {
+		errs = append(errs, check("task id", t.ID))
+	}
+	errs = append(errs, check("baseline", s.Baseline))
+	return errors.Join(errs...)
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -34,14 +36,56 @@ type Config struct {
 	Temporal    *Temporal     // the server the cells run on, if on Temporal (RunOptions.Runs walks them there)
 }
 
-// Create checks cfg against plan — the baseline is an assignment, every
-// cell's input fits the flow's — and makes the sweep's directory under
-// sweepsDir with its sweep.json. Nothing runs yet.
+// Create checks cfg against plan (Check) and makes the sweep's directory
+// under sweepsDir with its sweep.json, holding its lock (Lock) until
+// Unlock. Nothing runs yet.
 func Create(sweepsDir string, plan *flows.Plan, cfg Config) (*Sweep, error) {
+	f, err := prepare(plan, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(sweepsDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating sweeps directory: %w", err)
+	}
+	for attempt := 0; ; attempt++ {
+		f.ID = NewID(time.Now())
+		err := os.Mkdir(filepath.Join(sweepsDir, f.ID), 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) || attempt == 10 {
+			return nil, fmt.Errorf("creating sweep directory: %w", err)
+		}
+	}
+	s := &Sweep{dir: filepath.Join(sweepsDir, f.ID), f: f}
+	if err := s.Lock(); err != nil {
+		return nil, err
+	}
+	if err := writeFile(s.dir, f); err != nil {
+		_ = s.Unlock()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Check checks cfg against plan as Create does — the names are fit for
+// the reports, the baseline is an assignment, every cell's input fits
+// the flow's — and makes nothing: `flow sweep --dry-run` refuses what the
+// sweep would.
+func Check(plan *flows.Plan, cfg Config) error {
+	_, err := prepare(plan, cfg)
+	return err
+}
+
+// prepare makes the sweep file of a new sweep, without its id.
+func prepare(plan *flows.Plan, cfg Config) (*File, error) {
 	spec := cfg.Spec
 	spec.Repeat = max(spec.Repeat, 1)
 	if len(spec.Tasks) == 0 {
 		spec.Tasks = []Task{{ID: "t1"}}
+	}
+	if err := spec.checkNames(); err != nil {
+		return nil, &engine.InputError{Msg: err.Error()}
 	}
 	as := spec.Assignments()
 	if _, err := baseline(as, spec.Baseline); err != nil {
@@ -77,25 +121,36 @@ func Create(sweepsDir string, plan *flows.Plan, cfg Config) (*Sweep, error) {
 	if cfg.Timeout > 0 {
 		f.Timeout = cfg.Timeout.String()
 	}
-	if err := os.MkdirAll(sweepsDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating sweeps directory: %w", err)
-	}
-	for attempt := 0; ; attempt++ {
-		f.ID = NewID(time.Now())
-		err := os.Mkdir(filepath.Join(sweepsDir, f.ID), 0o755)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, os.ErrExist) || attempt == 10 {
-			return nil, fmt.Errorf("creating sweep directory: %w", err)
-		}
-	}
-	s := &Sweep{dir: filepath.Join(sweepsDir, f.ID), f: f}
-	if err := writeFile(s.dir, f); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return f, nil
 }
+
+// Lock takes the sweep directory's lock.json for this process, as a run
+// takes its own: one process runs a sweep's cells at a time, so no cell
+// is paid for twice and sweep.json has one writer. A lock a live process
+// holds is an error naming its pid.
+func (s *Sweep) Lock() error {
+	err := rundir.TakeLock(filepath.Join(s.dir, lockFile), "")
+	if errors.Is(err, rundir.ErrLocked) {
+		return &LockedError{Sweep: s.f.ID, Err: err}
+	}
+	return err
+}
+
+// Unlock gives the lock back.
+func (s *Sweep) Unlock() error { return rundir.ReleaseLock(filepath.Join(s.dir, lockFile)) }
+
+// LockedError says another live process runs the sweep.
+type LockedError struct {
+	Sweep string
+	Err   error
+}
+
+func (e *LockedError) Error() string {
+	msg := strings.TrimPrefix(e.Err.Error(), rundir.ErrLocked.Error()+": ")
+	return fmt.Sprintf("sweep %s is being run by another flow sweep: %s", e.Sweep, strings.Replace(msg, "a flow running this run", "a flow sweep running this sweep", 1))
+}
+
+func (e *LockedError) Unwrap() error { return e.Err }
 
 // Open opens the sweep in dir (see Find).
 func Open(dir string) (*Sweep, error) {

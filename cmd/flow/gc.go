@@ -25,13 +25,19 @@ func (a *app) gcCmd() *cobra.Command {
 			if dryRun {
 				verb = "would remove"
 			}
+			removed := 0
 			for _, k := range kept {
+				if k.Skipped != "" {
+					fmt.Fprintf(a.stderr, "flow gc: left alone %s (run %s, %s): %s\n", k.Path, k.Run, k.Scope, k.Skipped)
+					continue
+				}
 				if k.Err != nil {
 					continue
 				}
+				removed++
 				fmt.Fprintf(a.stdout, "%s %s  (run %s, %s; branch %s stays)\n", verb, k.Path, k.Run, k.Scope, k.Branch)
 			}
-			if len(kept) == 0 {
+			if removed == 0 {
 				fmt.Fprintln(a.stdout, "no worktree to remove")
 			}
 			return err

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +22,8 @@ type serveFlags struct {
 	addr      string
 	tokenFile string
 	maxRuns   int
+	maxQueued int
+	hosts     []string
 	poll      time.Duration
 	temporal  temporalFlags
 }
@@ -42,12 +45,22 @@ func (a *app) serveCmd() *cobra.Command {
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "where to listen (host:port); other than loopback needs --token-file")
 	fl.StringVar(&f.tokenFile, "token-file", "", "a `file` of bearer tokens, one name and token per line")
 	fl.IntVar(&f.maxRuns, "max-runs", 4, "runs alive at once; the rest wait in a queue")
+	fl.IntVar(&f.maxQueued, "max-queued", serve.DefaultMaxQueued, "runs waiting in the queue at most; past it a run is refused (429)")
+	fl.StringArrayVar(&f.hosts, "host", nil, "a `name` requests may give as Host besides loopback ones (repeatable)")
 	fl.DurationVar(&f.poll, "poll", time.Second, "how often DIR is read for changed files")
 	f.temporal.add(fl, "run every run on Temporal, and make schedules Temporal Schedules")
 	return cmd
 }
 
 func (a *app) serve(ctx context.Context, dir string, f serveFlags) error {
+	if f.maxQueued < 1 {
+		return invalid("--max-queued %d: give 1 or more", f.maxQueued)
+	}
+	for _, h := range f.hosts {
+		if h == "" || strings.ContainsAny(h, "/ :\t\r\n") {
+			return invalid("--host %q: give a host name, without a port or scheme", h)
+		}
+	}
 	var tokens []serve.Token
 	if f.tokenFile != "" {
 		var err error
@@ -69,7 +82,7 @@ func (a *app) serve(ctx context.Context, dir string, f serveFlags) error {
 		tc = a.temporalClient(c, tf)
 	}
 	srv, err := serve.New(serve.Config{Temporal: tc, Dir: dir, Addr: f.addr, Tokens: tokens, RunsDir: a.cfg.GetString("runs_dir"),
-		Load: a.loadOptions(), MaxRuns: f.maxRuns, Poll: f.poll, Log: slog.New(slog.NewTextHandler(a.stderr, nil)),
+		Load: a.loadOptions(), MaxRuns: f.maxRuns, MaxQueued: f.maxQueued, Hosts: f.hosts, Poll: f.poll, Log: slog.New(slog.NewTextHandler(a.stderr, nil)),
 		Engine: engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"),
 			Settings: a.runSettings("", 0), Config: a.config()}})
 	if err != nil {

@@ -132,6 +132,10 @@ func (s *served) call(method, path, body string, hdr ...string) (int, map[string
 		s.t.Fatal(err)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -64,7 +64,9 @@ func (a *app) sweepCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&f.models, "model", nil, "models to put every agent on, one per assignment (a,b,c)")
+	// Split by splitList, not as CSV: a CSV reader would end the list at a
+	// newline and drop the rest without a word.
+	fl.StringArrayVar(&f.models, "model", nil, "models to put every agent on, one per assignment (a,b,c; repeatable)")
 	fl.StringArrayVar(&f.assign, "assign", nil, "one agent's models, AGENT=m1,m2 (repeatable; the grid is the product)")
 	fl.StringVar(&f.inputs, "inputs", "", "a JSON Lines file of tasks: one input a line, with an optional id")
 	fl.StringVar(&f.input, "input", "", "one task's input as JSON (or plain text for a string input)")
@@ -131,6 +133,10 @@ func (a *app) sweep(cmd *cobra.Command, file string, f sweepFlags) error {
 	}
 	cfg := sweep.Config{Spec: spec, Budget: sweep.Budget{Tokens: f.budgetTokens, Cost: f.budgetCost}, Concurrency: f.cells, Timeout: f.timeout}
 	if f.dryRun {
+		// What the sweep would refuse, the dry run refuses.
+		if err := sweep.Check(plan, cfg); err != nil {
+			return invalid("%v", err)
+		}
 		as := spec.Assignments()
 		cells := len(as) * len(spec.ParamSets()) * max(len(spec.Tasks), 1) * max(spec.Repeat, 1)
 		return a.printForecast(plan, as, cells, a.runSettings("", f.timeout))
@@ -150,6 +156,7 @@ func (a *app) sweep(cmd *cobra.Command, file string, f sweepFlags) error {
 		}
 		return err
 	}
+	defer func() { _ = s.Unlock() }()
 	return a.runSweep(s, plan, runs, nil, f.pin)
 }
 
@@ -158,6 +165,14 @@ func (a *app) resumeSweep(cmd *cobra.Command, f sweepFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := s.Lock(); err != nil {
+		var le *sweep.LockedError
+		if errors.As(err, &le) {
+			return invalid("%v", err)
+		}
+		return err
+	}
+	defer func() { _ = s.Unlock() }()
 	for _, name := range []string{"model", "assign", "inputs", "input", "input-file", "set", "param", "repeat", "baseline", "concurrency", "timeout", "dry-run"} {
 		if cmd.Flags().Changed(name) {
 			return invalid("--%s does not go with --resume: a sweep resumes as it was made", name)
@@ -268,7 +283,10 @@ func (a *app) pin(s *sweep.Sweep) error {
 // overrides reads the grid the command line gives (sweep.SpecFor takes
 // the rest from the flow's sweep: section).
 func overrides(cmd *cobra.Command, plan *flows.Plan, f sweepFlags) (sweep.Overrides, error) {
-	o := sweep.Overrides{Models: f.models, Baseline: f.baseline}
+	o := sweep.Overrides{Baseline: f.baseline}
+	for _, m := range f.models {
+		o.Models = append(o.Models, splitList(m)...)
+	}
 	for _, as := range f.assign {
 		agent, list, ok := strings.Cut(as, "=")
 		models := splitList(list)

@@ -200,3 +200,39 @@ func samePath(a, b string) bool {
 	}
 	return ra == rb
 }
+
+// ListedWorktree reports whether `git worktree list --porcelain` lists
+// path as a worktree of the repository, and the branch it has checked out
+// (without refs/heads/). A path from a record flow did not write (a
+// journal a repository carries) is trusted as a worktree only this way.
+func (r *Repo) ListedWorktree(ctx context.Context, path string) (branch string, ok bool, err error) {
+	out, err := run(ctx, r.Top, nil, "worktree", "list", "--porcelain")
+	if err != nil {
+		return "", false, err
+	}
+	for _, rec := range strings.Split(out, "\n\n") {
+		var wt, br string
+		for _, line := range strings.Split(rec, "\n") {
+			if p, found := strings.CutPrefix(line, "worktree "); found {
+				wt = p
+			}
+			if b, found := strings.CutPrefix(line, "branch "); found {
+				br = strings.TrimPrefix(b, "refs/heads/")
+			}
+		}
+		if wt != "" && samePath(wt, path) {
+			return br, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// RemoveListedWorktree removes the worktree at path with git only: unlike
+// RemoveWorktree, nothing is removed when git does not take it for one of
+// the repository's worktrees.
+func (r *Repo) RemoveListedWorktree(ctx context.Context, path string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, err := run(ctx, r.Top, nil, "worktree", "remove", "--force", "--force", path)
+	return err
+}
