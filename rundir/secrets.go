@@ -1,6 +1,9 @@
 package rundir
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -88,4 +91,19 @@ func redactFile(p string, mode fs.FileMode, secrets *secret.Redactor) error {
 		return fmt.Errorf("redacting %s: %w", p, err)
 	}
 	return nil
+}
+
+// writeJSONAside writes v as the JSON file at path, as writeAside does,
+// with every secret redacted in its string values and in the object keys
+// that are not flow's own (secret.Redactor.JSON): whatever a secret's
+// value is, the file keeps flow's structure and still loads.
+func writeJSONAside(path string, secrets *secret.Redactor, v any) error {
+	return writeAside(path, nil, func(bw *bufio.Writer) error {
+		var b bytes.Buffer
+		if err := json.NewEncoder(&b).Encode(v); err != nil {
+			return err
+		}
+		_, err := bw.Write(secrets.JSON(b.Bytes()))
+		return err
+	})
 }
