@@ -133,7 +133,8 @@ func (r *Redactor) pending(b []byte) int {
 }
 
 // Value returns v with every secret in it redacted: v itself when its JSON
-// form holds none, else v's JSON form redacted and decoded into a new T
+// form holds none, else v's JSON form redacted (JSON: values, and keys
+// that are not flow's own) and decoded into a new T
 // (numbers in an interface then decode as float64). A value JSON cannot
 // encode is returned as it is.
 func Value[T any](r *Redactor, v T) T {
@@ -145,7 +146,7 @@ func Value[T any](r *Redactor, v T) T {
 		return v
 	}
 	var out T
-	if json.Unmarshal(r.Bytes(b), &out) != nil {
+	if json.Unmarshal(r.JSON(b), &out) != nil {
 		return v
 	}
 	return out
