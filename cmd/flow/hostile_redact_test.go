@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"html"
+	"html/template"
 	"io"
 	"math/rand/v2"
 	"net/url"
@@ -192,7 +194,8 @@ nodes:
 		t.Fatalf("the snapshot, without the agent's base_url: %v\n%s", err, snap)
 	}
 	for _, form := range []string{key, url.QueryEscape(key), `sk-q/u+e=r\u0026y \"a\\b\" 0123456789`,
-		`sk-q/u+e=r&y \"a\\b\" 0123456789`, `sk-q/u+e=r\\u0026y \\\"a\\\\b\\\" 0123456789`, `sk-q/u+e=r&y \\\"a\\\\b\\\" 0123456789`} {
+		`sk-q/u+e=r&y \"a\\b\" 0123456789`, `sk-q/u+e=r\\u0026y \\\"a\\\\b\\\" 0123456789`, `sk-q/u+e=r&y \\\"a\\\\b\\\" 0123456789`,
+		html.EscapeString(key), template.HTMLEscapeString(key)} {
 		clitest.NoJoinedKey(t, runs[0], form)
 		if bytes.Contains(out, []byte(form)) {
 			t.Errorf("flow run's output holds %q:\n%s", form, out)

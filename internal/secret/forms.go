@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"html"
+	"html/template"
 	"net/url"
 	"regexp"
 	"slices"
@@ -66,6 +68,7 @@ func Unsafe(value string) string {
 //   - JSON-escaped, with and without HTML escaping (a key holding `"`,
 //     `\` or `<`), and escaped twice (a JSON error message quoted inside
 //     another JSON string);
+//   - HTML-escaped, as html and html/template write it (a page);
 //   - percent-encoded, as a query and as a path, with upper- and
 //     lower-case hex (a key in base_url's query);
 //   - base64, standard and URL alphabets, at each of the three alignments
@@ -82,6 +85,12 @@ func encodings(s string) []string {
 		add(once)
 		for _, twice := range jsonForms(once) {
 			add(twice)
+		}
+	}
+	for _, once := range []string{html.EscapeString(s), template.HTMLEscapeString(s)} {
+		add(once)
+		for _, j := range jsonForms(once) {
+			add(j)
 		}
 	}
 	for _, p := range []string{url.QueryEscape(s), url.PathEscape(s)} {

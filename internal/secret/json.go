@@ -121,9 +121,21 @@ func (r *Redactor) JSON(b []byte) []byte {
 		if !r.Contains(inner) || s.key && FlowWord(string(inner)) {
 			continue
 		}
-		out = append(out, b[at:s.start+1]...)
-		out = append(out, r.Bytes(inner)...)
-		at = s.end - 1
+		lit := []byte{'"'}
+		lit = append(lit, r.Bytes(inner)...)
+		lit = append(lit, '"')
+		if bytes.IndexByte(inner, '\\') >= 0 {
+			// A match may straddle an escape (\u0000 and a secret of
+			// zeros): the text is redacted decoded, and quoted again.
+			var text string
+			if json.Unmarshal(b[s.start:s.end], &text) != nil {
+				continue
+			}
+			lit = quote(r.String(text))
+		}
+		out = append(out, b[at:s.start]...)
+		out = append(out, lit...)
+		at = s.end
 	}
 	if out == nil {
 		return b

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
+	"html/template"
 	"math/rand/v2"
 	"net/url"
 	"strings"
@@ -158,6 +160,8 @@ func TestEncodings(t *testing.T) {
 		"JSON without HTML escaping": `{"error":"p@ss\"w\\rd/<key>&?=1+2 é"}`,
 		"JSON twice":                 `{"body":"{\"error\":\"` + twice + `\"}"}`,
 		"query":                      "https://h/v1?key=" + url.QueryEscape(s) + "&x=1",
+		"HTML":                       "<pre>" + html.EscapeString(s) + "</pre>",
+		"html/template":              "<pre>" + template.HTMLEscapeString(s) + "</pre>",
 		"path":                       "https://h/" + url.PathEscape(s) + "/v1",
 		"lower-case hex":             "https://h/v1?key=" + strings.ToLower(url.QueryEscape(s)),
 		"base64":                     base64.StdEncoding.EncodeToString([]byte(s)),
@@ -196,4 +200,43 @@ func TestUnsafe(t *testing.T) {
 			t.Errorf("New(%q) redacts: %v, want %v", v, !New(v).Empty(), ok)
 		}
 	}
+}
+
+// FuzzLines: whatever the secret, the text and the splits, every line
+// written is JSON, lines come out in order, and neither a line nor the
+// joined deltas hold the secret.
+func FuzzLines(f *testing.F) {
+	f.Add("sk-Zq8vW2xKp9LmN4", "a sk-Zq8vW2xKp9LmN4 b sk-Zq8v", uint64(1))
+	f.Add("aaaaaaaaaa", "aaaaaaaaaaaaaaaaaaaaaaaaa", uint64(7))
+	f.Add(`q"\/<>&%+=é`, `x q"\/<>&%+=é y`, uint64(3))
+	f.Fuzz(func(t *testing.T, secret, text string, seed uint64) {
+		r := New(secret)
+		if r.Empty() || strings.ContainsAny(secret, "[]") || strings.Contains(Mask, secret) {
+			return
+		}
+		rng := rand.New(rand.NewPCG(seed, seed>>3))
+		var out [][]byte
+		l := r.Lines(func(b []byte) { out = append(out, b) })
+		n := 0
+		for _, piece := range split(rng, text, 1+int(seed%9)) {
+			l.Line(sseChunk(piece))
+			n++
+			if rng.IntN(4) == 0 {
+				l.Line([]byte(`{"type":"ping"}`))
+				n++
+			}
+		}
+		l.Flush()
+		if len(out) != n {
+			t.Fatalf("%d lines written of %d", len(out), n)
+		}
+		for _, line := range out {
+			if !json.Valid(line) {
+				t.Fatalf("not JSON: %q", line)
+			}
+		}
+		if joined := joinedDeltas(t, out); strings.Contains(joined, secret) {
+			t.Errorf("the joined deltas %q hold the secret %q", joined, secret)
+		}
+	})
 }
