@@ -154,7 +154,7 @@ func (a *app) learn(values ...secret.Named) {
 		}
 		if !a.warned[v.Name] {
 			a.warned[v.Name] = true
-			fmt.Fprintf(a.stderr, "flow: warning: %s holds a secret flow cannot redact: %s, so it would be found in ordinary text; it is not redacted from what flow writes (use a longer value)\n", v.Name, why)
+			fmt.Fprintf(a.stderr, "flow: warning: %s is not redacted from what flow writes: its value is %s, which would be found in ordinary text and in flow's own; use a longer secret\n", v.Name, why)
 		}
 	}
 	a.secrets = a.secrets.With(safe...)

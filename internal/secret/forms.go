@@ -56,9 +56,9 @@ func FlowWord(w string) bool { return flowWords[strings.ToLower(w)] }
 func Unsafe(value string) string {
 	switch {
 	case len(value) < MinLen:
-		return "it is shorter than " + strconv.Itoa(MinLen) + " bytes"
+		return "shorter than " + strconv.Itoa(MinLen) + " bytes"
 	case FlowWord(value):
-		return "it is a word flow itself writes"
+		return "a word flow itself writes"
 	}
 	return ""
 }
