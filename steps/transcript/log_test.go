@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/secret"
 )
 
 func TestLog(t *testing.T) {
@@ -127,5 +129,24 @@ func TestTail(t *testing.T) {
 	head, kept, _ := strings.Cut(s, "\n")
 	if want := fmt.Sprintf("[the first %d bytes of stderr were left out]", total-len(kept)); head != want {
 		t.Errorf("Tail starts %q, want %q", head, want)
+	}
+}
+
+// TestFlowWordsKnowTranscriptKeys: the keys a transcript writes of
+// secret.MinLen bytes or more are words secret never takes for a secret.
+func TestFlowWordsKnowTranscriptKeys(t *testing.T) {
+	t.Parallel()
+	keys := []string{"flow_turn_start", "flow_turn", "flow_raw_cut", "after_bytes", "raw"}
+	for _, v := range []any{Header{}, Turn{}, Step{}, engine.Usage{}} {
+		ty := reflect.TypeOf(v)
+		for i := range ty.NumField() {
+			name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+			keys = append(keys, name)
+		}
+	}
+	for _, k := range keys {
+		if len(k) >= secret.MinLen && !secret.FlowWord(k) {
+			t.Errorf("the transcript writes the key %q, which secret.FlowWord does not know", k)
+		}
 	}
 }
