@@ -95,11 +95,15 @@ func (l *Lines) Line(line []byte) {
 	h := &heldLine{src: line}
 	if !l.r.Empty() {
 		for _, sp := range stringValues(line) {
-			var text string
-			if json.Unmarshal(line[sp.start:sp.end], &text) != nil {
-				continue
+			text := line[sp.start+1 : sp.end-1 : sp.end-1] // as it is, when nothing is escaped
+			if bytes.IndexByte(text, '\\') >= 0 {
+				var s string
+				if json.Unmarshal(line[sp.start:sp.end], &s) != nil {
+					continue
+				}
+				text = []byte(s)
 			}
-			v := &lineValue{line: h, start: sp.start, end: sp.end, text: []byte(text)}
+			v := &lineValue{line: h, start: sp.start, end: sp.end, text: text}
 			h.vals = append(h.vals, v)
 			l.join(sp.path, v)
 		}
@@ -140,9 +144,12 @@ func (l *Lines) join(path string, v *lineValue) {
 			refLines(old.segs, -1)
 		}
 	}
-	var joined []byte
-	for _, s := range segs {
-		joined = append(joined, s.v.text[s.from:s.to]...)
+	joined := v.text
+	if old != nil {
+		joined = nil
+		for _, s := range segs {
+			joined = append(joined, s.v.text[s.from:s.to]...)
+		}
 	}
 	// Secrets that end in v: found before in what was held they cannot
 	// be, held text being a secret's start only.
