@@ -51,7 +51,7 @@ func (l *liveLog) stdout(answer *transcript.Answer) io.Writer {
 func (l *liveLog) stderrLog() io.Writer { return &cappedWriter{w: l.stderr, left: transcript.MaxRaw} }
 
 type cappedWriter struct {
-	w    io.Writer
+	w    *secret.Writer
 	left int64
 }
 
@@ -64,6 +64,7 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 	default:
 		_, _ = c.w.Write(p[:c.left])
 		c.left = 0
+		_ = c.w.Cut() // a key the cut splits leaves no start behind
 		fmt.Fprintf(c.w, "\n[flow: stderr is longer than %d bytes; the rest is left out here]\n", transcript.MaxRaw)
 	}
 	return len(p), nil
