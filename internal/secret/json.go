@@ -106,7 +106,10 @@ func jsonStrings(b []byte) []valueSpan {
 // by Mask: in every string value, and in every object key but those that
 // are flow's own words (FlowWord), so that flow's structure survives
 // whatever a secret's value is. b itself is returned when it holds no
-// secret. A text that is not JSON is redacted whole (Bytes).
+// secret. A string is searched for in the forms encoders write (Go's, with
+// or without HTML escaping); one spelt with needless escapes (\u0073 for
+// s) is found by Lines, which reads every value decoded. A text that is not
+// JSON is redacted whole (Bytes).
 func (r *Redactor) JSON(b []byte) []byte {
 	if !r.Contains(b) {
 		return b

@@ -240,3 +240,49 @@ func FuzzLines(f *testing.F) {
 		}
 	})
 }
+
+// FuzzJSON: a JSON text redacted stays JSON, and none of its strings holds
+// the secret once the text is as an encoder writes it (a string spelt with
+// needless escapes, \u0073 for s, is Lines' to read decoded).
+func FuzzJSON(f *testing.F) {
+	f.Add("sk-Zq8vW2xK", `{"a":"x sk-Zq8vW2xK","sk-Zq8vW2xK":[1,"\u0073k-Zq8vW2xK"]}`)
+	f.Add("00000000", `["\u00000000000"]`)
+	f.Add(`q"\/<>&%+=`, `{"e":"q\"\\/\u003c\u003e\u0026%+="}`)
+	f.Fuzz(func(t *testing.T, secret, text string) {
+		r := New(secret)
+		if r.Empty() || !json.Valid([]byte(text)) || strings.ContainsAny(secret, "[]") || strings.Contains(Mask, secret) {
+			return
+		}
+		if out := r.JSON([]byte(text)); !json.Valid(out) {
+			t.Fatalf("JSON(%q) = %q, not JSON", text, out)
+		}
+		var in any
+		_ = json.Unmarshal([]byte(text), &in)
+		encoded, _ := json.Marshal(in)
+		out := r.JSON(encoded)
+		if !json.Valid(out) {
+			t.Fatalf("JSON(%q) = %q, not JSON", encoded, out)
+		}
+		var v any
+		_ = json.Unmarshal(out, &v)
+		var walk func(any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case string:
+				if strings.Contains(v, secret) && !FlowWord(v) {
+					t.Errorf("JSON(%q) = %q: a string holds the secret", text, out)
+				}
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
+			case map[string]any:
+				for k, e := range v {
+					walk(k)
+					walk(e)
+				}
+			}
+		}
+		walk(v)
+	})
+}
