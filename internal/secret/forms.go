@@ -21,8 +21,9 @@ const MinLen = 8
 // flowWords are the words of MinLen bytes or more that flow itself writes
 // as names or fixed values in the run directory and on the screen: JSON
 // keys of the journal, the events, the snapshot, the transcripts, sweeps
-// and reports, statuses, and the keywords of flow files (the snapshot
-// carries the source). A secret equal to one would be found inside flow's
+// and reports, the values it writes from a fixed set (statuses, fact and
+// event types, failure kinds, diagnostic codes), and the keywords of flow
+// files (the snapshot carries the source). A secret equal to one would be found inside flow's
 // own structure, so such a value is not used (Unsafe). The packages that
 // write these files test that every key they write of MinLen bytes or
 // more is here (FlowWord).
@@ -39,7 +40,12 @@ question required resumable schedule settings severity stop_reason succeeded suc
 task_queue temporal thinking transcript vs_baseline warnings wilson_high wilson_low workflow worktree
 worktrees completed interrupted redacted output_tokens reasoning_content tool_calls
 agents_dir on_failure on_fail continue max_turns max_visits max_retries parallel isolation isolate
-workdir required_by timeout_s api_key`) {
+workdir required_by timeout_s api_key
+cancelled cheapest condition conflict duplicate-id duplicate-key duration fail_fast flow-model flow-pin
+frontmatter project_agents provider reserved-id reviewer run.start schedule-input sweep.json template
+terminal timezone too-many unavailable unconverged unknown-key visit.end visit.replayed visit.start
+progress shutdown flow.command flow.facts flow.run flow.turn converged iteration iterations file_bytes
+examples approved questions`) {
 		flowWords[w] = true
 	}
 }
