@@ -49,7 +49,9 @@ func (l *lineFile) append(v any, durable bool) (redacted []byte, err error) {
 	}
 	line := l.buf.Bytes()
 	if l.secrets.Contains(line) {
-		line = l.secrets.Bytes(line)
+		// Values only, never flow's keys (secret.Redactor.JSON).
+		line = l.secrets.JSON(bytes.TrimSuffix(line, []byte("\n")))
+		line = append(line, '\n')
 		redacted = line
 	}
 	if _, err := l.f.Write(line); err != nil {

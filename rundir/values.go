@@ -1,7 +1,6 @@
 package rundir
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -14,9 +13,7 @@ import (
 // node values are read back without running anything: a sweep's score is
 // evaluated over them.
 func (w *Writer) WriteValues(values map[string]any) error {
-	return writeAside(filepath.Join(w.dir, valuesFile), w.secrets, func(bw *bufio.Writer) error {
-		return json.NewEncoder(bw).Encode(values)
-	})
+	return writeJSONAside(filepath.Join(w.dir, valuesFile), w.secrets, values)
 }
 
 // ReadValues reads the values.json of the run in dir, as JSON decodes it

@@ -153,9 +153,7 @@ func Home(dir, path string) string {
 
 // WriteSnapshot writes snapshot.json, before the first visit starts.
 func (w *Writer) WriteSnapshot(s *Snapshot) error {
-	return writeAside(filepath.Join(w.dir, snapshotFile), w.secrets, func(bw *bufio.Writer) error {
-		return json.NewEncoder(bw).Encode(s)
-	})
+	return writeJSONAside(filepath.Join(w.dir, snapshotFile), w.secrets, s)
 }
 
 // Fact appends f to the journal: when Fact returns, the line is in the
@@ -198,12 +196,8 @@ func (w *Writer) Finish(output any) error {
 	w.mu.Lock()
 	facts := w.facts[:len(w.facts):len(w.facts)]
 	w.mu.Unlock()
-	outErr := writeAside(filepath.Join(w.dir, outputFile), w.secrets, func(bw *bufio.Writer) error {
-		return json.NewEncoder(bw).Encode(output)
-	})
-	usageErr := writeAside(filepath.Join(w.dir, usageFile), w.secrets, func(bw *bufio.Writer) error {
-		return json.NewEncoder(bw).Encode(Tally(facts))
-	})
+	outErr := writeJSONAside(filepath.Join(w.dir, outputFile), w.secrets, output)
+	usageErr := writeJSONAside(filepath.Join(w.dir, usageFile), w.secrets, Tally(facts))
 	reportErr := w.report(facts)
 	return errors.Join(outErr, usageErr, reportErr)
 }

@@ -132,11 +132,32 @@ type app struct {
 	// among stdout and stderr redact them, and runs are given them.
 	secrets  *secret.Redactor
 	redacted []*secret.Writer
+	warned   map[string]bool // the variables whose values cannot be redacted, warned of
 }
 
-// learn adds values to the secrets that nothing printed may show.
-func (a *app) learn(values ...string) {
-	a.secrets = a.secrets.With(values...)
+// learn adds values to the secrets that nothing printed may show. A value
+// too short or too common to redact safely (secret.Unsafe) is left out,
+// with a warning, once, that names the variable, never the value.
+func (a *app) learn(values ...secret.Named) {
+	var safe []string
+	for _, v := range values {
+		if v.Value == "" {
+			continue
+		}
+		why := secret.Unsafe(v.Value)
+		if why == "" {
+			safe = append(safe, v.Value)
+			continue
+		}
+		if a.warned == nil {
+			a.warned = map[string]bool{}
+		}
+		if !a.warned[v.Name] {
+			a.warned[v.Name] = true
+			fmt.Fprintf(a.stderr, "flow: warning: %s is not redacted from what flow writes: its value is %s, which would be found in ordinary text and in flow's own; use a longer secret\n", v.Name, why)
+		}
+	}
+	a.secrets = a.secrets.With(safe...)
 	for _, w := range a.redacted {
 		w.SetRedactor(a.secrets)
 	}
@@ -173,7 +194,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		}
 	}
 	// Secrets in the environment are known before anything is read.
-	a.learn(secret.FromEnviron(os.Environ())...)
+	a.learn(secret.NamedFromEnviron(os.Environ())...)
 	root := &cobra.Command{
 		Use:           "flow",
 		Short:         "Run declarative YAML flows over coding-agent subagents",
@@ -256,14 +277,14 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 // that keys ending in _env name (drivers.<name>.api_key_env) — the keys in
 // the files and every driver's keys, which may be set in the environment
 // only (FLOW_DRIVERS_<NAME>_<KEY>).
-func configSecrets(v *viper.Viper, drivers *drivers.Registry) []string {
+func configSecrets(v *viper.Viper, drivers *drivers.Registry) []secret.Named {
 	keys := v.AllKeys()
 	for _, s := range drivers.Specs() {
 		for _, k := range s.Keys {
 			keys = append(keys, "drivers."+s.Name+"."+k)
 		}
 	}
-	var out []string
+	var out []secret.Named
 	for _, k := range keys {
 		if !v.IsSet(k) {
 			continue
@@ -272,9 +293,9 @@ func configSecrets(v *viper.Viper, drivers *drivers.Registry) []string {
 		switch {
 		case val == "":
 		case strings.HasSuffix(strings.ToLower(k), "_env"):
-			out = append(out, os.Getenv(val))
+			out = append(out, secret.Named{Name: val, Value: os.Getenv(val)})
 		case secretKey(k):
-			out = append(out, val)
+			out = append(out, secret.Named{Name: k, Value: val})
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -51,7 +52,7 @@ func (a *app) load(file string) (*flows.Plan, error) {
 	// The agents' keys are secrets from now on.
 	for _, ag := range plan.Agents {
 		if ag.APIKeyEnv != "" {
-			a.learn(os.Getenv(ag.APIKeyEnv))
+			a.learn(secret.Named{Name: ag.APIKeyEnv, Value: os.Getenv(ag.APIKeyEnv)})
 		}
 	}
 	return plan, nil

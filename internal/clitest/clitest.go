@@ -1,6 +1,7 @@
 package clitest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -231,4 +232,67 @@ func show(p *int64) string {
 		return "null"
 	}
 	return fmt.Sprint(*p)
+}
+
+// NoJoinedKey fails the test if key is in any regular file under dir, or
+// if the texts of one field of a JSONL file (the string values at one
+// path, as choices.0.delta.content), joined in the order of the lines,
+// hold key or six bytes of it in a row: a key a model streamed in many
+// chunks must not be kept chunk by chunk. It returns how many files it
+// read.
+func NoJoinedKey(t testing.TB, dir, key string) int {
+	t.Helper()
+	files := 0
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		if strings.Contains(string(b), key) {
+			t.Errorf("the key is written in %s", path)
+			return nil
+		}
+		joined := map[string]*strings.Builder{}
+		for _, line := range strings.Split(string(b), "\n") {
+			var v any
+			if json.Unmarshal([]byte(line), &v) == nil {
+				joinStrings(joined, "", v)
+			}
+		}
+		for p, text := range joined {
+			for i := 0; i+6 <= len(key); i++ {
+				if strings.Contains(text.String(), key[i:i+6]) {
+					t.Errorf("%s: the texts at %s, joined, hold %q of the key: %.300q", path, p, key[i:i+6], text.String())
+					break
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("looking for the key: %v", err)
+	}
+	return files
+}
+
+func joinStrings(joined map[string]*strings.Builder, path string, v any) {
+	switch v := v.(type) {
+	case string:
+		if joined[path] == nil {
+			joined[path] = &strings.Builder{}
+		}
+		joined[path].WriteString(v)
+	case map[string]any:
+		for k, e := range v {
+			joinStrings(joined, path+"."+k, e)
+		}
+	case []any:
+		for i, e := range v {
+			joinStrings(joined, fmt.Sprintf("%s.%d", path, i), e)
+		}
+	}
 }

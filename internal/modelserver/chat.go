@@ -56,7 +56,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, req Request) {
 	if !st.event("", chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
 		return
 	}
-	for _, c := range chunks(rep.Text) {
+	for _, c := range rep.pieces() {
 		if !st.event("", chunk(map[string]any{"content": c}, nil)) {
 			return
 		}

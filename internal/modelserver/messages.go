@@ -72,7 +72,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req Request) {
 		if !ev("content_block_start", map[string]any{"index": index, "content_block": map[string]any{"type": "text", "text": ""}}) {
 			return
 		}
-		for _, c := range chunks(rep.Text) {
+		for _, c := range rep.pieces() {
 			if !ev("content_block_delta", map[string]any{"index": index, "delta": map[string]any{"type": "text_delta", "text": c}}) {
 				return
 			}

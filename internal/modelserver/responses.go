@@ -81,7 +81,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, req Request) 
 			!ev("response.content_part.added", map[string]any{"item_id": msgID, "output_index": index, "content_index": 0, "part": part}) {
 			return
 		}
-		for _, c := range chunks(rep.Text) {
+		for _, c := range rep.pieces() {
 			if !ev("response.output_text.delta", map[string]any{
 				"item_id": msgID, "output_index": index, "content_index": 0, "delta": c, "logprobs": []any{},
 			}) {

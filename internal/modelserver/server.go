@@ -46,6 +46,18 @@ type Reply struct {
 	// Cut ends a streamed answer abruptly after its text: no final chunk, no
 	// usage, no end marker — a broken stream.
 	Cut bool
+	// Chunks, when set, are the pieces Text is streamed in, one event
+	// each (a key split over 1-byte chunks); Text, when empty, is their
+	// join. Unset, Text goes in pieces of at most 16 bytes.
+	Chunks []string
+}
+
+// pieces returns the pieces the reply's text is streamed in.
+func (rep Reply) pieces() []string {
+	if rep.Chunks != nil {
+		return rep.Chunks
+	}
+	return chunks(rep.Text)
 }
 
 // ToolCall is a function call the assistant makes.
@@ -191,6 +203,9 @@ func (s *Server) reply(req Request) (Reply, int) {
 	s.mu.Unlock()
 	if handle != nil {
 		rep = handle(req)
+	}
+	if rep.Text == "" && rep.Chunks != nil {
+		rep.Text = strings.Join(rep.Chunks, "")
 	}
 	if rep.Input == 0 {
 		rep.Input = len(req.Body) / 4

@@ -1,8 +1,12 @@
 // Package secret keeps secrets out of everything flow writes or prints
-// (SPEC 4: no secret in the run directory). A Redactor replaces each value
-// it knows with "[redacted]": in strings, in byte slices, in values that
-// round-trip through JSON, and in a stream (Writer), where a secret split
-// across two writes is still found.
+// (docs/drivers.md, Secrets). A Redactor replaces each value it knows, in
+// every spelling it knows (encodings: JSON-escaped once and twice,
+// percent-encoded, base64), with "[redacted]": in strings, in byte slices,
+// in JSON texts (JSON: string values, and keys that are not flow's own, so
+// flow's structure survives), in values that round-trip through JSON, in a
+// stream (Writer), where a secret split across two writes is still found,
+// and in a stream of JSON lines (Lines), where a secret split over the
+// texts one field carries across any number of lines is cut out of each.
 //
 // Which values are secrets is decided where they are known: FromEnviron
 // takes every environment variable whose name says it holds one (…_API_KEY,
@@ -15,8 +19,10 @@
 // no writer of a run can forget it; cmd/flow puts one in front of stdout
 // and stderr.
 //
-// Values shorter than MinLen are ignored: redacting a one-letter "secret"
-// would redact every occurrence of that letter.
+// Values shorter than MinLen, and words flow itself writes, are ignored
+// (Unsafe): redacting a one-letter "secret" would redact every occurrence
+// of that letter, and one valued "output" flow's own keys. The caller that
+// knows the variable warns.
 //
 // A Redactor is immutable and safe for concurrent use; its nil value
 // redacts nothing. A Writer belongs to one stream and is safe for

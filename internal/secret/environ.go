@@ -30,14 +30,32 @@ func IsSecretName(name string) bool {
 	return false
 }
 
-// FromEnviron returns the values of the variables in environ ("NAME=value"
-// entries, as os.Environ gives them) whose names say they hold a secret.
-func FromEnviron(environ []string) []string {
-	var out []string
+// Named is a value that may be a secret, with the name of the variable
+// or configuration key that holds it: a warning about a value names the
+// variable, never the value.
+type Named struct{ Name, Value string }
+
+// NamedFromEnviron returns the variables in environ ("NAME=value" entries,
+// as os.Environ gives them) whose names say they hold a secret and whose
+// values are not empty, safe to redact or not (Unsafe).
+func NamedFromEnviron(environ []string) []Named {
+	var out []Named
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if ok && IsSecretName(name) && len(value) >= MinLen {
-			out = append(out, value)
+		if ok && value != "" && IsSecretName(name) {
+			out = append(out, Named{Name: name, Value: value})
+		}
+	}
+	return out
+}
+
+// FromEnviron returns the values of the variables in environ whose names
+// say they hold a secret, leaving out those Unsafe refuses.
+func FromEnviron(environ []string) []string {
+	var out []string
+	for _, n := range NamedFromEnviron(environ) {
+		if Unsafe(n.Value) == "" {
+			out = append(out, n.Value)
 		}
 	}
 	return out

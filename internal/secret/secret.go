@@ -8,10 +8,6 @@ import (
 	"strings"
 )
 
-// MinLen is the length below which a value is not taken for a secret: a
-// short one would redact ordinary text ("1", "true", "dev").
-const MinLen = 6
-
 // Mask replaces every secret.
 const Mask = "[redacted]"
 
@@ -20,14 +16,14 @@ const Mask = "[redacted]"
 type Redactor struct {
 	secrets []string // as given, deduplicated, in order
 	// forms are the byte strings searched for, longest first: each secret
-	// and the forms JSON gives it when they differ (a quote, a backslash,
-	// <, > and & are escaped), so that a secret is found inside a JSON
-	// line as well as in text.
+	// and its encodings (JSON-escaped once and twice, percent-encoded,
+	// base64), so that a secret is found however it is spelt.
 	forms [][]byte
 	repl  *strings.Replacer
 }
 
-// New returns a Redactor of values, ignoring those shorter than MinLen.
+// New returns a Redactor of values, ignoring those Unsafe says cannot be
+// redacted safely.
 func New(values ...string) *Redactor { return (*Redactor)(nil).With(values...) }
 
 // With returns a Redactor of r's secrets and values. r itself is
@@ -39,7 +35,7 @@ func (r *Redactor) With(values ...string) *Redactor {
 	}
 	added := false
 	for _, v := range values {
-		if len(v) >= MinLen && !slices.Contains(all, v) {
+		if Unsafe(v) == "" && !slices.Contains(all, v) {
 			all = append(all, v)
 			added = true
 		}
@@ -50,7 +46,7 @@ func (r *Redactor) With(values ...string) *Redactor {
 	out := &Redactor{secrets: all}
 	var forms []string
 	for _, s := range all {
-		for _, f := range jsonForms(s) {
+		for _, f := range encodings(s) {
 			if !slices.Contains(forms, f) {
 				forms = append(forms, f)
 			}
@@ -66,25 +62,6 @@ func (r *Redactor) With(values ...string) *Redactor {
 	}
 	out.repl = strings.NewReplacer(pairs...)
 	return out
-}
-
-// jsonForms returns s and the way JSON encoders write it inside a string,
-// with and without HTML escaping.
-func jsonForms(s string) []string {
-	forms := []string{s}
-	for _, html := range []bool{true, false} {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(html)
-		if enc.Encode(s) == nil {
-			f := strings.TrimSuffix(b.String(), "\n")
-			f = f[1 : len(f)-1]
-			if f != s && !slices.Contains(forms, f) {
-				forms = append(forms, f)
-			}
-		}
-	}
-	return forms
 }
 
 // Values returns the secrets, in the order they were given.
@@ -156,7 +133,8 @@ func (r *Redactor) pending(b []byte) int {
 }
 
 // Value returns v with every secret in it redacted: v itself when its JSON
-// form holds none, else v's JSON form redacted and decoded into a new T
+// form holds none, else v's JSON form redacted (JSON: values, and keys
+// that are not flow's own) and decoded into a new T
 // (numbers in an interface then decode as float64). A value JSON cannot
 // encode is returned as it is.
 func Value[T any](r *Redactor, v T) T {
@@ -168,7 +146,7 @@ func Value[T any](r *Redactor, v T) T {
 		return v
 	}
 	var out T
-	if json.Unmarshal(r.Bytes(b), &out) != nil {
+	if json.Unmarshal(r.JSON(b), &out) != nil {
 		return v
 	}
 	return out

@@ -138,3 +138,16 @@ func FuzzWriter(f *testing.F) {
 		}
 	})
 }
+
+func TestWriterCut(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	w := New(key).Writer(&out)
+	_, _ = w.Write([]byte("log line " + key[:10]))
+	_ = w.Cut()
+	_, _ = w.Write([]byte(" [cut] sk-"))
+	_ = w.Cut()
+	if out.String() != "log line [redacted] [cut] sk-" {
+		t.Errorf("after Cut: %q", out.String())
+	}
+}

@@ -68,6 +68,25 @@ func (w *Writer) Flush() error {
 	return err
 }
 
+// Cut ends the stream where the writer cuts it short (a log that keeps
+// only its first bytes): what is held back, the start of a secret whose
+// rest will not come, is masked if it is HoldFrom bytes or more, as
+// Lines masks it, instead of written. The Writer stays usable.
+func (w *Writer) Cut() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	held := w.held
+	w.held = nil
+	switch {
+	case len(held) == 0:
+		return nil
+	case len(held) >= HoldFrom:
+		held = []byte(Mask)
+	}
+	_, err := w.w.Write(held)
+	return err
+}
+
 // ReadFrom writes everything rd yields, redacted, in bounded pieces.
 func (w *Writer) ReadFrom(rd io.Reader) (int64, error) {
 	buf := make([]byte, 64<<10)

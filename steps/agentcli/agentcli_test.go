@@ -145,3 +145,23 @@ func TestRunUnavailableAndCancelled(t *testing.T) {
 		t.Errorf("a cancelled turn: %v, want the cause", err)
 	}
 }
+
+// TestHugeStderrIsATail: a CLI that writes 20 MB to stderr leaves its
+// last transcript.StderrLimit bytes, the reason it failed among them. On
+// main the whole of it was kept.
+func TestHugeStderrIsATail(t *testing.T) {
+	t.Parallel()
+	tn := &engine.Turn{RunID: "agentclitest", Agent: &flows.Agent{Name: "a"}, Progress: func(engine.Progress) {}}
+	script := "head -c 20000000 /dev/zero | tr '\\0' e >&2; echo >&2; echo 'the reason' >&2; exit 3"
+	res, err := Turn(context.Background(), tn, Command{Name: "sh", Binary: "sh", Args: []string{"-c", script}}, &echo{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Stderr) > transcript.StderrLimit+100 || !strings.HasSuffix(res.Stderr, "e\nthe reason\n") ||
+		!strings.HasPrefix(res.Stderr, "[the first ") {
+		t.Errorf("stderr kept: %d bytes, %.80q … %q", len(res.Stderr), res.Stderr, res.Stderr[max(len(res.Stderr)-20, 0):])
+	}
+	if !strings.Contains(strings.Join(res.Diagnostics, "\n"), "sh exited with status 3: the reason") {
+		t.Errorf("diagnostics = %q", res.Diagnostics)
+	}
+}

@@ -1,7 +1,6 @@
 package agentcli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -47,7 +46,9 @@ type Exit struct {
 	// Err is the error Wait returned: nil, an *exec.ExitError, or the
 	// cancellation's.
 	Err error
-	// Stderr is the whole standard error, kept for the turn's result.
+	// Stderr is the end of the standard error (transcript.Tail), kept for
+	// the turn's result: a CLI that writes gigabytes there costs flow
+	// StderrLimit bytes.
 	Stderr string
 	// Lingered says the CLI closed its stdout but was still running
 	// proc.DefaultLinger later, and was ended: its stream had said all it
@@ -77,7 +78,7 @@ func Run(ctx context.Context, c Command, each func(n int, line []byte)) (Exit, e
 	defer os.Remove(stdin.Name())
 	defer stdin.Close()
 
-	var stderr bytes.Buffer
+	var stderr transcript.Tail
 	p := proc.Command(ctx, c.RunID, c.Binary, c.Args...)
 	p.Grace = c.Grace
 	p.Cmd.Dir = c.Dir

@@ -19,10 +19,11 @@
 // A clean exit with a non-blank stdout is Completed. A non-zero exit or a
 // death by signal is Failed with a diagnostic (the engine maps it to the
 // failure kind `provider`), and so is a clean exit with a blank stdout: a
-// completed turn needs an answer with text. Stderr is kept whole. A program
-// that cannot be started is an error wrapping engine.ErrUnavailable. On
-// cancellation the process tree is ended through package proc, and Turn
-// returns an Aborted result together with context.Cause of the context.
+// completed turn needs an answer with text. Of stderr, the last
+// transcript.StderrLimit bytes are kept. A program that cannot be started
+// is an error wrapping engine.ErrUnavailable. On cancellation the process
+// tree is ended through package proc, and Turn returns an Aborted result
+// together with context.Cause of the context.
 //
 // The answer is complete when stdout closes. A program that has closed its
 // stdout but is still running Options.Linger (default proc.DefaultLinger,

@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -57,10 +56,10 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	t.Progress(engine.Progress{Activity: "running " + name})
 
 	// The answer is held up to engine.AnswerLimit; a longer one is stored
-	// once, in its answer file. Stderr is kept whole.
+	// once, in its answer file. Stderr's end is kept (transcript.Tail).
 	answer := transcript.NewAnswer(t.Home, t.Agent.Name, t.Secrets)
 	defer answer.Close()
-	var stderr bytes.Buffer
+	var stderr transcript.Tail
 	var stdout io.Writer = answer
 	p := proc.Command(ctx, t.RunID, argv[0], argv[1:]...)
 	p.Grace = d.opts.Grace
@@ -75,7 +74,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if live != nil {
 		defer live.close()
 		stdout = io.MultiWriter(answer, live.stdout(answer))
-		p.Cmd.Stderr = io.MultiWriter(&stderr, reps, live.stderr)
+		p.Cmd.Stderr = io.MultiWriter(&stderr, reps, live.stderrLog())
 	}
 
 	start := time.Now()

@@ -45,6 +45,31 @@ func (l *liveLog) stdout(answer *transcript.Answer) io.Writer {
 	return &answerTee{log: l.out, answer: answer}
 }
 
+// stderrLog returns the writer of the program's stderr: it passes the
+// first transcript.MaxRaw bytes on, then once says the rest is left out
+// (the turn keeps stderr's end, transcript.Tail).
+func (l *liveLog) stderrLog() io.Writer { return &cappedWriter{w: l.stderr, left: transcript.MaxRaw} }
+
+type cappedWriter struct {
+	w    *secret.Writer
+	left int64
+}
+
+func (c *cappedWriter) Write(p []byte) (int, error) {
+	switch {
+	case c.left <= 0:
+	case int64(len(p)) <= c.left:
+		c.left -= int64(len(p))
+		_, _ = c.w.Write(p)
+	default:
+		_, _ = c.w.Write(p[:c.left])
+		c.left = 0
+		_ = c.w.Cut() // a key the cut splits leaves no start behind
+		fmt.Fprintf(c.w, "\n[flow: stderr is longer than %d bytes; the rest is left out here]\n", transcript.MaxRaw)
+	}
+	return len(p), nil
+}
+
 func (l *liveLog) close() {
 	_ = l.out.Flush()
 	_ = l.stderr.Flush()

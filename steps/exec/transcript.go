@@ -35,7 +35,7 @@ func appendTranscript(t *engine.Turn, res *engine.TurnResult, exit int, wallMS i
 	if err != nil {
 		return "", fmt.Errorf("writing transcript: %w", err)
 	}
-	line = t.Secrets.Bytes(line)
+	line = t.Secrets.JSON(line)
 	if err := os.MkdirAll(t.Home, 0o755); err != nil {
 		return "", fmt.Errorf("writing transcript: %w", err)
 	}

@@ -81,6 +81,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		keyEnv = d.opts.APIKeyEnv
 	}
 	key := os.Getenv(keyEnv)
+	secrets := t.Secrets.With(key) // the key is the run's secret whatever its variable is called
 	endpoint := chatURL(d.opts.BaseURL, a.BaseURL)
 
 	log, err := transcript.Open(t.Home, a.Name, transcript.Header{Visit: t.Visit, Driver: "openai", Model: model,
@@ -147,7 +148,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 
 	p := newParser(t.Progress)
 	p.ledger.Open() // the server answers: the request is billed
-	p.text = transcript.NewAnswer(t.Home, a.Name, t.Secrets)
+	p.text = transcript.NewAnswer(t.Home, a.Name, secrets)
 	defer p.text.Close()
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		err = p.whole(resp.Body, log)
@@ -176,7 +177,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if res.File != "" {
 		said += fmt.Sprintf("\n\n[… the whole answer, %d bytes, is in %s]", res.Size, res.File)
 	}
-	sess, err := hist.save(t.Home, a.Name, t.Prompt, said, t.Secrets)
+	sess, err := hist.save(t.Home, a.Name, t.Prompt, said, secrets)
 	if err != nil {
 		res.Diagnostics = append(res.Diagnostics, err.Error())
 	}

@@ -56,7 +56,7 @@ func (h *history) save(home, agent, prompt, answer string, secrets *secret.Redac
 		return h.Session, fmt.Errorf("saving the session history: %w", err)
 	}
 	path := historyPath(home, agent)
-	if err := os.WriteFile(path+".tmp", secrets.Bytes(b), 0o644); err != nil {
+	if err := os.WriteFile(path+".tmp", secrets.JSON(b), 0o644); err != nil {
 		return h.Session, fmt.Errorf("saving the session history: %w", err)
 	}
 	if err := os.Rename(path+".tmp", path); err != nil {

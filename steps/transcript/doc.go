@@ -29,7 +29,10 @@
 //
 // A Log and an Answer write everything through the turn's redactor
 // (engine.Turn.Secrets, package secret), the header included; Redact adds
-// values of its own (a key a driver knows by another name). Drivers never
+// values of its own (a key a driver knows by another name). The raw
+// stream is redacted across its lines (secret.Lines): a key a model
+// streams in many chunks is cut out of every one, so that joining the
+// chunks kept gives nothing back. Of stderr a driver keeps the end (Tail). Drivers never
 // hand them a key on purpose; this is the second line of defence (SPEC 4:
 // no secret in the run directory), and the engine's sweep of the home when
 // a visit ends is the third.

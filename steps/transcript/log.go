@@ -71,8 +71,9 @@ type Log struct {
 	f          *os.File
 	w          *bufio.Writer
 	secrets    *secret.Redactor
-	raw        int64 // bytes of the raw stream written this turn
-	cut        bool  // the raw stream passed MaxRaw
+	lines      *secret.Lines // the raw stream, redacted across its lines
+	raw        int64         // bytes of the raw stream written this turn
+	cut        bool          // the raw stream passed MaxRaw
 	err        error
 }
 
@@ -89,6 +90,7 @@ const MaxRaw = 8 << 20
 // home ("..", a slash) is replaced in the file names.
 func Open(home, agent string, h Header, secrets *secret.Redactor) (*Log, error) {
 	l := &Log{dir: home, agent: agent, head: h, secrets: secrets}
+	l.lines = secrets.Lines(l.write)
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return nil, fmt.Errorf("opening transcript: %w", err)
 	}
@@ -125,13 +127,18 @@ func (l *Log) Redact(secrets ...string) {
 		return
 	}
 	l.secrets = l.secrets.With(secrets...)
+	l.lines.SetRedactor(l.secrets)
 }
 
-func (l *Log) redact(b []byte) []byte { return l.secrets.Bytes(b) }
+func (l *Log) redact(b []byte) []byte { return l.secrets.JSON(b) }
 
 // Raw appends one line of the raw stream. A line that is not one JSON value
 // is wrapped as {"raw": line}, so that every line of the file is JSON. The
-// line is flushed at once. Errors are kept and returned by End.
+// stream is redacted as the texts its fields carry (secret.Lines): a key
+// split over many lines (a model's deltas) is cut out of each, and a line
+// that ends with a key's start waits for the next one of its field before
+// it is written; any other line is written and flushed at once. Errors are
+// kept and returned by End.
 func (l *Log) Raw(line []byte) {
 	if l == nil {
 		return
@@ -151,14 +158,16 @@ func (l *Log) Raw(line []byte) {
 	if !json.Valid(line) || bytes.ContainsAny(line, "\n") {
 		line, _ = json.Marshal(map[string]string{"raw": string(line)})
 	}
-	l.write(line)
+	l.lines.Line(line)
 }
 
-// Record appends v, marshalled as JSON, as one line.
+// Record appends v, marshalled as JSON, as one line, after the raw lines
+// held back: a record ends the raw stream.
 func (l *Log) Record(v any) {
 	if l == nil {
 		return
 	}
+	l.lines.Flush()
 	b, err := json.Marshal(v)
 	if err != nil {
 		l.err = fmt.Errorf("writing transcript: %w", err)
@@ -223,6 +232,7 @@ func (l *Log) Close() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
+	l.lines.Flush()
 	f := l.f
 	l.f, l.w = nil, nil
 	if err := f.Close(); err != nil {

@@ -3,13 +3,16 @@ package transcript
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/secret"
 )
 
 func TestLog(t *testing.T) {
@@ -100,5 +103,50 @@ func TestFileName(t *testing.T) {
 			t.Errorf("Open(%q).Path() = %s, want %s", agent, got, want)
 		}
 		_ = l.Close()
+	}
+}
+
+func TestTail(t *testing.T) {
+	t.Parallel()
+	var tl Tail
+	_, _ = tl.Write([]byte("short\n"))
+	if tl.String() != "short\n" {
+		t.Fatalf("Tail = %q", tl.String())
+	}
+	line := strings.Repeat("é", 50) + "\n"
+	total := 6
+	for range 20000 {
+		_, _ = tl.Write([]byte(line))
+		total += len(line)
+	}
+	_, _ = tl.Write([]byte(strings.Repeat("x", StderrLimit+10)))
+	_, _ = tl.Write([]byte("last line\n"))
+	total += StderrLimit + 10 + 10
+	s := tl.String()
+	if len(s) > StderrLimit+100 || !strings.HasSuffix(s, "x\nlast line\n") && !strings.HasSuffix(s, "xlast line\n") {
+		t.Fatalf("Tail keeps %d bytes ending %q", len(s), s[max(len(s)-20, 0):])
+	}
+	head, kept, _ := strings.Cut(s, "\n")
+	if want := fmt.Sprintf("[the first %d bytes of stderr were left out]", total-len(kept)); head != want {
+		t.Errorf("Tail starts %q, want %q", head, want)
+	}
+}
+
+// TestFlowWordsKnowTranscriptKeys: the keys a transcript writes of
+// secret.MinLen bytes or more are words secret never takes for a secret.
+func TestFlowWordsKnowTranscriptKeys(t *testing.T) {
+	t.Parallel()
+	keys := []string{"flow_turn_start", "flow_turn", "flow_raw_cut", "after_bytes", "raw"}
+	for _, v := range []any{Header{}, Turn{}, Step{}, engine.Usage{}} {
+		ty := reflect.TypeOf(v)
+		for i := range ty.NumField() {
+			name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+			keys = append(keys, name)
+		}
+	}
+	for _, k := range keys {
+		if len(k) >= secret.MinLen && !secret.FlowWord(k) {
+			t.Errorf("the transcript writes the key %q, which secret.FlowWord does not know", k)
+		}
 	}
 }
