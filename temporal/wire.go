@@ -11,6 +11,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/schema"
 )
 
 // Names under which workers register the run workflow, its activities and
@@ -149,7 +150,7 @@ type CommandOutput struct {
 
 // Ended is a leaf's error as it travels: its kind and message.
 type Ended struct {
-	Kind    string `json:"kind"` // timeout, budget, unavailable, provider
+	Kind    string `json:"kind"` // timeout, budget, unavailable, rate_limit, provider
 	Message string `json:"message"`
 }
 
@@ -159,6 +160,7 @@ const (
 	endBudget      = "budget"
 	endUnavailable = "unavailable"
 	endProvider    = "provider"
+	endRateLimit   = "rate_limit"
 )
 
 // ended packs a LeafRunner's error.
@@ -172,6 +174,8 @@ func ended(err error) *Ended {
 		return &Ended{Kind: endBudget, Message: err.Error()}
 	case errors.Is(err, engine.ErrUnavailable):
 		return &Ended{Kind: endUnavailable, Message: err.Error()}
+	case errors.Is(err, engine.ErrRateLimit):
+		return &Ended{Kind: endRateLimit, Message: err.Error()}
 	}
 	return &Ended{Kind: endProvider, Message: err.Error()}
 }
@@ -189,6 +193,11 @@ func (e *Ended) err() error {
 		return fmt.Errorf("%w (on the worker)", engine.ErrBudget)
 	case endUnavailable:
 		return &remoteError{msg: e.Message, kind: engine.ErrUnavailable}
+	case endRateLimit:
+		if q, ok := strings.CutPrefix(e.Message, schema.QuotaPrefix); ok {
+			return &engine.QuotaError{Message: q}
+		}
+		return &remoteError{msg: e.Message, kind: engine.ErrRateLimit}
 	}
 	return &remoteError{msg: e.Message}
 }
