@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Key is what a provider limits by. Its fields are plain text, safe to
@@ -99,4 +102,11 @@ func (r *Registry) Stats() []Stats {
 	}
 	slices.SortFunc(out, func(a, b Stats) int { return cmp.Compare(a.Key.String()+a.Key.Key, b.Key.String()+b.Key.Key) })
 	return out
+}
+
+// Waiting is the progress of a turn that the limiter of k holds back for d:
+// "waiting 12 s for api.openai.com (rate limit)", so that a live view does
+// not look stuck.
+func Waiting(d time.Duration, k Key) string {
+	return fmt.Sprintf("waiting %d s for %s (rate limit)", int(math.Ceil(d.Seconds())), k.Provider())
 }
