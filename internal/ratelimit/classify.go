@@ -44,21 +44,20 @@ func Classify(status int, body []byte, message string) Answer {
 }
 
 // Scan looks for a refusal in what a failed agent CLI's turn said (its
-// diagnostics and stderr; never the model's answer): limited when it was
-// refused for now, quota the line that says so when a quota is gone.
-func Scan(text string) (limited bool, quota string) {
-	for line := range strings.Lines(text) {
-		if !limitWords.MatchString(line) && !strings.Contains(strings.ToLower(line), "quota") {
-			continue
+// diagnostics and stderr; never the model's answer). It returns the line
+// that says so — empty when none does — and whether that line speaks of a
+// quota that is gone rather than a refusal for now.
+func Scan(text string) (line string, quota bool) {
+	for l := range strings.Lines(text) {
+		l = strings.TrimSpace(l)
+		if quotaWords.MatchString(l) {
+			return cut(l), true
 		}
-		if quotaWords.MatchString(line) {
-			return true, cut(strings.TrimSpace(line))
-		}
-		if limitWords.MatchString(line) {
-			limited = true
+		if line == "" && limitWords.MatchString(l) {
+			line = cut(l)
 		}
 	}
-	return limited, ""
+	return line, false
 }
 
 func cut(s string) string {

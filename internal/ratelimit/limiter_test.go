@@ -201,10 +201,11 @@ func TestClassifyAndScan(t *testing.T) {
 		{"HTTP status 529", true, false},
 		{"ERROR: You exceeded your current quota, please check your plan and billing details", true, true},
 		{"claude exited with status 1: no such file", false, false},
+		{`API Error: 400 {"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API."}}`, true, true},
 	} {
-		limited, quota := Scan(c.text)
-		if limited != c.limited || (quota != "") != c.quota {
-			t.Errorf("Scan(%q) = %v, %q; want limited %v, quota %v", c.text, limited, quota, c.limited, c.quota)
+		line, quota := Scan(c.text)
+		if (line != "") != c.limited || quota != c.quota {
+			t.Errorf("Scan(%q) = %q, %v; want limited %v, quota %v", c.text, line, quota, c.limited, c.quota)
 		}
 	}
 }
