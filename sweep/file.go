@@ -41,16 +41,19 @@ func (s Status) Ended() bool { return s == StatusSucceeded || s == StatusFailed 
 
 // Cell is one run of the grid.
 type Cell struct {
-	Index      int      `json:"index"`            // 1-based, in run order
-	Assignment string   `json:"assignment"`       // the assignment's label
-	Params     string   `json:"params,omitempty"` // the parameter set's label
-	Task       string   `json:"task"`
-	Repeat     int      `json:"repeat"` // 1-based
-	Input      any      `json:"input"`
-	Run        string   `json:"run,omitempty"` // the run id under cells/, drawn before it starts
-	Status     Status   `json:"status"`
-	Note       string   `json:"note,omitempty"` // why a cell was skipped
-	Outcome    *Outcome `json:"outcome,omitempty"`
+	Index      int    `json:"index"`            // 1-based, in run order
+	Assignment string `json:"assignment"`       // the assignment's label
+	Params     string `json:"params,omitempty"` // the parameter set's label
+	Task       string `json:"task"`
+	Repeat     int    `json:"repeat"` // 1-based
+	Input      any    `json:"input"`
+	Run        string `json:"run,omitempty"` // the run id under cells/, drawn before it starts
+	Status     Status `json:"status"`
+	Note       string `json:"note,omitempty"` // why a cell was skipped, or the quota it ran out of
+	// Reruns counts the times it ran again after an infrastructure failure
+	// (rate_limit, unavailable, a killed worker; docs/sweeps.md).
+	Reruns  int      `json:"reruns,omitempty"`
+	Outcome *Outcome `json:"outcome,omitempty"`
 }
 
 // Budget bounds a whole sweep; a zero field is unbounded.
@@ -80,6 +83,8 @@ type File struct {
 	Assignments []Assignment `json:"assignments"`
 	ParamSets   []ParamSet   `json:"param_sets"`
 	Cells       []*Cell      `json:"cells"`
+	// Providers are the rate limiters' figures per provider key.
+	Providers []ProviderRow `json:"providers,omitempty"`
 }
 
 // fileVersion is the version of sweep.json this package writes.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -64,6 +65,8 @@ type run struct {
 	reserved  Budget // the expected spending of the cells running now
 	forecasts map[string]Forecast
 
+	limitBase map[ratelimit.Key]ratelimit.Stats // the limiters as the run started
+
 	notifyMu sync.Mutex // serializes OnCell
 	errMu    sync.Mutex
 	fileErr  error // the first error writing the sweep's files
@@ -91,6 +94,10 @@ func (s *Sweep) Run(ctx context.Context, plan *flows.Plan, opts RunOptions) erro
 		liveCap = 8
 	}
 	r := &run{s: s, plan: plan, opts: opts, live: engine.LocalRuntime{}.NewSemaphore(liveCap), assigned: map[string]Assignment{}, forecasts: map[string]Forecast{}}
+	r.limitBase = map[ratelimit.Key]ratelimit.Stats{}
+	for _, st := range ratelimit.Default.Stats() {
+		r.limitBase[st.Key] = st
+	}
 	s.mu.Lock()
 	for _, a := range s.f.Assignments {
 		r.assigned[a.Label] = a
@@ -165,8 +172,12 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 	r.notify(ev)
 
 	o, facts := r.execute(ctx, c, a)
+	for infrastructure(o) && c.Reruns < MaxReruns && ctx.Err() == nil {
+		o, facts = r.rerun(ctx, c, a)
+	}
 
 	s.mu.Lock()
+	r.limitsLocked()
 	r.reserved.add(Budget{Tokens: -reserve.Tokens, Cost: -reserve.Cost})
 	if o.Status == rundir.StatusRunning {
 		c.Note = o.Message // left running: it is not this sweep's to record
@@ -177,6 +188,10 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 	}
 	c.Outcome = o
 	switch {
+	case quota(o):
+		c.Status, c.Note = StatusQuota, o.Message
+	case infrastructure(o):
+		c.Status, c.Note = StatusSkipped, fmt.Sprintf("still %s after %d re-runs, not scored: %s", o.Failure, c.Reruns, o.Message)
 	case o.Status == rundir.StatusSucceeded || o.Status == rundir.StatusFailed:
 		c.Status = StatusFailed
 		if o.Success {
