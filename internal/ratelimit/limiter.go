@@ -98,6 +98,7 @@ type Limiter struct {
 	decreased time.Time // the last halving of the window
 	refusals  int       // refusals in a row
 	changed   chan struct{}
+	seq       int // admissions so far
 	stats     Stats
 }
 
@@ -110,6 +111,7 @@ func newLimiter(k Key, o Options) *Limiter {
 type Ticket struct {
 	l     *Limiter
 	start time.Time
+	seq   int // its admission's number
 	once  sync.Once
 }
 
@@ -153,8 +155,9 @@ func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Tic
 			if l.stats.First.IsZero() {
 				l.stats.First = now
 			}
+			l.seq++
 			l.mu.Unlock()
-			return &Ticket{l: l, start: now}, nil
+			return &Ticket{l: l, start: now, seq: l.seq}, nil
 		}
 		changed := l.changed
 		l.mu.Unlock()
@@ -169,10 +172,11 @@ func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Tic
 // Done tells the limiter how the ticket's request ended. Calls after the
 // first are ignored.
 func (t *Ticket) Done(a Answer) {
-	t.once.Do(func() { t.l.done(t.start, a) })
+	t.once.Do(func() { t.l.done(t, a) })
 }
 
-func (l *Limiter) done(start time.Time, a Answer) {
+func (l *Limiter) done(t *Ticket, a Answer) {
+	start := t.start
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()
@@ -182,9 +186,17 @@ func (l *Limiter) done(start time.Time, a Answer) {
 	l.changed = make(chan struct{})
 	h := parseHints(a.Header, now)
 	if h.requestsLeft >= 0 && !h.requestsReset.IsZero() {
-		// Requests still in flight may or may not be counted in what the
-		// provider said; count them as not yet, to stay under.
-		l.left, l.leftUntil = h.requestsLeft-l.inflight, h.requestsReset
+		// What the provider said counts this request and those sent
+		// before it; of those sent after it, the ones answered since were
+		// counted too, and the ones still in flight most likely as well
+		// (a window test at 10 a window: 10 admitted in every window, none
+		// refused). Answers of one window may arrive out of order: keep
+		// the least.
+		left := h.requestsLeft - max(0, l.seq-t.seq-l.inflight)
+		if h.requestsReset.Sub(l.leftUntil).Abs() > 500*time.Millisecond || left < l.left {
+			l.left = left
+		}
+		l.leftUntil = h.requestsReset
 	}
 	if h.tokensLeft == 0 && h.tokensReset.After(l.until) {
 		l.until = h.tokensReset
