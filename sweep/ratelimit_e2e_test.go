@@ -122,18 +122,18 @@ func TestSweepUnderARateLimitCLIs(t *testing.T) {
 	t.Setenv("FLOW_TEST_LIMIT_KEY", "sk-limit-test")
 	for _, c := range []struct {
 		name string
-		d    func(bin string) engine.Driver
+		d    func(bin, url string) engine.Driver
 	}{
-		{"claude", func(bin string) engine.Driver {
-			return claude.New(claude.Options{Binary: bin, APIKeyEnv: "FLOW_TEST_LIMIT_KEY", Grace: time.Second})
+		{"claude", func(bin, url string) engine.Driver {
+			return claude.New(claude.Options{Binary: bin, BaseURL: url, APIKeyEnv: "FLOW_TEST_LIMIT_KEY", Grace: time.Second})
 		}},
-		{"codex", func(bin string) engine.Driver { return codex.New(codex.Options{Binary: bin, CodexHome: t.TempDir()}) }},
+		{"codex", func(bin, _ string) engine.Driver { return codex.New(codex.Options{Binary: bin, CodexHome: t.TempDir()}) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bin := clitest.Binary(t, c.name)
 			s := modelserver.Start(t)
 			s.SetLimit(modelserver.Limit{Requests: 2, Window: 2 * time.Second})
-			d := c.d(bin)
+			d := c.d(bin, s.URL())
 			rep, took, md := limitedSweep(t, s, c.name, d, 6, 3)
 			refused := 0
 			for _, e := range s.LimitLog() {
