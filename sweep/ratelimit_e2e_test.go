@@ -21,7 +21,7 @@ import (
 // limitedSweep runs a one-turn flow `cells` times (one task, repeated) at
 // concurrency conc through driver d against s, and returns its report and
 // how long it took.
-func limitedSweep(t *testing.T, s *modelserver.Server, driver string, d engine.Driver, cells, conc int) (*sweep.Report, time.Duration, string) {
+func limitedSweep(t *testing.T, s *modelserver.Server, driver string, d engine.Driver, cells, conc int, onCell ...func(sweep.CellEvent)) (*sweep.Report, time.Duration, string) {
 	t.Helper()
 	dir := t.TempDir()
 	src := `name: limited
@@ -44,8 +44,11 @@ nodes:
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err = sw.Run(context.Background(), plan, sweep.RunOptions{Engine: engine.Options{
-		Drivers: map[string]engine.Driver{driver: d}, Concurrency: conc, WorkDir: dir}})
+	ro := sweep.RunOptions{Engine: engine.Options{Drivers: map[string]engine.Driver{driver: d}, Concurrency: conc, WorkDir: dir}}
+	if len(onCell) > 0 {
+		ro.OnCell = onCell[0]
+	}
+	err = sw.Run(context.Background(), plan, ro)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +66,15 @@ func TestSweepUnderARateLimitOpenAI(t *testing.T) {
 	s := modelserver.Start(t)
 	const perWindow, window, cells = 10, 3 * time.Second, 60
 	s.SetLimit(modelserver.Limit{Requests: perWindow, Window: window})
-	rep, took, md := limitedSweep(t, s, "openai", openai.New(openai.Options{}), cells, 10)
+	var waiting []string
+	rep, took, md := limitedSweep(t, s, "openai", openai.New(openai.Options{}), cells, 10, func(ev sweep.CellEvent) {
+		if ev.Waiting != "" {
+			waiting = append(waiting, ev.Waiting)
+		}
+	})
+	if len(waiting) == 0 || !strings.HasPrefix(waiting[0], "waiting ") || !strings.Contains(waiting[0], " s for 127.0.0.1:") {
+		t.Errorf("the sweep's progress said %q of the waits, want \"waiting N s for 127.0.0.1:… (rate limit)\"", waiting[:min(len(waiting), 3)])
+	}
 	least := time.Duration((cells+perWindow-1)/perWindow-1) * window
 	refusedLater, total := 0, 0
 	var ats []string
@@ -127,7 +138,9 @@ func TestSweepUnderARateLimitCLIs(t *testing.T) {
 		{"claude", func(bin, url string) engine.Driver {
 			return claude.New(claude.Options{Binary: bin, BaseURL: url, APIKeyEnv: "FLOW_TEST_LIMIT_KEY", Grace: time.Second})
 		}},
-		{"codex", func(bin, _ string) engine.Driver { return codex.New(codex.Options{Binary: bin, CodexHome: t.TempDir()}) }},
+		{"codex", func(bin, _ string) engine.Driver {
+			return codex.New(codex.Options{Binary: bin, CodexHome: t.TempDir()})
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bin := clitest.Binary(t, c.name)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -58,6 +59,7 @@ func (r *run) rerun(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*ru
 	cells := filepath.Join(r.s.dir, cellsDir)
 	eo := r.opts.Engine
 	eo.RunsDir, eo.RunID, eo.Input, eo.Settings, eo.Live, eo.Asker = cells, c.Run, c.Input, a.Settings(r.opts.Settings), r.live, nil
+	eo.OnEvent = r.waits(c, eo.OnEvent)
 	dir := filepath.Join(cells, c.Run)
 	_, err := r.opts.Runs.Resume(ctx, dir, r.opts.Load, eo)
 	o, info, rerr := readOutcome(dir, scoreOf(r.plan))
@@ -110,4 +112,22 @@ type ProviderRow struct {
 	WaitedMS  int64   `json:"waited_ms"`
 	PerMinute float64 `json:"per_minute"` // requests per minute, first to last
 	Quota     string  `json:"quota,omitempty"`
+}
+
+// waits hands on every event to next, and tells OnCell when the cell's
+// run waits for its provider's rate limit (a progress event saying
+// "waiting … (rate limit)"), so the sweep's progress does not look stuck.
+func (r *run) waits(c *Cell, next func(*engine.Event)) func(*engine.Event) {
+	return func(e *engine.Event) {
+		if next != nil {
+			next(e)
+		}
+		if e.Type != rundir.EventProgress || !strings.HasSuffix(e.Activity, "(rate limit)") {
+			return
+		}
+		r.s.mu.Lock()
+		ev := CellEvent{Cell: *c, Waiting: e.Activity, Of: len(r.s.f.Cells)}
+		r.s.mu.Unlock()
+		r.notify(ev)
+	}
 }

@@ -47,8 +47,11 @@ type RunOptions struct {
 // CellEvent tells of one cell: it started (Started), or ended, stopped or
 // was skipped (Cell.Status says which).
 type CellEvent struct {
-	Cell     Cell
-	Started  bool
+	Cell    Cell
+	Started bool
+	// Waiting, when set, says the cell's run waits for its provider's
+	// rate limit: "waiting 12 s for api.openai.com (rate limit)".
+	Waiting  string
 	Forecast Forecast
 	Of       int // how many cells the sweep has
 }
@@ -217,6 +220,7 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 	cells := filepath.Join(r.s.dir, cellsDir)
 	eo := r.opts.Engine
 	eo.RunsDir, eo.RunID, eo.Input, eo.Settings, eo.Live, eo.Asker = cells, c.Run, c.Input, a.Settings(r.opts.Settings), r.live, nil
+	eo.OnEvent = r.waits(c, eo.OnEvent)
 	dir := filepath.Join(cells, c.Run)
 	var err error
 	info, ierr := rundir.Inspect(dir)

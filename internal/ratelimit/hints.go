@@ -11,6 +11,7 @@ import (
 type hints struct {
 	retryAfter    time.Duration // 0: not said
 	requestsLeft  int           // -1: not said
+	requestsLimit int           // the window's limit; 0: not said
 	requestsReset time.Time
 	tokensLeft    int // -1: not said
 	tokensReset   time.Time
@@ -26,6 +27,11 @@ func parseHints(h http.Header, now time.Time) hints {
 		return out
 	}
 	out.retryAfter = RetryAfter(h, now)
+	for _, k := range []string{"x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"} {
+		if n, err := strconv.Atoi(strings.TrimSpace(h.Get(k))); err == nil && n > 0 {
+			out.requestsLimit = n
+		}
+	}
 	for _, p := range []struct {
 		left, reset string
 		n           *int

@@ -95,16 +95,19 @@ type Limiter struct {
 	until     time.Time // nothing is sent before
 	left      int       // requests the provider said remain, until leftUntil
 	leftUntil time.Time
+	winCount  int       // requests admitted since the last reset passed
+	winFresh  bool      // winCount restarted at the reset leftUntil was before
 	decreased time.Time // the last halving of the window
 	refusals  int       // refusals in a row
 	changed   chan struct{}
-	seq       int // admissions so far
+	seq       int              // admissions so far
+	open      map[int]struct{} // the seqs of the requests in flight
 	stats     Stats
 }
 
 func newLimiter(k Key, o Options) *Limiter {
 	o = o.withDefaults()
-	return &Limiter{key: k, opts: o, window: float64(o.Initial), changed: make(chan struct{}), stats: Stats{Key: k}}
+	return &Limiter{key: k, opts: o, window: float64(o.Initial), changed: make(chan struct{}), open: map[int]struct{}{}, stats: Stats{Key: k}}
 }
 
 // Ticket is one admitted request; Done it exactly once.
@@ -150,12 +153,16 @@ func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Tic
 			l.inflight++
 			if now.Before(l.leftUntil) {
 				l.left--
+			} else if !l.winFresh {
+				l.winCount, l.winFresh = 0, true // the provider's window began anew
 			}
+			l.winCount++
 			l.stats.Requests++
 			if l.stats.First.IsZero() {
 				l.stats.First = now
 			}
 			l.seq++
+			l.open[l.seq] = struct{}{}
 			l.mu.Unlock()
 			return &Ticket{l: l, start: now, seq: l.seq}, nil
 		}
@@ -181,20 +188,27 @@ func (l *Limiter) done(t *Ticket, a Answer) {
 	defer l.mu.Unlock()
 	now := time.Now()
 	l.inflight--
+	delete(l.open, t.seq)
 	l.stats.Last = now
 	close(l.changed)
 	l.changed = make(chan struct{})
 	h := parseHints(a.Header, now)
 	if h.requestsLeft >= 0 && !h.requestsReset.IsZero() {
-		// What the provider said counts this request and those sent
-		// before it; of those sent after it, the ones answered since were
-		// counted too, and the ones still in flight most likely as well
-		// (a window test at 10 a window: 10 admitted in every window, none
-		// refused). Answers of one window may arrive out of order: keep
-		// the least.
-		left := h.requestsLeft - max(0, l.seq-t.seq-l.inflight)
-		if h.requestsReset.Sub(l.leftUntil).Abs() > 500*time.Millisecond || left < l.left {
-			l.left = left
+		// What the provider said counts this request and those it saw
+		// before; requests sent after it may not be counted yet. With the
+		// window's limit known, what remains is at most the limit less
+		// what this limiter sent since the window began; else count the
+		// requests still in flight that were sent after this one as not
+		// counted. Answers of one window arrive out of order: keep the
+		// least.
+		left := h.requestsLeft - l.inflightAfter(t)
+		if h.requestsLimit > 0 {
+			left = min(h.requestsLeft, h.requestsLimit-l.winCount)
+		}
+		if h.requestsReset.Sub(l.leftUntil).Abs() > 500*time.Millisecond {
+			l.left, l.winFresh = left, false
+		} else {
+			l.left = min(l.left, left)
 		}
 		l.leftUntil = h.requestsReset
 	}
@@ -226,6 +240,17 @@ func (l *Limiter) done(t *Ticket, a Answer) {
 	if until := now.Add(wait); until.After(l.until) {
 		l.until = until
 	}
+}
+
+// inflightAfter counts the requests in flight that were admitted after t.
+func (l *Limiter) inflightAfter(t *Ticket) int {
+	n := 0
+	for seq := range l.open {
+		if seq > t.seq {
+			n++
+		}
+	}
+	return n
 }
 
 // backoff is the full-jitter wait after the n-th refusal in a row (n ≥ 1):
