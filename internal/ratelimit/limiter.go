@@ -163,8 +163,9 @@ func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Tic
 			}
 			l.seq++
 			l.open[l.seq] = struct{}{}
+			tk := &Ticket{l: l, start: now, seq: l.seq}
 			l.mu.Unlock()
-			return &Ticket{l: l, start: now, seq: l.seq}, nil
+			return tk, nil
 		}
 		changed := l.changed
 		l.mu.Unlock()
