@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -207,5 +208,26 @@ func TestClassifyAndScan(t *testing.T) {
 		if (line != "") != c.limited || quota != c.quota {
 			t.Errorf("Scan(%q) = %q, %v; want limited %v, quota %v", c.text, line, quota, c.limited, c.quota)
 		}
+	}
+}
+
+// One limiter per key, shared by every caller of the registry; a key shows
+// no secret.
+func TestRegistrySharesOneLimiterPerKey(t *testing.T) {
+	var r Registry
+	k := Key{Driver: "openai", BaseURL: "https://api.openai.com/v1", Key: Fingerprint("sk-secret"), Model: "m"}
+	if r.For(k) != r.For(k) {
+		t.Fatal("two limiters for one key")
+	}
+	other := k
+	other.Model = "n"
+	if r.For(other) == r.For(k) {
+		t.Fatal("one limiter for two models")
+	}
+	if s := k.String() + k.Key; strings.Contains(s, "sk-secret") || k.Provider() != "api.openai.com" {
+		t.Fatalf("key %q (provider %q) shows the secret or not the host", s, k.Provider())
+	}
+	if got := Waiting(11200*time.Millisecond, k); got != "waiting 12 s for api.openai.com (rate limit)" {
+		t.Fatalf("Waiting = %q", got)
 	}
 }
