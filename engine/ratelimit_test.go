@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -17,8 +18,8 @@ func TestRateLimitAndQuotaKinds(t *testing.T) {
   - {id: broke, agent: worker, prompt: go, on_fail: continue}
 `)
 	leaves := &scriptedLeaves{end: map[string]error{
-		"busy":  fmt.Errorf("the server answered 429: %w", ErrRateLimit),
-		"broke": &QuotaError{Message: "You exceeded your current quota"},
+		"busy":  fmt.Errorf("the server answered 429: %w", rundir.ErrRateLimit),
+		"broke": &rundir.QuotaError{Message: "You exceeded your current quota"},
 	}}
 	rec := &memoryRecorder{}
 	if _, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir(), Leaves: leaves}, rec, nil); err != nil {
@@ -30,10 +31,10 @@ func TestRateLimitAndQuotaKinds(t *testing.T) {
 			got[f.Visit] = f.Error
 		}
 	}
-	if f := got["busy"]; f == nil || f.Kind != schema.FailRateLimit || IsQuota(f) {
+	if f := got["busy"]; f == nil || f.Kind != schema.FailRateLimit || f.Quota() {
 		t.Errorf("busy ended %+v, want rate_limit, not a quota", f)
 	}
-	if f := got["broke"]; f == nil || f.Kind != schema.FailRateLimit || !IsQuota(f) || f.Message != "quota exhausted: You exceeded your current quota" {
+	if f := got["broke"]; f == nil || f.Kind != schema.FailRateLimit || !f.Quota() || f.Message != "quota exhausted: You exceeded your current quota" {
 		t.Errorf("broke ended %+v, want rate_limit saying quota exhausted, with the provider's message", f)
 	}
 }

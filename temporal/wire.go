@@ -174,7 +174,7 @@ func ended(err error) *Ended {
 		return &Ended{Kind: endBudget, Message: err.Error()}
 	case errors.Is(err, engine.ErrUnavailable):
 		return &Ended{Kind: endUnavailable, Message: err.Error()}
-	case errors.Is(err, engine.ErrRateLimit):
+	case errors.Is(err, rundir.ErrRateLimit):
 		return &Ended{Kind: endRateLimit, Message: err.Error()}
 	}
 	return &Ended{Kind: endProvider, Message: err.Error()}
@@ -195,9 +195,9 @@ func (e *Ended) err() error {
 		return &remoteError{msg: e.Message, kind: engine.ErrUnavailable}
 	case endRateLimit:
 		if q, ok := strings.CutPrefix(e.Message, schema.QuotaPrefix); ok {
-			return &engine.QuotaError{Message: q}
+			return &rundir.QuotaError{Message: q}
 		}
-		return &remoteError{msg: e.Message, kind: engine.ErrRateLimit}
+		return &remoteError{msg: e.Message, kind: rundir.ErrRateLimit}
 	}
 	return &remoteError{msg: e.Message}
 }

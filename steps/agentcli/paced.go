@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/ratelimit"
+	"github.com/flowrun/flow/rundir"
 )
 
 // Paced runs one turn of a CLI through the limiter of its provider key
@@ -18,8 +19,8 @@ import (
 // progress "waiting 12 s for … (rate limit)"); after a failed turn it
 // looks for a refusal in what the CLI said (its diagnostics and stderr,
 // never the model's answer): a 429 or an overload ends the turn with an
-// error wrapping engine.ErrRateLimit, and the limiter backs off the next
-// turns to that key; a quota ends it with an engine.QuotaError and every
+// error wrapping rundir.ErrRateLimit, and the limiter backs off the next
+// turns to that key; a quota ends it with an rundir.QuotaError and every
 // later turn to the key at once, without starting the CLI.
 func Paced(ctx context.Context, t *engine.Turn, key ratelimit.Key, turn func(context.Context) (*engine.TurnResult, error)) (*engine.TurnResult, error) {
 	lim := ratelimit.Default.For(key)
@@ -28,7 +29,7 @@ func Paced(ctx context.Context, t *engine.Turn, key ratelimit.Key, turn func(con
 	})
 	if q := (*ratelimit.QuotaError)(nil); errors.As(err, &q) {
 		return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{"not started: the provider's quota is gone: " + q.Message}},
-			&engine.QuotaError{Message: q.Message}
+			&rundir.QuotaError{Message: q.Message}
 	}
 	if err != nil {
 		return nil, err // ctx ended
@@ -47,9 +48,9 @@ func Paced(ctx context.Context, t *engine.Turn, key ratelimit.Key, turn func(con
 	tk.Done(ans)
 	switch {
 	case ans.Quota != "":
-		return res, &engine.QuotaError{Message: ans.Quota}
+		return res, &rundir.QuotaError{Message: ans.Quota}
 	case ans.Limited:
-		return res, fmt.Errorf("%s: %w", line, engine.ErrRateLimit)
+		return res, fmt.Errorf("%s: %w", line, rundir.ErrRateLimit)
 	}
 	return res, err
 }

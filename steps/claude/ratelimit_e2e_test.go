@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/modelserver"
+	"github.com/flowrun/flow/rundir"
 )
 
 // Claude Code refused with 429 ends the turn rate_limit, not provider.
@@ -18,7 +19,7 @@ func TestE2ERateLimited(t *testing.T) {
 	d.opts.BaseURL = s.URL() + "/" // a key of its own in the process-wide registry
 	res, err := d.Turn(context.Background(), newTurn(t, "Say hello."))
 	t.Logf("429: %v; %q", err, res.Diagnostics)
-	if !errors.Is(err, engine.ErrRateLimit) || res.Status != engine.Failed {
+	if !errors.Is(err, rundir.ErrRateLimit) || res.Status != engine.Failed {
 		t.Fatalf("Turn = %+v, %v; want failed with ErrRateLimit", res, err)
 	}
 }
@@ -33,7 +34,7 @@ func TestE2EQuota(t *testing.T) {
 	for i := range 2 {
 		start := time.Now()
 		res, err := d.Turn(context.Background(), newTurn(t, "Say hello."))
-		q := (*engine.QuotaError)(nil)
+		q := (*rundir.QuotaError)(nil)
 		if !errors.As(err, &q) || !strings.Contains(strings.ToLower(q.Message), "credit balance") {
 			t.Fatalf("turn %d = %+v, %v; want a QuotaError with the provider's message", i, res, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/ratelimit"
+	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/transcript"
 )
 
@@ -32,8 +33,8 @@ type sendArgs struct {
 // (internal/ratelimit.Default), again after each refusal for now, up to
 // RateRetries times. It returns the 200 answer with the limiter's ticket,
 // which the caller settles once it has read the answer; or no answer, with
-// res failed and the error to return: one wrapping engine.ErrRateLimit, an
-// engine.QuotaError, or nil for another failure.
+// res failed and the error to return: one wrapping rundir.ErrRateLimit, an
+// rundir.QuotaError, or nil for another failure.
 func (d *Driver) send(ctx context.Context, t *engine.Turn, a sendArgs) (*http.Response, *ratelimit.Ticket, error) {
 	key := ratelimit.Key{Driver: "openai", BaseURL: strings.TrimSuffix(a.endpoint, "/chat/completions"), Key: ratelimit.Fingerprint(a.key), Model: a.model}
 	lim := d.opts.Limits.For(key)
@@ -47,7 +48,7 @@ func (d *Driver) send(ctx context.Context, t *engine.Turn, a sendArgs) (*http.Re
 			t.Progress(engine.Progress{Activity: ratelimit.Waiting(w, key)})
 		})
 		if q := (*ratelimit.QuotaError)(nil); errors.As(err, &q) {
-			return fail("the server's quota is gone: "+q.Message, &engine.QuotaError{Message: q.Message})
+			return fail("the server's quota is gone: "+q.Message, &rundir.QuotaError{Message: q.Message})
 		}
 		if err != nil {
 			return nil, nil, err // ctx ended
@@ -83,12 +84,12 @@ func (d *Driver) send(ctx context.Context, t *engine.Turn, a sendArgs) (*http.Re
 		a.res.Stderr = string(b)
 		switch {
 		case ans.Quota != "":
-			return fail(diag, &engine.QuotaError{Message: ans.Quota})
+			return fail(diag, &rundir.QuotaError{Message: ans.Quota})
 		case ans.Limited && attempt < d.opts.RateRetries:
 			a.res.Diagnostics = append(a.res.Diagnostics, diag+"; sent again when the limiter allows")
 			continue
 		case ans.Limited:
-			return fail(diag, fmt.Errorf("%s, %d times: %w", diag, attempt+1, engine.ErrRateLimit))
+			return fail(diag, fmt.Errorf("%s, %d times: %w", diag, attempt+1, rundir.ErrRateLimit))
 		}
 		return fail(diag, nil)
 	}

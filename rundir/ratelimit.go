@@ -1,4 +1,4 @@
-package engine
+package rundir
 
 import (
 	"errors"
@@ -7,11 +7,13 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// ErrRateLimit is wrapped by a Driver whose provider refused the turn for
+// ErrRateLimit is wrapped by a driver whose provider refused the turn for
 // now: a 429, or an overload answer (Anthropic's 529 overloaded_error,
 // OpenAI's 503 "overloaded"). The engine maps it to the failure kind
 // `rate_limit`, which is about the infrastructure and never a verdict on
-// the model (docs/flow-files.md); a sweep runs such a cell again.
+// the model (docs/flow-files.md); a sweep runs such a cell again. It lives
+// here, beside Failure, so that drivers, the engine and Temporal's wire
+// share it.
 var ErrRateLimit = errors.New("rate limited")
 
 // QuotaError is a refusal that will not pass within the run: a daily or
@@ -29,15 +31,15 @@ func (e *QuotaError) Error() string { return schema.QuotaPrefix + e.Message }
 // Unwrap makes a QuotaError an ErrRateLimit.
 func (e *QuotaError) Unwrap() error { return ErrRateLimit }
 
-// IsQuota says whether a failure is a quota that will not return within
+// Quota says whether the failure is a quota that will not return within
 // the run, rather than a refusal for now.
-func IsQuota(f *Failure) bool {
+func (f *Failure) Quota() bool {
 	return f != nil && f.Kind == schema.FailRateLimit && strings.HasPrefix(f.Message, schema.QuotaPrefix)
 }
 
-// rateLimited is the failure of a turn that ended on err, which wraps
+// RateLimited is the failure of a turn that ended on err, which wraps
 // ErrRateLimit: a quota keeps its own message whole.
-func rateLimited(err error) *Failure {
+func RateLimited(err error) *Failure {
 	if q := (*QuotaError)(nil); errors.As(err, &q) {
 		return &Failure{Kind: schema.FailRateLimit, Message: q.Error()}
 	}
