@@ -57,7 +57,10 @@ func providers(b *bytes.Buffer, r *Report) {
 	var rows [][]string
 	for _, p := range r.Providers {
 		rows = append(rows, []string{p.Provider, strconv.Itoa(p.Requests), strconv.Itoa(p.Refused), strconv.Itoa(p.Waits),
-			fmt.Sprintf("%.1fs", float64(p.WaitedMS)/1000), fmt.Sprintf("%.1f", p.PerMinute)})
+			p.Waited(), fmt.Sprintf("%.1f", p.PerMinute)})
 	}
 	table(b, []string{"provider", "requests", "429s", "waits", "waited", "per minute"}, rows)
 }
+
+// Waited is the total of the waits, in seconds, as the reports show it.
+func (p ProviderRow) Waited() string { return fmt.Sprintf("%.1fs", float64(p.WaitedMS)/1000) }

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/flowrun/flow/rundir"
@@ -21,6 +22,12 @@ func TestCacheHitRatioAndReruns(t *testing.T) {
 	}
 	if row.Reruns != 2 || row.Quota != 1 || row.N != 1 || r.Cells.Quota != 1 || len(r.Quota) != 1 {
 		t.Errorf("row %+v, cells %+v, quota %q: want 2 re-runs, 1 quota cell not scored", row, r.Cells, r.Quota)
+	}
+	f.Providers = []ProviderRow{{Provider: "openai 127.0.0.1:1 m", Requests: 9, Refused: 2, Waits: 3, WaitedMS: 12500, PerMinute: 60}}
+	page, err := htmlReport(Build(f))
+	if err != nil || !strings.Contains(string(page), "<td>openai 127.0.0.1:1 m</td><td>9</td><td>2</td><td>3</td><td>12.5s</td>") ||
+		!strings.Contains(string(page), "quota exhausted: no credit") {
+		t.Errorf("report.html lacks the providers or the quota (%v):\n%s", err, page)
 	}
 	if cacheHitRatio(&in, nil) != nil {
 		t.Error("a ratio from an unreported cache read")
