@@ -11,9 +11,11 @@ import (
 
 // Options tune a Limiter. The zero value of each field means its default.
 type Options struct {
-	// Initial is the window a new limiter starts with (default 8).
+	// Initial is the window a new limiter starts with (default 20, as
+	// inspect_ai starts its connections: a key that never refuses should
+	// not be held back while the window grows).
 	Initial int
-	// Max bounds the window (default 64).
+	// Max bounds the window (default 100).
 	Max int
 	// Base and Cap bound the full-jitter backoff after a refusal without
 	// a hint (defaults 1 s and 60 s).
@@ -27,10 +29,10 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Initial <= 0 {
-		o.Initial = 8
+		o.Initial = 20
 	}
 	if o.Max <= 0 {
-		o.Max = 64
+		o.Max = 100
 	}
 	o.Initial = min(o.Initial, o.Max)
 	if o.Base <= 0 {
