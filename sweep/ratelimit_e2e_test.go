@@ -12,6 +12,7 @@ import (
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/modelserver"
+	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/steps/claude"
 	"github.com/flowrun/flow/steps/codex"
 	"github.com/flowrun/flow/steps/openai"
@@ -21,7 +22,7 @@ import (
 // limitedSweep runs a one-turn flow `cells` times (one task, repeated) at
 // concurrency conc through driver d against s, and returns its report and
 // how long it took.
-func limitedSweep(t *testing.T, s *modelserver.Server, driver string, d engine.Driver, cells, conc int, onCell ...func(sweep.CellEvent)) (*sweep.Report, time.Duration, string) {
+func limitedSweep(t *testing.T, s *modelserver.Server, driver string, d engine.Driver, cells, conc int, onCell ...func(sweep.CellEvent)) (*sweep.Report, time.Duration, string, *sweep.Sweep, *flows.Plan) {
 	t.Helper()
 	dir := t.TempDir()
 	src := `name: limited
@@ -54,7 +55,7 @@ nodes:
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "sweeps", sw.ID(), "report.md"))
-	return sweep.Build(sw.Snapshot()), took, string(md)
+	return sweep.Build(sw.Snapshot()), took, string(md), sw, plan
 }
 
 // 60 one-turn cells at concurrency 10 against a server that takes 10
@@ -69,7 +70,7 @@ func TestSweepUnderARateLimitOpenAI(t *testing.T) {
 	const perWindow, window, cells = 10, 5 * time.Second, 60
 	s.SetLimit(modelserver.Limit{Requests: perWindow, Window: window})
 	var waiting []string
-	rep, took, md := limitedSweep(t, s, "openai", openai.New(openai.Options{}), cells, 10, func(ev sweep.CellEvent) {
+	rep, took, md, _, _ := limitedSweep(t, s, "openai", openai.New(openai.Options{}), cells, 10, func(ev sweep.CellEvent) {
 		if ev.Waiting != "" {
 			waiting = append(waiting, ev.Waiting)
 		}
@@ -113,7 +114,7 @@ func TestSweepQuotaEndsCellsFast(t *testing.T) {
 	t.Setenv("FLOW_TEST_LIMIT_KEY", "sk-limit-test")
 	s := modelserver.Start(t)
 	s.SetLimit(modelserver.Limit{Quota: true, QuotaAfter: 3})
-	rep, took, md := limitedSweep(t, s, "openai", openai.New(openai.Options{}), 12, 2)
+	rep, took, md, sw, plan := limitedSweep(t, s, "openai", openai.New(openai.Options{}), 12, 2)
 	t.Logf("in %v:\n%s", took, md)
 	if rep.Cells.Succeeded != 3 || rep.Cells.Quota != 9 || rep.Cells.Failed != 0 {
 		t.Errorf("cells %+v, want 3 succeeded and 9 ended on the quota, none failed", rep.Cells)
@@ -126,6 +127,16 @@ func TestSweepQuotaEndsCellsFast(t *testing.T) {
 	}
 	if !strings.Contains(md, "exceeded your current quota") || rep.Assignments[0].Quota != 9 {
 		t.Errorf("the report does not say the quota ended 9 cells:\n%s", md)
+	}
+	// Once the quota is back, a resume runs the cells it ended.
+	s.SetLimit(modelserver.Limit{})
+	ratelimit.Default.Reset()
+	if err := sw.Run(context.Background(), plan, sweep.RunOptions{Engine: engine.Options{
+		Drivers: map[string]engine.Driver{"openai": openai.New(openai.Options{})}, Concurrency: 2, WorkDir: t.TempDir()}}); err != nil {
+		t.Fatal(err)
+	}
+	if c := sweep.Build(sw.Snapshot()).Cells; c.Succeeded != 12 || c.Quota != 0 {
+		t.Errorf("after the resume, cells %+v, want all 12 succeeded", c)
 	}
 }
 
@@ -149,7 +160,7 @@ func TestSweepUnderARateLimitCLIs(t *testing.T) {
 			s := modelserver.Start(t)
 			s.SetLimit(modelserver.Limit{Requests: 2, Window: 2 * time.Second})
 			d := c.d(bin, s.URL())
-			rep, took, md := limitedSweep(t, s, c.name, d, 6, 3)
+			rep, took, md, _, _ := limitedSweep(t, s, c.name, d, 6, 3)
 			refused := 0
 			for _, e := range s.LimitLog() {
 				if e.Refused {

@@ -47,6 +47,13 @@ func quota(o *Outcome) bool {
 	return o != nil && o.Failure == string(schema.FailRateLimit) && strings.HasPrefix(o.Message, schema.QuotaPrefix)
 }
 
+// setAside says whether a cell was set aside on the infrastructure by an
+// earlier run of the sweep (a quota, or still failing after MaxReruns):
+// its run ended failed, so `--resume` resumes it rather than reading it.
+func setAside(c *Cell) bool {
+	return c.Outcome != nil && (c.Status == StatusQuota || (c.Status == StatusSkipped && (quota(c.Outcome) || infrastructure(c.Outcome))))
+}
+
 // rerun runs a cell's run again after an infrastructure failure, by
 // resuming it: what ended well stays, nothing is paid for twice, and the
 // visit that the infrastructure failed runs again (paced by its provider

@@ -168,13 +168,20 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 	if c.Run == "" {
 		c.Run = rundir.NewRunID(time.Now())
 	}
+	setAside := setAside(c)
 	c.Status, c.Note = StatusRunning, ""
 	r.saved(s.saveLocked())
 	ev := CellEvent{Cell: *c, Started: true, Forecast: fc, Of: len(s.f.Cells)}
 	s.mu.Unlock()
 	r.notify(ev)
 
-	o, facts := r.execute(ctx, c, a)
+	var o *Outcome
+	var facts []*rundir.Fact
+	if setAside {
+		o, facts = r.rerun(ctx, c, a) // its run ended failed: resume it
+	} else {
+		o, facts = r.execute(ctx, c, a)
+	}
 	for infrastructure(o) && c.Reruns < MaxReruns && ctx.Err() == nil {
 		o, facts = r.rerun(ctx, c, a)
 	}

@@ -23,6 +23,10 @@ type Options struct {
 	// Spread is how far apart the waiters of one wait end it (default
 	// 100 ms).
 	Spread time.Duration
+	// QuotaHold is how long a quota that is gone fails every request at
+	// once before one request may find out whether it is back (default an
+	// hour: a run or a sweep does not outlive it, `flow serve` does).
+	QuotaHold time.Duration
 	// Rand draws from [0, 1); nil is math/rand/v2.
 	Rand func() float64
 }
@@ -43,6 +47,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Spread <= 0 {
 		o.Spread = 100 * time.Millisecond
+	}
+	if o.QuotaHold <= 0 {
+		o.QuotaHold = time.Hour
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64
@@ -101,6 +108,7 @@ type Limiter struct {
 	winFresh  bool      // winCount restarted at the reset leftUntil was before
 	decreased time.Time // the last halving of the window
 	refusals  int       // refusals in a row
+	quotaAt   time.Time // when the quota was seen
 	changed   chan struct{}
 	seq       int              // admissions so far
 	open      map[int]struct{} // the seqs of the requests in flight
@@ -127,6 +135,9 @@ type Ticket struct {
 func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Ticket, error) {
 	for {
 		l.mu.Lock()
+		if l.stats.Quota != "" && time.Since(l.quotaAt) >= l.opts.QuotaHold {
+			l.stats.Quota = "" // long enough: let one request find out
+		}
 		if l.stats.Quota != "" {
 			msg := l.stats.Quota
 			l.mu.Unlock()
@@ -220,7 +231,7 @@ func (l *Limiter) done(t *Ticket, a Answer) {
 	}
 	switch {
 	case a.Quota != "":
-		l.stats.Quota = a.Quota
+		l.stats.Quota, l.quotaAt = a.Quota, now
 		return
 	case !a.Limited:
 		l.refusals = 0

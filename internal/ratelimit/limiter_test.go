@@ -171,6 +171,10 @@ func TestRemainingAndQuota(t *testing.T) {
 		if q := (*QuotaError)(nil); !errors.As(err, &q) || q.Message != "You exceeded your current quota" {
 			t.Fatalf("after a quota, Acquire = %v, want the QuotaError", err)
 		}
+		time.Sleep(time.Hour)
+		if _, err := l.Acquire(t.Context(), nil); err != nil {
+			t.Fatalf("an hour after a quota, Acquire = %v, want one request to find out", err)
+		}
 	})
 }
 

@@ -88,6 +88,14 @@ func (r *Registry) For(k Key) *Limiter {
 	return l
 }
 
+// Reset forgets every limiter and what it learnt: for tests, and for a
+// long-lived process whose user has fixed the quota.
+func (r *Registry) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.limiters = nil
+}
+
 // Stats returns every limiter's stats, ordered by key.
 func (r *Registry) Stats() []Stats {
 	r.mu.Lock()
