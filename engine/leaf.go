@@ -149,6 +149,8 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 		return reply{}, &Failure{Kind: schema.FailBudget, Message: errBudget.Error()}
 	case errors.Is(err, ErrUnavailable):
 		return reply{}, &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
+	case errors.Is(err, rundir.ErrRateLimit):
+		return reply{}, rundir.RateLimited(err)
 	case err != nil:
 		return reply{}, &Failure{Kind: schema.FailProvider, Message: err.Error()}
 	case res == nil:

@@ -7,6 +7,7 @@ type FailKind string
 // The failure kinds.
 const (
 	FailProvider    FailKind = "provider"    // the agent or its model server failed
+	FailRateLimit   FailKind = "rate_limit"  // the provider refused for now (429, overload) or its quota ran out
 	FailTimeout     FailKind = "timeout"     // the visit outlived its timeout
 	FailSchema      FailKind = "schema"      // a typed answer did not fit its schema, twice
 	FailStopped     FailKind = "stopped"     // the run was interrupted (Ctrl-C, SIGTERM)
@@ -21,9 +22,14 @@ const (
 	FailConflict    FailKind = "conflict"    // an isolated scope's changes could not land (SPEC 11)
 )
 
+// QuotaPrefix starts the message of a `rate_limit` failure whose cause will
+// not pass within the run (a daily or billing quota, as the provider says):
+// a sweep does not run such a cell again (docs/sweeps.md).
+const QuotaPrefix = "quota exhausted: "
+
 // FailKinds lists every kind in SPEC order, for docs, schemas and checks.
 var FailKinds = []FailKind{
-	FailProvider, FailTimeout, FailSchema, FailStopped, FailCancelled, FailChild,
+	FailProvider, FailRateLimit, FailTimeout, FailSchema, FailStopped, FailCancelled, FailChild,
 	FailUnconverged, FailCondition, FailTooMany, FailUnavailable, FailBudget, FailRefused,
 	FailConflict,
 }

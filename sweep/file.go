@@ -53,11 +53,14 @@ type Cell struct {
 	Input      any    `json:"input"`
 	Run        string `json:"run,omitempty"` // the run id under cells/, drawn before it starts
 	Status     Status `json:"status"`
-	Note       string `json:"note,omitempty"` // why a cell was skipped
+	Note       string `json:"note,omitempty"` // why a cell was skipped, or the quota it ran out of
 	// Unpriced says the cell started under a budget with no forecast to
 	// reserve: what it spends may carry the sweep over its budget.
-	Unpriced bool     `json:"unpriced,omitempty"`
-	Outcome  *Outcome `json:"outcome,omitempty"`
+	Unpriced bool `json:"unpriced,omitempty"`
+	// Reruns counts the times it ran again after an infrastructure failure
+	// (rate_limit, unavailable, a killed worker; docs/sweeps.md).
+	Reruns  int      `json:"reruns,omitempty"`
+	Outcome *Outcome `json:"outcome,omitempty"`
 }
 
 // Budget bounds a whole sweep; a zero field is unbounded.
@@ -87,6 +90,8 @@ type File struct {
 	Assignments []Assignment `json:"assignments"`
 	ParamSets   []ParamSet   `json:"param_sets"`
 	Cells       []*Cell      `json:"cells"`
+	// Providers are the rate limiters' figures per provider key.
+	Providers []ProviderRow `json:"providers,omitempty"`
 }
 
 // fileVersion is the version of sweep.json this package writes.
@@ -151,7 +156,7 @@ func (f *File) check() error {
 			return fmt.Errorf("cell %d has repeat %d; repeats count from 1", i+1, c.Repeat)
 		}
 		switch c.Status {
-		case StatusPending, StatusRunning, StatusSucceeded, StatusFailed, StatusStopped, StatusSkipped:
+		case StatusPending, StatusRunning, StatusSucceeded, StatusFailed, StatusStopped, StatusSkipped, StatusQuota:
 		default:
 			return fmt.Errorf("cell %d has status %q", i+1, c.Status)
 		}

@@ -112,3 +112,22 @@ func TestBaseline(t *testing.T) {
 		t.Error("a baseline outside the grid was accepted")
 	}
 }
+
+// Cells that send the same prompt to the same model — the repetitions of
+// one task under one assignment and parameter set — run next to each
+// other, so the provider's prompt cache is warm (docs/sweeps.md).
+func TestCellsSharingAPromptRunTogether(t *testing.T) {
+	spec := Spec{Models: []string{"a", "b"}, Tasks: []Task{{ID: "t1"}, {ID: "t2"}}, Repeat: 3}
+	cells, err := spec.cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[[2]string]int{} // assignment and task -> the last index
+	for i, c := range cells {
+		k := [2]string{c.Assignment, c.Task}
+		if last, ok := seen[k]; ok && last != i-1 {
+			t.Fatalf("cell %d (%s %s #%d) is apart from the earlier cell %d of its prompt", i, c.Assignment, c.Task, c.Repeat, last)
+		}
+		seen[k] = i
+	}
+}

@@ -147,7 +147,8 @@ func (r *Report) columns() []string {
 	k := strconv.Itoa(r.K)
 	return []string{"assignment", "params", "n", "successes", "success (95% CI)", "mean score", "pass@" + k, "pass^" + k,
 		"input", "output", "cache read", "cache write", "cost", "cost per success", r.Basis + " per run", "turns",
-		"wall p50", "wall p95", "failures", "empty answers", "vs baseline", "frontier", "pinned"}
+		"wall p50", "wall p95", "failures", "empty answers", "vs baseline", "frontier", "pinned",
+		"cache hit ratio", "re-runs", "quota"}
 }
 
 func (r *Report) cells(row *Row) []string {
@@ -155,7 +156,8 @@ func (r *Report) cells(row *Row) []string {
 		frac(row.MeanScore), frac(row.PassAtK), frac(row.PassHatK),
 		tokens(row.Input, row.N), tokens(row.Output, row.N), tokens(row.CacheRead, row.N), tokens(row.CacheWrite, row.N),
 		dollars(row.Cost, row.N), row.costPerSuccess(), r.perRun(row.PerRun), strconv.Itoa(row.Turns),
-		ms(row.WallP50), ms(row.WallP95), row.failures(), strconv.Itoa(row.Empty), row.vsBaseline(), yes(row.Frontier), yes(row.Pinned)}
+		ms(row.WallP50), ms(row.WallP95), row.failures(), strconv.Itoa(row.Empty), row.vsBaseline(), yes(row.Frontier), yes(row.Pinned),
+		frac(row.CacheHitRatio), strconv.Itoa(row.Reruns), strconv.Itoa(row.Quota)}
 }
 
 // csvReport is one line per assignment, then per assignment and
@@ -205,6 +207,7 @@ func markdown(r *Report) ([]byte, error) {
 		b.WriteString("\n## By parameters\n\n")
 		table(&b, r.columns(), rowsOf(r, r.ByParams))
 	}
+	providers(&b, r)
 	b.WriteString("\n## Per node\n\n")
 	var nodes [][]string
 	for _, n := range r.Nodes {
@@ -247,7 +250,7 @@ func (c Counts) text() string {
 	for _, x := range []struct {
 		n    int
 		what string
-	}{{c.Stopped, "stopped"}, {c.Skipped, "skipped for the budget"}, {c.NotRun, "not run"}} {
+	}{{c.Stopped, "stopped"}, {c.Skipped, "skipped (the budget, or still failing on the infrastructure)"}, {c.Quota, "ended on a quota, not scored"}, {c.NotRun, "not run"}} {
 		if x.n > 0 {
 			s += fmt.Sprintf(", %d %s", x.n, x.what)
 		}

@@ -42,6 +42,10 @@ type Report struct {
 	ByParams []*Row     `json:"by_params,omitempty"`
 	Nodes    []*NodeRow `json:"nodes"`
 	Pin      *Choice    `json:"pin,omitempty"`
+	// Providers are the rate limiters' figures per provider key; Quota
+	// the providers' messages of the quotas that ended cells.
+	Providers []ProviderRow `json:"providers,omitempty"`
+	Quota     []string      `json:"quota,omitempty"`
 	// NullMeans says, in the file itself, what a null field is: "not
 	// reported" (by the driver), never 0.
 	NullMeans string `json:"null_means"`
@@ -54,6 +58,7 @@ type Counts struct {
 	Failed    int `json:"failed"`
 	Stopped   int `json:"stopped"`
 	Skipped   int `json:"skipped"`
+	Quota     int `json:"quota"`   // ended on a quota that is gone: not scored
 	NotRun    int `json:"not_run"` // pending, or cut off while running
 }
 
@@ -88,6 +93,14 @@ type Row struct {
 	WallP95  *float64       `json:"wall_p95_ms"`
 	Failures map[string]int `json:"failures"`
 	Empty    int            `json:"empty_answers"`
+	// Reruns counts the runs again after an infrastructure failure,
+	// over all the assignment's cells; Quota the cells a quota ended.
+	Reruns int `json:"reruns"`
+	Quota  int `json:"quota"`
+	// CacheHitRatio is cache_read / (input + cache_read) tokens: the share
+	// of prompt tokens read from the provider's cache (input excludes
+	// cache reads); nil when not reported.
+	CacheHitRatio *float64 `json:"cache_hit_ratio"`
 	// VsBaseline compares the assignment with the baseline, pairing runs
 	// of the same task, parameters and repetition.
 	VsBaseline *Comparison `json:"vs_baseline,omitempty"`
@@ -174,6 +187,7 @@ func Build(f *File) *Report {
 	frontier(r.Assignments)
 	r.Pin = choose(r.Assignments, byAssignment, r.Basis)
 	r.Nodes = nodeRows(f.Assignments, byAssignment)
+	infraRows(r, f)
 	return r
 }
 
@@ -189,6 +203,8 @@ func count(cells []*Cell) Counts {
 			n.Stopped++
 		case StatusSkipped:
 			n.Skipped++
+		case StatusQuota:
+			n.Quota++
 		default:
 			n.NotRun++
 		}

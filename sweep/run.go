@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -46,8 +47,11 @@ type RunOptions struct {
 // CellEvent tells of one cell: it started (Started), or ended, stopped or
 // was skipped (Cell.Status says which).
 type CellEvent struct {
-	Cell     Cell
-	Started  bool
+	Cell    Cell
+	Started bool
+	// Waiting, when set, says the cell's run waits for its provider's
+	// rate limit: "waiting 12 s for api.openai.com (rate limit)".
+	Waiting  string
 	Forecast Forecast
 	Of       int // how many cells the sweep has
 }
@@ -65,6 +69,8 @@ type run struct {
 	forecasts map[string]Forecast
 	unpriced  int        // running cells whose forecast the budget could not price
 	ended     *sync.Cond // on s.mu: a cell ended
+
+	limitBase map[ratelimit.Key]ratelimit.Stats // the limiters as the run started
 
 	notifyMu sync.Mutex // serializes OnCell
 	errMu    sync.Mutex
@@ -99,6 +105,10 @@ func (s *Sweep) Run(ctx context.Context, plan *flows.Plan, opts RunOptions) erro
 		defer s.mu.Unlock()
 		r.ended.Broadcast() // waiting cells see the sweep stopped
 	})()
+	r.limitBase = map[ratelimit.Key]ratelimit.Stats{}
+	for _, st := range ratelimit.Default.Stats() {
+		r.limitBase[st.Key] = st
+	}
 	s.mu.Lock()
 	for _, a := range s.f.Assignments {
 		r.assigned[a.Label] = a
@@ -182,15 +192,26 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 	if c.Run == "" {
 		c.Run = rundir.NewRunID(time.Now())
 	}
+	setAside := setAside(c)
 	c.Status, c.Note = StatusRunning, ""
 	r.saved(s.saveLocked())
 	ev := CellEvent{Cell: *c, Started: true, Forecast: fc, Of: len(s.f.Cells)}
 	s.mu.Unlock()
 	r.notify(ev)
 
-	o, facts := r.execute(ctx, c, a)
+	var o *Outcome
+	var facts []*rundir.Fact
+	if setAside {
+		o, facts = r.rerun(ctx, c, a) // its run ended failed: resume it
+	} else {
+		o, facts = r.execute(ctx, c, a)
+	}
+	for infrastructure(o) && c.Reruns < MaxReruns && ctx.Err() == nil {
+		o, facts = r.rerun(ctx, c, a)
+	}
 
 	s.mu.Lock()
+	r.limitsLocked()
 	r.reserved.add(Budget{Tokens: -reserve.Tokens, Cost: -reserve.Cost})
 	if unpriced {
 		r.unpriced--
@@ -205,6 +226,10 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 	}
 	c.Outcome = o
 	switch {
+	case quota(o):
+		c.Status, c.Note = StatusQuota, o.Message
+	case infrastructure(o):
+		c.Status, c.Note = StatusSkipped, fmt.Sprintf("still %s after %d re-runs, not scored: %s", o.Failure, c.Reruns, o.Message)
 	case o.Status == rundir.StatusSucceeded || o.Status == rundir.StatusFailed:
 		c.Status = StatusFailed
 		if o.Success {
@@ -230,6 +255,7 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 	cells := filepath.Join(r.s.dir, cellsDir)
 	eo := r.opts.Engine
 	eo.RunsDir, eo.RunID, eo.Input, eo.Settings, eo.Live, eo.Asker = cells, c.Run, c.Input, a.Settings(r.opts.Settings), r.live, nil
+	eo.OnEvent = r.waits(c, eo.OnEvent)
 	dir := filepath.Join(cells, c.Run)
 	var err error
 	info, ierr := rundir.Inspect(dir)

@@ -11,6 +11,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/schema"
 )
 
 // Names under which workers register the run workflow, its activities and
@@ -151,7 +152,7 @@ type CommandOutput struct {
 
 // Ended is a leaf's error as it travels: its kind and message.
 type Ended struct {
-	Kind    string `json:"kind"` // timeout, budget, unavailable, provider
+	Kind    string `json:"kind"` // timeout, budget, unavailable, rate_limit, provider
 	Message string `json:"message"`
 }
 
@@ -161,6 +162,7 @@ const (
 	endBudget      = "budget"
 	endUnavailable = "unavailable"
 	endProvider    = "provider"
+	endRateLimit   = "rate_limit"
 )
 
 // ended packs a LeafRunner's error.
@@ -174,6 +176,8 @@ func ended(err error) *Ended {
 		return &Ended{Kind: endBudget, Message: err.Error()}
 	case errors.Is(err, engine.ErrUnavailable):
 		return &Ended{Kind: endUnavailable, Message: err.Error()}
+	case errors.Is(err, rundir.ErrRateLimit):
+		return &Ended{Kind: endRateLimit, Message: err.Error()}
 	}
 	return &Ended{Kind: endProvider, Message: err.Error()}
 }
@@ -191,6 +195,11 @@ func (e *Ended) err() error {
 		return fmt.Errorf("%w (on the worker)", engine.ErrBudget)
 	case endUnavailable:
 		return &remoteError{msg: e.Message, kind: engine.ErrUnavailable}
+	case endRateLimit:
+		if q, ok := strings.CutPrefix(e.Message, schema.QuotaPrefix); ok {
+			return &rundir.QuotaError{Message: q}
+		}
+		return &remoteError{msg: e.Message, kind: rundir.ErrRateLimit}
 	}
 	return &remoteError{msg: e.Message}
 }

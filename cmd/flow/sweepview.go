@@ -82,10 +82,14 @@ func (a *app) cellLine(ev sweep.CellEvent) {
 	}
 	name += fmt.Sprintf(" %s #%d", c.Task, c.Repeat)
 	switch {
+	case ev.Waiting != "":
+		fmt.Fprintf(a.stderr, "%s: %s\n", name, ev.Waiting)
 	case ev.Started:
 		fmt.Fprintf(a.stderr, "%s: started (run %s)\n", name, c.Run)
-	case c.Status == sweep.StatusSkipped:
+	case c.Status == sweep.StatusSkipped && c.Outcome == nil:
 		fmt.Fprintf(a.stderr, "%s: not started: %s\n", name, c.Note)
+	case c.Status == sweep.StatusSkipped, c.Status == sweep.StatusQuota:
+		fmt.Fprintf(a.stderr, "%s: not scored: %s\n", name, c.Note)
 	case c.Status == sweep.StatusRunning:
 		fmt.Fprintf(a.stderr, "%s: left alone: %s\n", name, c.Note)
 	case c.Outcome != nil:
@@ -101,8 +105,12 @@ func (a *app) cellLine(ev sweep.CellEvent) {
 }
 
 func countsText(c sweep.Counts) string {
-	return fmt.Sprintf("%d of %d cell(s) ended: %d succeeded, %d failed; %d stopped, %d skipped, %d not run",
+	s := fmt.Sprintf("%d of %d cell(s) ended: %d succeeded, %d failed; %d stopped, %d skipped, %d not run",
 		c.Succeeded+c.Failed, c.Total, c.Succeeded, c.Failed, c.Stopped, c.Skipped, c.NotRun)
+	if c.Quota > 0 {
+		s += fmt.Sprintf("; %d ended on a quota, not scored", c.Quota)
+	}
+	return s
 }
 
 // printSummary prints the per-assignment table on stdout.

@@ -34,6 +34,18 @@
 // (an error reply bills nothing), so that a test compares what a client
 // recorded with what it was charged.
 //
+// # Rate limits
+//
+// SetLimit holds generation requests to N per window (fixed windows from the
+// first request; the window is configurable, a minute by default, so a test
+// of "N a minute" can run at N per few seconds). A request over the limit is
+// refused with 429, Retry-After and retry-after-ms and the endpoint's error
+// body; admitted ones carry the rate-limit headers of the API. Its quota mode
+// refuses every request after the first few with a quota error that will not
+// pass (OpenAI's insufficient_quota; Anthropic's credit balance). A refused
+// request takes no reply. LimitLog says when each request came and whether
+// it was refused.
+//
 // # Sharing
 //
 // A Server is safe for concurrent use: requests may arrive in parallel and

@@ -97,6 +97,7 @@ type Server struct {
 	requests []Request
 	bills    []Bill
 	seq      int
+	limit    *limiter // nil: no rate limit (SetLimit)
 }
 
 // Bill is what the server billed for one generation request: the tokens its
@@ -246,6 +247,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		models(w, r)
 	case path == "/v1/messages/count_tokens" && r.Method == http.MethodPost:
 		writeJSON(w, http.StatusOK, map[string]any{"input_tokens": max(1, len(req.Body)/4)})
+	case generation(path) && r.Method == http.MethodPost && s.limited(w, path):
+		// Refused by the rate limit, in the endpoint's own format.
 	case path == "/v1/chat/completions" && r.Method == http.MethodPost:
 		s.chat(w, r, req)
 	case path == "/v1/responses" && r.Method == http.MethodPost:
@@ -257,6 +260,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"message": "modelserver: no endpoint " + r.Method + " " + r.URL.Path, "type": "invalid_request_error", "code": "not_found",
 		}})
 	}
+}
+
+// generation says whether path is one of the generation endpoints, which
+// take replies and count against the rate limit.
+func generation(path string) bool {
+	return path == "/v1/chat/completions" || path == "/v1/responses" || path == "/v1/messages"
 }
 
 // models lists one model per API flavour: Anthropic clients send an

@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/proc"
+	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/transcript"
 )
@@ -67,12 +69,20 @@ func New(opts Options) *Driver {
 	return &Driver{opts: opts}
 }
 
-// Turn runs one codex turn. See the package documentation.
+// Turn runs one codex turn, paced by its provider key's limiter
+// (agentcli.Paced). See the package documentation.
 func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
 	a := t.Agent
 	if a == nil {
 		return nil, fmt.Errorf("starting codex turn: %w: no agent", engine.ErrUnavailable)
 	}
+	keyEnv, base, model := cmp.Or(a.APIKeyEnv, d.opts.APIKeyEnv), cmp.Or(a.BaseURL, d.opts.BaseURL), cmp.Or(t.Model, a.Model)
+	pk := ratelimit.Key{Driver: "codex", BaseURL: base, Key: ratelimit.Fingerprint(os.Getenv(keyEnv)), Model: model}
+	return agentcli.Paced(ctx, t, pk, func(ctx context.Context) (*engine.TurnResult, error) { return d.turn(ctx, t) })
+}
+
+func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
+	a := t.Agent
 	start := time.Now()
 	one := int64(1)
 	model := t.Model

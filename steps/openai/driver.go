@@ -1,13 +1,11 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/steps/transcript"
 )
 
@@ -38,6 +37,12 @@ type Options struct {
 	APIKeyEnv string
 	// HTTPClient sends the requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
+	// Limits paces the requests per provider key; nil means
+	// ratelimit.Default, the process-wide registry.
+	Limits *ratelimit.Registry
+	// RateRetries bounds how often a turn's request is sent again after a
+	// refusal for now; 0 means DefaultRateRetries, a negative number none.
+	RateRetries int
 }
 
 // Driver runs openai agents. It holds only settings: it is immutable and
@@ -58,6 +63,15 @@ func New(opts Options) *Driver {
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = http.DefaultClient
+	}
+	if opts.Limits == nil {
+		opts.Limits = ratelimit.Default
+	}
+	switch {
+	case opts.RateRetries == 0:
+		opts.RateRetries = DefaultRateRetries
+	case opts.RateRetries < 0:
+		opts.RateRetries = 0
 	}
 	return &Driver{opts: opts}
 }
@@ -116,35 +130,16 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	log.Record(map[string]any{"request": map[string]any{"visit": t.Visit, "url": endpoint, "body": json.RawMessage(body)}})
 
 	t.Progress(engine.Progress{Activity: "waiting for " + model})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-	if err != nil {
-		res.Status = engine.Failed
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("building the request to %s: %v", endpoint, err))
-		return finish(nil)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := d.opts.HTTPClient.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return d.aborted(ctx, res, finish)
-		}
-		res.Status = engine.Failed
-		res.Diagnostics = append(res.Diagnostics, fmt.Sprintf("sending the request to %s: %v", endpoint, redactErr(err, key)))
-		return finish(nil)
+	resp, tk, ferr := d.send(ctx, t, sendArgs{endpoint: endpoint, key: key, model: model, body: body, log: log, res: res})
+	switch {
+	case ctx.Err() != nil:
+		return d.aborted(ctx, res, finish)
+	case resp == nil:
+		return finish(ferr)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		log.Record(map[string]any{"response": map[string]any{"status": resp.StatusCode, "body": string(b)}})
-		res.Status = engine.Failed
-		res.Diagnostics = append(res.Diagnostics, httpError(resp, b))
-		res.Stderr = string(b)
-		return finish(nil)
-	}
+	// The request holds its slot of the limiter until its answer is read.
+	defer tk.Done(ratelimit.Answer{Header: resp.Header})
 
 	p := newParser(t.Progress)
 	p.ledger.Open() // the server answers: the request is billed
@@ -205,16 +200,24 @@ func chatURL(configured, agent string) string {
 	return base + "/chat/completions"
 }
 
-// httpError describes a non-200 answer with the server's own message.
-func httpError(resp *http.Response, body []byte) string {
-	msg := strings.TrimSpace(string(body))
+// serverMessage is the message of an error body, or "".
+func serverMessage(body []byte) string {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		msg = e.Error.Message
+	if json.Unmarshal(body, &e) == nil {
+		return e.Error.Message
+	}
+	return ""
+}
+
+// httpError describes a non-200 answer with the server's own message.
+func httpError(resp *http.Response, body []byte) string {
+	msg := strings.TrimSpace(string(body))
+	if m := serverMessage(body); m != "" {
+		msg = m
 	}
 	if len(msg) > 300 {
 		msg = strings.ToValidUTF8(msg[:300], "") + "…"

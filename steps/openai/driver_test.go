@@ -157,7 +157,6 @@ func TestFailures(t *testing.T) {
 		diag  string
 	}{
 		{"server error", modelserver.Reply{Status: 500}, "the server answered 500 Internal Server Error: modelserver: scripted Internal Server Error"},
-		{"rate limited", modelserver.Reply{Status: 429}, "the server answered 429 Too Many Requests"},
 		{"length", modelserver.Reply{Text: "a long", Finish: "length"}, "hit its length limit"},
 		{"tool call", modelserver.Reply{ToolCall: &modelserver.ToolCall{Name: "bash", Arguments: `{}`}}, "still requesting tools (bash)"},
 		{"blank", modelserver.Reply{Text: "  "}, "no answer"},

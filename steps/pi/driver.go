@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/steps/agentcli"
 )
 
@@ -71,11 +72,21 @@ func New(opts Options) *Driver {
 	return &Driver{opts: opts}
 }
 
-// Turn runs one pi turn. See the package documentation.
+// Turn runs one pi turn, paced by its provider key's limiter
+// (agentcli.Paced). See the package documentation.
 func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
 	if t.Agent == nil {
 		return nil, errors.New("running pi: the turn has no agent")
 	}
+	var key string
+	if d.opts.APIKeyEnv != "" {
+		key, _ = agentcli.Lookup(d.opts.Env, d.opts.APIKeyEnv)
+	}
+	pk := ratelimit.Key{Driver: "pi", BaseURL: d.opts.BaseURL, Key: ratelimit.Fingerprint(key), Model: t.Model}
+	return agentcli.Paced(ctx, t, pk, func(ctx context.Context) (*engine.TurnResult, error) { return d.turn(ctx, t) })
+}
+
+func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
 	scratch, err := os.MkdirTemp("", "flow-pi-")
 	if err != nil {
 		return nil, fmt.Errorf("preparing pi: %w", err)
