@@ -66,7 +66,15 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 		return invalid("%v", err)
 	}
 	start := engine.Execute
-	if tf := a.temporalSettings(f.temporal); tf.address != "" {
+	tf := a.temporalSettings(f.temporal)
+	if tf.address == "" {
+		// On Temporal the visits run on workers, whose machines have the
+		// CLIs; here they run on this one.
+		if _, err := a.preflight(ctx, plan); err != nil {
+			return err
+		}
+	}
+	if tf.address != "" {
 		c, err := a.dialTemporal(ctx, tf)
 		if err != nil {
 			return err
