@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -77,7 +78,7 @@ func Create(sweepsDir string, plan *flows.Plan, cfg Config) (*Sweep, error) {
 	if cfg.Timeout > 0 {
 		f.Timeout = cfg.Timeout.String()
 	}
-	if err := os.MkdirAll(sweepsDir, 0o755); err != nil {
+	if err := rundir.MkdirIgnored(sweepsDir); err != nil {
 		return nil, fmt.Errorf("creating sweeps directory: %w", err)
 	}
 	for attempt := 0; ; attempt++ {

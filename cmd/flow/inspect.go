@@ -165,8 +165,9 @@ func (a *app) tailCmd() *cobra.Command {
 			"while it runs, so no line number stays valid; poll (or --follow) and compare.\n" +
 			"On a terminal, control characters an agent printed (colours, titles, clipboard\n" +
 			"writes) are shown escaped; into a pipe the transcript's bytes go as they are.\n" +
-			"A turn's prompt and answer are shown as text, a typed answer as indented JSON\n" +
-			"(--raw: the JSON lines as written); a run node without a log shows its captured\n" +
+			"On a terminal a turn's prompt and answer are shown as text, a typed answer as\n" +
+			"indented JSON (--raw: the JSON lines as written, as into a pipe; --raw=false\n" +
+			"renders them into a pipe too). A run node without a log shows its captured\n" +
 			"output and exit status.",
 		Example: "  flow tail 20261201-093000-ab12cd                   # the latest visit\n" +
 			"  flow tail 20261201-093000-ab12cd 'review#2/verdict'\n" +
@@ -203,6 +204,11 @@ func (a *app) tailCmd() *cobra.Command {
 				}
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
+			// Into a pipe the lines go as written (a pipe is for programs),
+			// unless --raw=false says otherwise.
+			if !cmd.Flags().Changed("raw") {
+				raw = !isTerminal(a.stdout)
+			}
 			render := func(s string) string { return s }
 			if strings.HasSuffix(path, ".jsonl") && !raw {
 				render = readable
@@ -236,7 +242,7 @@ func (a *app) tailCmd() *cobra.Command {
 	}
 	cmd.Flags().IntVarP(&lines, "lines", "n", 40, "how many of the newest lines (0: all of the last 256 KiB)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "poll and print what is new")
-	cmd.Flags().BoolVar(&raw, "raw", false, "print a transcript's JSON lines as they are written")
+	cmd.Flags().BoolVar(&raw, "raw", false, "print a transcript's JSON lines as they are written (the default into a pipe)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "refused: see the description")
 	_ = cmd.Flags().MarkHidden("cursor")
 	return cmd

@@ -57,12 +57,13 @@ nodes:
 	}
 	id := filepath.Base(runs[0])
 
-	out, code := flowIn("tail", id, "rounds#1/verdict")
+	// Rendered as on a terminal (--raw=false), since this is a pipe.
+	out, code := flowIn("tail", "--raw=false", id, "rounds#1/verdict")
 	if code != 0 || !strings.Contains(out, "answer:\n{\n  \"approved\": true,\n  \"remarks\": [\n    \"first\",") || strings.Contains(out, `\"approved\"`) {
 		t.Errorf("flow tail of a typed answer is not indented JSON (exit %d):\n%s", code, out)
 	}
-	if raw, _ := flowIn("tail", "--raw", id, "rounds#1/verdict"); !strings.Contains(raw, `\"approved\"`) {
-		t.Errorf("flow tail --raw is not the JSON line as written:\n%s", raw)
+	if raw, _ := flowIn("tail", id, "rounds#1/verdict"); !strings.Contains(raw, `\"approved\"`) {
+		t.Errorf("flow tail into a pipe is not the JSON line as written:\n%s", raw)
 	}
 
 	out, code = flowIn("tail", id, "rounds#1/check")

@@ -93,7 +93,7 @@ func Run(ctx context.Context, c Command, each func(n int, line []byte)) (Exit, e
 		if ctx.Err() != nil {
 			return Exit{}, context.Cause(ctx)
 		}
-		return Exit{}, fmt.Errorf("starting %s: %w: %w", c.Binary, engine.ErrUnavailable, err)
+		return Exit{}, fmt.Errorf("starting %s: %w", c.Binary, engine.Unavailable(err))
 	}
 	lines.Flush()
 	return Exit{name: c.Name, Err: end.Err, Stderr: stderr.String(), Lingered: end.Lingered}, nil

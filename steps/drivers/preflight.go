@@ -2,12 +2,14 @@ package drivers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -74,8 +76,9 @@ func (c Check) Line() string {
 }
 
 // PreflightTimeout bounds each check: a version to be read, a server to
-// take a connection.
-const PreflightTimeout = 10 * time.Second
+// take a connection. A Node CLI's --version loads all of it (pi's takes 5 s
+// on a busy machine), hence the margin; readVersion mostly avoids it.
+const PreflightTimeout = 30 * time.Second
 
 // Preflight checks, before anything runs, every driver that agents use:
 // what each driver's Spec.Preflight looks at (its CLI found and its
@@ -147,14 +150,11 @@ func (c CLI) Check(ctx context.Context) (string, error) {
 		return "", &Unready{Problem: fmt.Sprintf("%s is not on PATH", c.Binary),
 			Fix: fmt.Sprintf("install it (%s), or set drivers.%s.binary (FLOW_DRIVERS_%s_BINARY) to where it is", c.Install, c.Driver, upper)}
 	}
-	out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput()
-	version := strings.TrimSpace(string(out))
-	if i := strings.IndexByte(version, '\n'); i >= 0 {
-		version = version[:i]
-	}
-	if err != nil {
-		return "", &Unready{Problem: fmt.Sprintf("%s --version failed: %v: %s", path, err, version),
-			Fix: fmt.Sprintf("reinstall it (%s)", c.Install)}
+	version, err := readVersion(ctx, path)
+	if ur := (*Unready)(nil); errors.As(err, &ur) {
+		return "", err
+	} else if err != nil {
+		return "", &Unready{Problem: err.Error(), Fix: fmt.Sprintf("reinstall it (%s)", c.Install)}
 	}
 	if c.BaseURL != "" {
 		if err := Reachable(ctx, c.BaseURL); err != nil {
@@ -220,4 +220,56 @@ func Agents(p *flows.Plan) []*flows.Agent {
 	}
 	slices.SortFunc(out, func(a, b *flows.Agent) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// readVersion reads the version of the program at path: for a CLI
+// installed by npm (a file under node_modules), the "version" of its
+// package.json, which costs no Node start; else the first line of what
+// `path --version` prints.
+func readVersion(ctx context.Context, path string) (string, error) {
+	if v := npmVersion(path); v != "" {
+		if real, _ := filepath.EvalSymlinks(path); strings.HasSuffix(real, ".js") || strings.HasSuffix(real, ".mjs") {
+			if _, err := exec.LookPath("node"); err != nil {
+				return "", &Unready{Problem: fmt.Sprintf("%s is a Node program and node is not on PATH", path), Fix: "install Node.js, or put its bin directory on PATH"}
+			}
+		}
+		return v, nil
+	}
+	out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput()
+	version := strings.TrimSpace(string(out))
+	if i := strings.IndexByte(version, '\n'); i >= 0 {
+		version = version[:i]
+	}
+	switch {
+	case ctx.Err() != nil:
+		return "", fmt.Errorf("%s --version did not answer within %s", path, PreflightTimeout)
+	case err != nil:
+		return "", fmt.Errorf("%s --version failed: %v: %s", path, err, version)
+	}
+	return version, nil
+}
+
+// npmVersion is the version of the npm package the program at path
+// belongs to, or "": the nearest package.json above the file a
+// node_modules/.bin link points at, within node_modules.
+func npmVersion(path string) string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil || !strings.Contains(real, string(filepath.Separator)+"node_modules"+string(filepath.Separator)) {
+		return ""
+	}
+	for dir := filepath.Dir(real); filepath.Base(dir) != "node_modules" && dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+		if err != nil {
+			continue
+		}
+		var pkg struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		}
+		if json.Unmarshal(b, &pkg) != nil || pkg.Version == "" {
+			return ""
+		}
+		return pkg.Version + " (" + pkg.Name + ")"
+	}
+	return ""
 }

@@ -85,7 +85,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		return nil, fmt.Errorf("starting %s: %w: %w", argv[0], engine.ErrUnavailable, err)
+		return nil, fmt.Errorf("starting %s: %w", argv[0], engine.Unavailable(err))
 	}
 	werr := end.Err
 	wall := time.Since(start).Milliseconds()

@@ -95,7 +95,7 @@ func (c *Commander) Run(ctx context.Context, cmd *engine.Command) (*engine.Comma
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		return nil, fmt.Errorf("starting %s: %w: %w", argv[0], engine.ErrUnavailable, err)
+		return nil, fmt.Errorf("starting %s: %w", argv[0], engine.Unavailable(err))
 	}
 	var reader conc.WaitGroup
 	reader.Go(func() { out.readFrom(pr) })
