@@ -208,6 +208,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(a.schemaCmd(), a.runsCmd(), a.showCmd(), a.tailCmd(), a.gcCmd(), a.workerCmd())
 	// cobra adds these when it executes; added now, their arguments are
 	// checked as every other command's.
+	addExamples(root)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	typeUsageErrors(root)

@@ -87,6 +87,9 @@ func (a *app) showCmd() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "run %s  flow %s  %s  %s  tokens %s  cost %s\n", info.ID, safeLine(info.Flow), info.Status,
 				fmtMS(info.WallMS), rundir.TokensText(info.Usage), rundir.CostText(info.Usage))
+			if line := cellLine(cellOf(dir)); line != "" {
+				fmt.Fprintln(a.stdout, safeLine(line))
+			}
 			if info.Failure != nil {
 				root := info.Failure.Root()
 				fmt.Fprintf(a.stdout, "failed at %s: %s: %s\n", root.Visit, root.Kind, safeLine(firstLine(root.Message)))

@@ -53,6 +53,7 @@ func showJSON(w io.Writer, info *rundir.RunInfo) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
 		*rundir.RunInfo
+		Cell   *sweepCell   `json:"sweep_cell,omitempty"` // when the run is a sweep's cell
 		Visits []shownVisit `json:"visits"`
-	}{info, visits})
+	}{info, cellOf(info.Dir), visits})
 }
