@@ -14,7 +14,8 @@ import (
 // up in git status nor gets committed by accident. A directory that is
 // there already is left as it is: a .flow the project keeps agents and
 // configuration in is not hidden, and a .gitignore someone removed is not
-// written again.
+// written again. Below a directory flow already ignored (a sweep's cells
+// under .flow/sweeps), no second one is written.
 func MkdirIgnored(dir string) error {
 	top := ""
 	for d := filepath.Clean(dir); ; {
@@ -33,11 +34,28 @@ func MkdirIgnored(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if top == "" {
+	if top == "" || ignoredAbove(top) {
 		return nil
 	}
 	if err := os.WriteFile(filepath.Join(top, ".gitignore"), []byte("*\n"), 0o644); err != nil {
 		return fmt.Errorf("ignoring %s in git: %w", top, err)
 	}
 	return nil
+}
+
+// ignoredAbove says whether a directory above dir holds the .gitignore
+// MkdirIgnored writes.
+func ignoredAbove(dir string) bool {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	for d := filepath.Dir(abs); ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, ".gitignore")); err == nil && string(b) == "*\n" {
+			return true
+		}
+		if filepath.Dir(d) == d {
+			return false
+		}
+	}
 }
