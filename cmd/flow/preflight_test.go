@@ -24,7 +24,7 @@ nodes:
 
 // preflightRun runs flow args in a fresh directory holding the flow and
 // its two agents ($URL in later is the model server's), with env as the whole environment but HOME; it returns
-// the output, the exit code and the run directories left.
+// the output, the exit code and the run and sweep directories left.
 func preflightRun(t *testing.T, later string, env []string, args ...string) (string, int, []string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -58,13 +58,15 @@ func preflightRun(t *testing.T, later string, env []string, args ...string) (str
 		t.Errorf("the model server was asked %d time(s) before the preflight failed", n)
 	}
 	runs, _ := filepath.Glob(filepath.Join(dir, ".flow", "runs", "*"))
-	return buf.String(), code, runs
+	sweeps, _ := filepath.Glob(filepath.Join(dir, ".flow", "sweeps", "*"))
+	return buf.String(), code, append(runs, sweeps...)
 }
 
 // TestPreflightMissingLaterDriverRunsNothing: a later agent's driver whose
 // CLI is not on PATH is exit 2 before the first node runs, naming the
 // agent, the driver and the fix; so is a server that takes no connections
-// and an unset key variable. flow validate --preflight says the same.
+// and an unset key variable. flow validate --preflight says the same, and
+// flow sweep before its first cell.
 func TestPreflightMissingLaterDriverRunsNothing(t *testing.T) {
 	t.Parallel()
 	noClaude := []string{"PATH=/usr/bin:/bin"} // claude lives in .tools only
@@ -79,7 +81,7 @@ func TestPreflightMissingLaterDriverRunsNothing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			for _, args := range [][]string{{"run", "f.yaml"}, {"validate", "--preflight", "f.yaml"}} {
+			for _, args := range [][]string{{"run", "f.yaml"}, {"validate", "--preflight", "f.yaml"}, {"sweep", "f.yaml", "--model", "m"}} {
 				out, code, runs := preflightRun(t, c.later, noClaude, args...)
 				if code != exitInvalid {
 					t.Fatalf("flow %s: exit %d, want 2\n%s", strings.Join(args, " "), code, out)
