@@ -134,13 +134,3 @@ var ErrUnavailable = errUnavailable{}
 type errUnavailable struct{}
 
 func (errUnavailable) Error() string { return "unavailable" }
-
-// Unavailable wraps err as ErrUnavailable without adding the word to its
-// text: the failure's kind says it already, and "unavailable: starting x:
-// unavailable: …" says it twice.
-func Unavailable(err error) error { return unavailableError{err} }
-
-type unavailableError struct{ err error }
-
-func (e unavailableError) Error() string   { return e.err.Error() }
-func (e unavailableError) Unwrap() []error { return []error{ErrUnavailable, e.err} }

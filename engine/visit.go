@@ -147,19 +147,10 @@ var noError = map[string]any{"kind": "", "message": "", "visit": ""}
 func eval(e *flows.Expr, vars map[string]any) (any, error) {
 	out, err := expr.Run(e.Program, vars)
 	if err != nil {
-		return nil, &evalError{msg: fmt.Sprintf("evaluating %s at %s: %s", e.Source, e.Pos, schema.PlainTypes(err.Error())), err: err}
+		return nil, fmt.Errorf("evaluating %s at %s: %s", e.Source, e.Pos, schema.PlainTypes(err.Error()))
 	}
 	return out, nil
 }
-
-// evalError is an expression's failure, in the flow file's names of types.
-type evalError struct {
-	msg string
-	err error
-}
-
-func (e *evalError) Error() string { return e.msg }
-func (e *evalError) Unwrap() error { return e.err }
 
 func evalBool(e *flows.Expr, vars map[string]any) (bool, error) {
 	v, err := eval(e, vars)

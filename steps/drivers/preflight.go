@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 )
 
@@ -273,3 +274,13 @@ func npmVersion(path string) string {
 	}
 	return ""
 }
+
+// Unavailable wraps err as engine.ErrUnavailable without adding the word
+// to its text: the failure's kind says it already, and "unavailable:
+// starting x: unavailable: …" says it twice. Drivers and the command
+// runner use it for a program that could not be started.
+func Unavailable(err error) error { return unavailableError{err} }
+
+type unavailableError struct{ error }
+
+func (e unavailableError) Unwrap() []error { return []error{engine.ErrUnavailable, e.error} }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/proc"
+	"github.com/flowrun/flow/steps/drivers"
 	"github.com/flowrun/flow/steps/transcript"
 )
 
@@ -85,7 +86,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		return nil, fmt.Errorf("starting %s: %w", argv[0], engine.Unavailable(err))
+		return nil, fmt.Errorf("starting %s: %w", argv[0], drivers.Unavailable(err))
 	}
 	werr := end.Err
 	wall := time.Since(start).Milliseconds()
