@@ -109,3 +109,35 @@ func TestPreflightPassesAndSaysWhatItFound(t *testing.T) {
 		t.Fatalf("flow validate --preflight: exit %d, runs %v\n%s", code, runs, out)
 	}
 }
+
+// TestPreflightBeforeAResume: flow resume checks the drivers the rest of
+// the run needs before it goes on; a server that went away is exit 2 and
+// the run stays as it was, resumable.
+func TestPreflightBeforeAResume(t *testing.T) {
+	t.Parallel()
+	s := modelserver.Start(t)
+	dir := newcomerDir(t, map[string]string{
+		"f.yaml": `name: f
+agents:
+  - {name: picky, description: d, driver: exec, command: [sh, -c, "cat >/dev/null; test -e ok && echo fine"]}
+  - {name: later, description: d, driver: openai, model: m, base_url: "` + s.URL() + `/v1"}
+nodes:
+  - {id: first, agent: picky, prompt: go}
+  - {id: second, agent: later, prompt: go}
+`})
+	out, code := flowAt(t, dir, "run", "f.yaml")
+	if code != exitFailed {
+		t.Fatalf("flow run: exit %d, want 1\n%s", code, out)
+	}
+	s.Close()
+	if err := os.WriteFile(filepath.Join(dir, "ok"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code = flowAt(t, dir, "resume")
+	if code != exitInvalid || !strings.Contains(out, "agent later") || !strings.Contains(out, "does not take connections") || strings.Contains(out, "resuming run") {
+		t.Fatalf("flow resume with the later agent's server gone: exit %d\n%s", code, out)
+	}
+	if out, code := flowAt(t, dir, "show"); code != 0 || !strings.Contains(out, "failed at first") || strings.Contains(out, "second") || strings.Contains(out, "not resumable") {
+		t.Fatalf("the run changed: flow show (exit %d):\n%s", code, out)
+	}
+}
