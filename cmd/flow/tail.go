@@ -83,40 +83,85 @@ func commandOutput(facts []*rundir.Fact, visit string) (string, bool) {
 }
 
 // readable renders the JSON lines of a transcript as a person reads them:
-// a turn's prompt and answer as text, a typed answer as indented JSON, and
-// every other line as it is. A line that is not one of those is kept
-// byte for byte, so --raw only matters to a program that parses records.
+// a turn's prompt, its steps (text, tool calls and their results) and its
+// answer as text, a typed answer as indented JSON. The raw stream lines
+// of a turn that has ended are left out (its summary line says what they
+// did); those of a turn still running are kept as written, as is every
+// line that is not JSON.
 func readable(text string) string {
 	var b strings.Builder
+	var pending []string // raw stream lines since the last summary
+	flush := func() {
+		for _, l := range pending {
+			b.WriteString(l)
+		}
+		pending = nil
+	}
 	for _, line := range strings.SplitAfter(text, "\n") {
 		if line == "" {
 			continue
 		}
 		var rec map[string]any
 		if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &rec) != nil {
+			flush()
 			b.WriteString(line)
 			continue
 		}
 		switch {
 		case rec["flow_turn_start"] != nil:
+			flush()
 			h, _ := rec["flow_turn_start"].(map[string]any)
 			fmt.Fprintf(&b, "── turn of %v (%v%s)\n", h["visit"], h["driver"], modelText(h["model"]))
 			section(&b, "prompt", h["prompt"])
 		case rec["flow_turn"] != nil:
+			pending = nil
 			s, _ := rec["flow_turn"].(map[string]any)
+			steps, _ := s["steps"].([]any)
+			for _, st := range steps {
+				step(&b, st)
+			}
 			section(&b, "answer", s["answer"])
 			if st, ok := s["status"]; ok {
 				fmt.Fprintf(&b, "── %v\n", st)
 			}
 		case rec["prompt"] != nil && rec["answer"] != nil: // an exec agent's turn
+			flush()
 			fmt.Fprintf(&b, "── turn of %v%s, exit %v\n", rec["visit"], modelText(rec["model"]), rec["exit"])
 			section(&b, "prompt", rec["prompt"])
 			section(&b, "answer", rec["answer"])
 		default:
-			b.WriteString(line)
+			pending = append(pending, line)
 		}
 	}
+	flush()
 	return b.String()
+}
+
+// step writes one step of a turn: a tool call and its result on a line
+// each (a long result cut), text and thinking whole.
+func step(b *strings.Builder, v any) {
+	st, _ := v.(map[string]any)
+	kind, _ := st["kind"].(string)
+	title, _ := st["title"].(string)
+	text, _ := st["text"].(string)
+	switch kind {
+	case "tool":
+		fmt.Fprintf(b, "→ %s %s\n", title, oneLine(text, 200))
+	case "result":
+		fmt.Fprintf(b, "← %s\n", oneLine(text, 200))
+	case "error":
+		fmt.Fprintf(b, "error: %s\n", text)
+	default:
+		fmt.Fprintf(b, "%s:\n%s\n", kind, strings.TrimRight(text, "\n"))
+	}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n-3] + "..."
+	}
+	return s
 }
 
 func modelText(m any) string {

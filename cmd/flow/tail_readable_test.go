@@ -99,3 +99,22 @@ nodes:
 		t.Errorf("flow show --json: %+v", shown)
 	}
 }
+
+// TestReadableTurn: a CLI driver's turn reads as its prompt, its steps and
+// its typed answer; the raw stream lines of an ended turn are left out, a
+// running turn's kept.
+func TestReadableTurn(t *testing.T) {
+	lines := []string{
+		`{"flow_turn_start":{"visit":"review#1/verdict","driver":"claude","model":"m","prompt":"Judge."}}`,
+		`{"type":"stream_event","event":{"delta":"x"}}`,
+		`{"flow_turn":{"visit":"review#1/verdict","status":"completed","steps":[{"kind":"tool","title":"Bash","text":"{\"command\":\"ls\"}"},{"kind":"result","text":"a\nb"}],"answer":"{\"approved\": true, \"remarks\": []}"}}`,
+		`{"flow_turn_start":{"visit":"review#2/verdict","driver":"claude","prompt":"Again."}}`,
+		`{"type":"stream_event","event":{"delta":"still running"}}`,
+	}
+	got := readable(strings.Join(lines, "\n") + "\n")
+	want := "── turn of review#1/verdict (claude, m)\nprompt:\nJudge.\n→ Bash {\"command\":\"ls\"}\n← a b\nanswer:\n{\n  \"approved\": true,\n  \"remarks\": []\n}\n── completed\n" +
+		"── turn of review#2/verdict (claude)\nprompt:\nAgain.\n" + lines[4] + "\n"
+	if got != want {
+		t.Errorf("readable:\n%s\nwant:\n%s", got, want)
+	}
+}
