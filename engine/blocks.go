@@ -250,7 +250,7 @@ func (r *runner) mapNode(ctx context.Context, fr *frame, n *flows.Node, vars map
 	}
 	items, ok := toList(v)
 	if !ok {
-		return condition(fmt.Errorf("map %s at %s gave %T, not a list", n.Items.Source, n.Items.Pos, v))
+		return condition(fmt.Errorf("map %s at %s gave %s, not a list", n.Items.Source, n.Items.Pos, schema.KindOf(v)))
 	}
 	if len(items) > n.Max {
 		return &outcome{fail: &Failure{Kind: schema.FailTooMany, Message: fmt.Sprintf("%d items, more than max %d; nothing ran", len(items), n.Max)}}

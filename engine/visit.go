@@ -147,7 +147,7 @@ var noError = map[string]any{"kind": "", "message": "", "visit": ""}
 func eval(e *flows.Expr, vars map[string]any) (any, error) {
 	out, err := expr.Run(e.Program, vars)
 	if err != nil {
-		return nil, fmt.Errorf("evaluating %s at %s: %w", e.Source, e.Pos, err)
+		return nil, fmt.Errorf("evaluating %s at %s: %s", e.Source, e.Pos, schema.PlainTypes(err.Error()))
 	}
 	return out, nil
 }
@@ -159,7 +159,7 @@ func evalBool(e *flows.Expr, vars map[string]any) (bool, error) {
 	}
 	b, ok := v.(bool)
 	if !ok {
-		return false, fmt.Errorf("%s at %s gave %T, not a boolean", e.Source, e.Pos, v)
+		return false, fmt.Errorf("%s at %s gave %s, not a boolean", e.Source, e.Pos, schema.KindOf(v))
 	}
 	return b, nil
 }

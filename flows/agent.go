@@ -19,7 +19,8 @@ type Agent struct {
 	Instructions string `json:"instructions"`
 	// Scope says where the definition came from: builtin, user, flow, project or inline.
 	Scope string `json:"scope"`
-	// Source is the file it was read from ("" for inline and builtin agents).
+	// Source is the file it was read from: the flow file for an inline
+	// agent, "" for a builtin one.
 	Source string     `json:"source,omitempty"`
 	Pos    schema.Pos `json:"-"`
 }

@@ -168,7 +168,7 @@ func (c *checker) agentNode(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 	switch {
 	case d.InlineAgent != nil:
 		c.loader.opts.checkDriver(d.InlineAgent, c.diags)
-		n.Agent = agentFromDoc(d.InlineAgent, "inline", "", c.loader.opts.DefaultDriver)
+		n.Agent = agentFromDoc(d.InlineAgent, "inline", c.flow.File, c.loader.opts.DefaultDriver)
 		c.loader.opts.checkTools(d.InlineAgent, n.Agent.Driver, c.diags)
 	case d.Agent.Set():
 		n.Agent = c.cat.Lookup(d.Agent.Value)

@@ -166,7 +166,13 @@ func (c *checker) compile(s schema.String, src string, off int, sc *scope, want 
 			pos = offsetPos(s, off+byteOffset(src, fe.From))
 			msg = fe.Message
 		}
+		msg = schema.PlainTypes(msg)
 		hint := exprHint(msg, sc)
+		if strings.HasPrefix(strings.TrimSpace(src), "${{") {
+			hint = "guards, map items and other expression keys are bare expressions: write " +
+				strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(src), "${{"), "}}")) +
+				", without ${{ }} (that is for text: prompts, asks, run arguments)"
+		}
 		if field, ok := strings.CutPrefix(msg, "unknown field "); ok && fe != nil {
 			if h := c.fieldHint(src[:byteOffset(src, fe.From)], field, sc); h != "" {
 				hint = h

@@ -182,7 +182,8 @@ func (l *loader) flow(file string, src []byte) *Flow {
 	defer func(saved []*Agent) { l.inline = saved }(l.inline)
 	for _, ia := range doc.InlineAgents {
 		l.opts.checkDriver(ia, &l.diags)
-		a := agentFromDoc(ia, "inline", "", l.opts.DefaultDriver)
+		// Source is the flow file: an exec agent's ./x is relative to it.
+		a := agentFromDoc(ia, "inline", f.File, l.opts.DefaultDriver)
 		l.opts.checkTools(ia, a.Driver, &l.diags)
 		cat.agents[a.Name] = a
 		l.inline = append(l.inline, a)

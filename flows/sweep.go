@@ -79,7 +79,7 @@ func (s *Score) Eval(values map[string]any) (score float64, numeric bool, err er
 	case float64:
 		score = v
 	default:
-		return 0, false, fmt.Errorf("sweep.score %s gave %T, not a boolean or a number", s.Source, out)
+		return 0, false, fmt.Errorf("sweep.score %s gave %s, not a boolean or a number", s.Source, schema.KindOf(out))
 	}
 	if score < 0 || score > 1 {
 		return 0, true, fmt.Errorf("sweep.score %s gave %v, outside [0, 1]", s.Source, score)

@@ -52,7 +52,7 @@ func NewRunID(now time.Time) string {
 // environment variables whose names say they hold one (secret.FromEnviron)
 // and secrets, the values the caller knows of (agents' and drivers' keys).
 func Create(runsDir, id string, secrets ...string) (*Writer, error) {
-	if err := os.MkdirAll(runsDir, 0o755); err != nil {
+	if err := MkdirIgnored(runsDir); err != nil {
 		return nil, fmt.Errorf("creating runs directory: %w", err)
 	}
 	fresh := id == ""

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -341,6 +342,20 @@ func (t *Type) check(v any, at *valuePath) error {
 	return nil
 }
 
+// goTypes are Go's names for the kinds of JSON values, as the expression
+// engine's messages give them, and the names the flow file format uses.
+var goTypes = strings.NewReplacer("map[string]interface {}", "object", "[]interface {}", "list",
+	"interface {}", "any", "float64", "number", "int64", "integer")
+
+// PlainTypes rewrites the Go type names in a message (an expression
+// engine's error) as the flow file format names them: []interface {} is a
+// list.
+func PlainTypes(msg string) string { return goTypes.Replace(msg) }
+
+// KindOf names the kind of a JSON value as a person says it ("a list", "a
+// string"), for messages: never a Go type name like []interface {}.
+func KindOf(v any) string { return jsonKind(v) }
+
 func jsonKind(v any) string {
 	switch v.(type) {
 	case nil:
@@ -349,14 +364,14 @@ func jsonKind(v any) string {
 		return "a string"
 	case bool:
 		return "a boolean"
-	case float64, int64, int:
+	case float64, int64, int, int32, float32, uint, uint64, json.Number:
 		return "a number"
-	case []any:
+	case []any, []string:
 		return "a list"
 	case map[string]any:
 		return "an object"
 	}
-	return fmt.Sprintf("%T", v)
+	return "a value of no JSON kind"
 }
 
 // WithDefaults returns v with declared defaults filled in for absent fields.

@@ -61,8 +61,10 @@ func (t *Type) unknownField(k string, at *valuePath) error {
 	if hint := DidYouMean(k, names); hint != "" {
 		msg += "; " + hint
 	}
+	// At names the unknown key itself, so an API can say which field.
+	field := append(append(valuePath{}, *at...), pathStep{field: k}).String()
 	if len(names) == 0 {
-		return fmt.Errorf("%s: the object declares no fields", msg)
+		return &ValueError{At: field, Msg: msg + ": the object declares no fields"}
 	}
-	return fmt.Errorf("%s (declared: %s)", msg, strings.Join(names, ", "))
+	return &ValueError{At: field, Msg: fmt.Sprintf("%s (declared: %s)", msg, strings.Join(names, ", "))}
 }

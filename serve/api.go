@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"regexp"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -187,7 +187,9 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "input", "%v", err)
 		return
 	}
-	if _, err := root.CheckInput(in); err != nil {
+	// engine.CheckInput is the check the run would make (it refuses an
+	// unknown key too): made here, a misfit is a 400 and no run exists.
+	if _, err := engine.CheckInput(root, in); err != nil {
 		field := "input"
 		var ve *schema.ValueError
 		if errors.As(err, &ve) && ve.At != "" {
@@ -224,11 +226,12 @@ func parseInput(raw string, stringInput bool) (any, error) {
 	return in, nil
 }
 
-// readBody reads a request's body: the raw body, or the form field named
-// field when the page posts a form.
+// readBody reads a request's body: under /api/ the raw body whatever its
+// content type (curl -d says form-urlencoded and means JSON), on a page
+// route the form field named field.
 func readBody(w http.ResponseWriter, r *http.Request, field string) (string, bool) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-	if isForm(r) {
+	if isPage(r) {
 		if err := r.ParseForm(); err != nil {
 			fail(w, http.StatusBadRequest, field, "reading the form: %v", err)
 			return "", false
@@ -248,14 +251,15 @@ func readBody(w http.ResponseWriter, r *http.Request, field string) (string, boo
 	return string(b), true
 }
 
-func isForm(r *http.Request) bool {
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return ct == "application/x-www-form-urlencoded" || ct == "multipart/form-data"
+// isPage says a POST came to a page route (the page's forms post there),
+// not to the API, which speaks JSON to whoever calls it.
+func isPage(r *http.Request) bool {
+	return !strings.HasPrefix(r.URL.Path, "/api/")
 }
 
 // done answers a POST: JSON for the API, back to the page for a form.
 func (s *Server) done(w http.ResponseWriter, r *http.Request, status int, body any, page string) {
-	if isForm(r) {
+	if isPage(r) {
 		if back := r.PostFormValue("back"); strings.HasPrefix(back, "/") && !strings.HasPrefix(back, "//") && !strings.Contains(back, "\\") {
 			page = back
 		}
@@ -338,7 +342,7 @@ func (s *Server) apiAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 	visit := r.PathValue("visit")
 	var answer string
-	if isForm(r) {
+	if isPage(r) {
 		raw, ok := readBody(w, r, "answer")
 		if !ok {
 			return

@@ -371,8 +371,8 @@ nodes:
 		time.Sleep(10 * time.Millisecond)
 	}
 	_, m, _ = c.do("GET", "/", "")
-	action := regexp.MustCompile(`action="(/api/runs/[^"]+/asks/[^"]+)"`).FindStringSubmatch(m["_body"].(string))
-	if action == nil || action[1] != "/api/runs/"+id+"/asks/gate%231%2fship" && action[1] != "/api/runs/"+id+"/asks/gate%231%2Fship" {
+	action := regexp.MustCompile(`action="(/runs/[^"]+/asks/[^"]+)"`).FindStringSubmatch(m["_body"].(string))
+	if action == nil || action[1] != "/runs/"+id+"/asks/gate%231%2fship" && action[1] != "/runs/"+id+"/asks/gate%231%2Fship" {
 		t.Fatalf("the page's form action: %v", action)
 	}
 	code, _, h := c.do("POST", action[1], "answer=ship&back=/runs/"+id, "Content-Type", "application/x-www-form-urlencoded", "Sec-Fetch-Site", "same-origin")

@@ -132,6 +132,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/runs/{id}/resume", s.apiResume)
 	mux.HandleFunc("GET /api/asks", s.apiAsks)
 	mux.HandleFunc("POST /api/runs/{id}/asks/{visit...}", s.apiAnswer)
+	// The page's forms post to page routes; the same handlers read a form
+	// there and JSON under /api/.
+	mux.HandleFunc("POST /flows/{name}/runs", s.apiStart)
+	mux.HandleFunc("POST /runs/{id}/stop", s.apiStop)
+	mux.HandleFunc("POST /runs/{id}/resume", s.apiResume)
+	mux.HandleFunc("POST /runs/{id}/asks/{visit...}", s.apiAnswer)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "", "no API endpoint %s %s (docs/serve.md lists them)", r.Method, r.URL.Path)
 	})

@@ -186,7 +186,7 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 // already (*BusyError), the address is taken, the directory is unreadable.
 func (s *Server) Run(ctx context.Context) error {
 	flowDir := filepath.Join(s.cfg.Dir, ".flow")
-	if err := os.MkdirAll(flowDir, 0o755); err != nil {
+	if err := rundir.MkdirIgnored(flowDir); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	lockPath := filepath.Join(flowDir, "serve.lock")

@@ -44,7 +44,7 @@ func Create(sweepsDir string, plan *flows.Plan, cfg Config) (*Sweep, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(sweepsDir, 0o755); err != nil {
+	if err := rundir.MkdirIgnored(sweepsDir); err != nil {
 		return nil, fmt.Errorf("creating sweeps directory: %w", err)
 	}
 	for attempt := 0; ; attempt++ {

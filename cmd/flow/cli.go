@@ -212,16 +212,24 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			return a.loadConfig(cmd)
 		},
 		PersistentPostRun: func(*cobra.Command, []string) { a.stopProfile() },
+		Version:           version(),
 	}
+	root.SetVersionTemplate("flow {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
-	root.PersistentFlags().Bool("project-agents", false, "load the repository's own agents (.flow/agents, .pi/agents, .claude/agents)")
-	root.AddCommand(a.runCmd(), a.validateCmd(), a.planCmd(), a.schemaCmd(), a.agentsCmd(),
-		a.resumeCmd(), a.runsCmd(), a.showCmd(), a.tailCmd(), a.serveCmd(), a.sweepCmd(), a.pinCmd(), a.gcCmd(), a.workerCmd())
+	// --project-agents is a flag of the commands that resolve agents only:
+	// on flow show or flow gc it would do nothing.
+	for _, c := range []*cobra.Command{a.runCmd(), a.validateCmd(), a.planCmd(), a.agentsCmd(), a.resumeCmd(),
+		a.serveCmd(), a.sweepCmd(), a.pinCmd()} {
+		c.Flags().Bool("project-agents", false, "load the repository's own agents (.flow/agents, .pi/agents, .claude/agents)")
+		root.AddCommand(c)
+	}
+	root.AddCommand(a.schemaCmd(), a.runsCmd(), a.showCmd(), a.tailCmd(), a.gcCmd(), a.workerCmd())
 	// cobra adds these when it executes; added now, their arguments are
 	// checked as every other command's.
+	addExamples(root)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	typeUsageErrors(root)

@@ -58,10 +58,14 @@ func (a *app) runsCmd() *cobra.Command {
 }
 
 func (a *app) showCmd() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "show [RUN]",
 		Short: "Show a run's visits: status, failure, model, usage and the start of each output",
-		Args:  cobra.MaximumNArgs(1),
+		Example: "  flow show                          # the latest run\n" +
+			"  flow show 20261201-093000-ab12cd --json | jq '.visits[] | select(.status == \"failed\")'\n" +
+			"  flow show .flow/sweeps/<sweep>/cells/<cell>",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := a.findRun(args, false)
 			if err != nil {
@@ -78,8 +82,14 @@ func (a *app) showCmd() *cobra.Command {
 					fmt.Fprintf(a.stderr, "warning: bringing the run's report up to date: %v\n", err)
 				}
 			}
+			if asJSON {
+				return showJSON(a.stdout, info)
+			}
 			fmt.Fprintf(a.stdout, "run %s  flow %s  %s  %s  tokens %s  cost %s\n", info.ID, safeLine(info.Flow), info.Status,
 				fmtMS(info.WallMS), rundir.TokensText(info.Usage), rundir.CostText(info.Usage))
+			if line := cellLine(cellOf(dir)); line != "" {
+				fmt.Fprintln(a.stdout, safeLine(line))
+			}
 			if info.Failure != nil {
 				root := info.Failure.Root()
 				fmt.Fprintf(a.stdout, "failed at %s: %s: %s\n", root.Visit, root.Kind, safeLine(firstLine(root.Message)))
@@ -103,6 +113,8 @@ func (a *app) showCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run and every visit, whole, as JSON")
+	return cmd
 }
 
 // visitRows renders the visits in the order they started, indented by depth.
@@ -154,6 +166,7 @@ func (a *app) tailCmd() *cobra.Command {
 	var lines int
 	var follow bool
 	var cursor string
+	var raw bool
 	cmd := &cobra.Command{
 		Use:   "tail RUN [VISIT]",
 		Short: "Print the newest lines of a visit's transcript (the latest visit without VISIT)",
@@ -161,7 +174,14 @@ func (a *app) tailCmd() *cobra.Command {
 			"reading at most 256 KiB. There is no cursor: a transcript is revised in place\n" +
 			"while it runs, so no line number stays valid; poll (or --follow) and compare.\n" +
 			"On a terminal, control characters an agent printed (colours, titles, clipboard\n" +
-			"writes) are shown escaped; into a pipe the transcript's bytes go as they are.",
+			"writes) are shown escaped; into a pipe the transcript's bytes go as they are.\n" +
+			"On a terminal a turn's prompt and answer are shown as text, a typed answer as\n" +
+			"indented JSON (--raw: the JSON lines as written, as into a pipe; --raw=false\n" +
+			"renders them into a pipe too). A run node without a log shows its captured\n" +
+			"output and exit status.",
+		Example: "  flow tail 20261201-093000-ab12cd                   # the latest visit\n" +
+			"  flow tail 20261201-093000-ab12cd 'review#2/verdict'\n" +
+			"  flow tail -f 20261201-093000-ab12cd counts[0]/file",
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cursor != "" {
@@ -183,11 +203,25 @@ func (a *app) tailCmd() *cobra.Command {
 				visit = args[1]
 			}
 			path, err := rundir.Transcript(dir, visit)
-			switch {
-			case errors.Is(err, rundir.ErrNoVisit): // a VISIT the run does not have is a bad argument
-				return invalid("%v", err)
-			case err != nil:
+			if err != nil {
+				facts, _ := rundir.ReadJournal(dir)
+				if errors.Is(err, rundir.ErrNoVisit) { // a VISIT the run does not have is a bad argument
+					return noVisit(err, facts, visit)
+				}
+				if out, ok := commandOutput(facts, visit); ok {
+					fmt.Fprint(a.stdout, show(out))
+					return nil
+				}
 				return &exitError{code: exitFailed, msg: err.Error()}
+			}
+			// Into a pipe the lines go as written (a pipe is for programs),
+			// unless --raw=false says otherwise.
+			if !cmd.Flags().Changed("raw") {
+				raw = !isTerminal(a.stdout)
+			}
+			render := func(s string) string { return s }
+			if strings.HasSuffix(path, ".jsonl") && !raw {
+				render = readable
 			}
 			last := ""
 			for {
@@ -195,6 +229,7 @@ func (a *app) tailCmd() *cobra.Command {
 				if err != nil {
 					return &exitError{code: exitFailed, msg: fmt.Sprintf("reading the transcript of %s: %v", path, err)}
 				}
+				text = render(text)
 				switch {
 				case last == "":
 					fmt.Fprint(a.stdout, show(text))
@@ -217,6 +252,7 @@ func (a *app) tailCmd() *cobra.Command {
 	}
 	cmd.Flags().IntVarP(&lines, "lines", "n", 40, "how many of the newest lines (0: all of the last 256 KiB)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "poll and print what is new")
+	cmd.Flags().BoolVar(&raw, "raw", false, "print a transcript's JSON lines as they are written (the default into a pipe)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "refused: see the description")
 	_ = cmd.Flags().MarkHidden("cursor")
 	return cmd

@@ -114,6 +114,9 @@ nodes:
 	if !strings.Contains(stderr.String(), "stopped") {
 		t.Errorf("the summary does not say the run stopped:\n%s", stderr.String())
 	}
+	if want := "resume with `flow resume " + filepath.Base(runs[0]) + "`"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("the summary does not say %s:\n%s", want, stderr.String())
+	}
 }
 
 // interrupt sends SIGINT to a running flow and holds it to exit code 130

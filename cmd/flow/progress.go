@@ -325,3 +325,27 @@ func (t *terminalAsker) ask(ctx context.Context, visit, question string, options
 		fmt.Fprintf(t.out, "  answer one of: %s\n", strings.Join(options, ", "))
 	}
 }
+
+// notesFirst passes events on, but holds a run's start back until the
+// notes the engine gives right after it are shown: a resume then reads
+// "resuming run …" before "run … started".
+type notesFirst struct {
+	mu    sync.Mutex
+	start *engine.Event
+	next  func(*engine.Event)
+}
+
+func (n *notesFirst) Event(e *engine.Event) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case e.Type == rundir.EventRunStart:
+		n.start = e
+		return
+	case e.Type == rundir.EventNote && n.start != nil:
+	case n.start != nil:
+		n.next(n.start)
+		n.start = nil
+	}
+	n.next(e)
+}

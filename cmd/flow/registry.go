@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/viper"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/steps/claude"
 	"github.com/flowrun/flow/steps/codex"
 	"github.com/flowrun/flow/steps/drivers"
@@ -32,6 +35,11 @@ func registry() *drivers.Registry {
 // key left unset keeps the driver's default: with nothing configured each
 // CLI runs with its own configuration and login.
 func buildDrivers(reg *drivers.Registry, cfg *viper.Viper) (map[string]engine.Driver, error) {
+	return reg.Build(driverConfig(reg, cfg))
+}
+
+// driverConfig is drivers.<name>.<key> in cfg for the keys each spec reads.
+func driverConfig(reg *drivers.Registry, cfg *viper.Viper) map[string]drivers.Config {
 	config := map[string]drivers.Config{}
 	for _, s := range reg.Specs() {
 		dc := drivers.Config{}
@@ -42,5 +50,18 @@ func buildDrivers(reg *drivers.Registry, cfg *viper.Viper) (map[string]engine.Dr
 		}
 		config[s.Name] = dc
 	}
-	return reg.Build(config)
+	return config
+}
+
+// preflight checks every driver the plan's agents use before anything
+// runs (drivers.Registry.Preflight): a missing CLI, a server that takes no
+// connections or an unset key is exit 2, naming the agent, the driver and
+// the fix, before the first node has spent anything. It returns the
+// checks, for flow validate --preflight to print.
+func (a *app) preflight(ctx context.Context, plan *flows.Plan) ([]drivers.Check, error) {
+	checks, err := a.drivers.Preflight(ctx, driverConfig(a.drivers, a.cfg), drivers.Agents(plan))
+	if err != nil {
+		return checks, &exitError{code: exitInvalid, msg: err.Error() + "\nnothing ran"}
+	}
+	return checks, nil
 }

@@ -30,8 +30,18 @@ func (a *app) resumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if snap, err := rundir.ReadSnapshot(dir); err == nil && snap.Temporal != nil {
+			snap, err := rundir.ReadSnapshot(dir)
+			if err == nil && snap.Temporal != nil {
 				return a.attach(cmd.Context(), dir, snap.Temporal, tf, asJSON)
+			}
+			// The drivers the rest of the run needs, checked before it goes on
+			// (a snapshot that does not load is engine.Resume's to report).
+			if err == nil {
+				if plan, diags := snap.Load(a.loadOptions()); !diags.HasErrors() {
+					if _, err := a.preflight(cmd.Context(), plan); err != nil {
+						return err
+					}
+				}
 			}
 			return a.execute(cmd.Context(), asJSON, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 				opts.Settings.Timeout = timeout

@@ -66,7 +66,15 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 		return invalid("%v", err)
 	}
 	start := engine.Execute
-	if tf := a.temporalSettings(f.temporal); tf.address != "" {
+	tf := a.temporalSettings(f.temporal)
+	if tf.address == "" {
+		// On Temporal the visits run on workers, whose machines have the
+		// CLIs; here they run on this one.
+		if _, err := a.preflight(ctx, plan); err != nil {
+			return err
+		}
+	}
+	if tf.address != "" {
 		c, err := a.dialTemporal(ctx, tf)
 		if err != nil {
 			return err
@@ -110,6 +118,9 @@ func (a *app) execute(ctx context.Context, asJSON bool, start func(context.Conte
 	defer view.Close()
 	opts := engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"),
 		OnEvent: view.Event, Config: a.config(), Secrets: a.secrets.Values()}
+	if !asJSON {
+		opts.OnEvent = (&notesFirst{next: view.Event}).Event
+	}
 	if tty && term.IsTerminal(int(os.Stdin.Fd())) && !asJSON {
 		opts.Asker = &terminalAsker{in: os.Stdin, out: a.stderr, view: view}
 	}
@@ -161,6 +172,9 @@ func (a *app) summary(res *engine.Result) {
 		fmt.Fprintf(a.stderr, "\tat %s\n", root.Pos)
 	}
 	fmt.Fprintf(a.stderr, "\trun directory: %s\n", safeText(res.Dir))
+	if info, err := rundir.Inspect(res.Dir); err == nil && info.Resumable {
+		fmt.Fprintf(a.stderr, "resume with `flow resume %s`\n", res.RunID)
+	}
 }
 
 func outputText(v any) string {

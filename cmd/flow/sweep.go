@@ -143,6 +143,12 @@ func (a *app) sweep(cmd *cobra.Command, file string, f sweepFlags) error {
 	}
 	// Connect before the sweep is made: a wrong address leaves nothing.
 	cfg.Temporal = a.sweepTemporal(f.temporal, false, nil)
+	if cfg.Temporal == nil {
+		// Locally, a driver that is missing fails every cell: say so first.
+		if _, err := a.preflight(cmd.Context(), plan); err != nil {
+			return err
+		}
+	}
 	runs, done, err := a.sweepRuns(cfg.Temporal)
 	if err != nil {
 		return err

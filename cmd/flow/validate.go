@@ -12,18 +12,41 @@ import (
 )
 
 func (a *app) validateCmd() *cobra.Command {
-	return &cobra.Command{
+	var pre bool
+	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check flow files whole, reporting every fault at once; run nothing",
-		Args:  cobra.MinimumNArgs(1),
+		Long: "Check flow files whole, reporting every fault at once as file:line:col: code: message;\n" +
+			"run nothing. With --preflight, also check every driver the flows' agents use, as\n" +
+			"flow run does before its first node: the CLI found and its version read, the\n" +
+			"server reachable, the key variable set.",
+		Example: "  flow validate examples/*.yaml\n  flow validate --preflight --project-agents examples/review.yaml",
+		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			bad := false
 			for _, f := range files {
-				_, diags := flows.Load(f, a.loadOptions())
+				plan, diags := flows.Load(f, a.loadOptions())
 				a.printDiagnostics(diags)
 				if diags.HasErrors() {
 					bad = true
 					continue
+				}
+				if pre {
+					checks, err := a.preflight(cmd.Context(), plan)
+					for _, c := range checks {
+						if c.Err == nil {
+							fmt.Fprintln(a.stdout, safeText(c.Line()))
+						}
+					}
+					if err != nil {
+						for _, c := range checks {
+							if c.Err != nil {
+								fmt.Fprintln(a.stderr, safeText(c.Line()))
+							}
+						}
+						bad = true
+						continue
+					}
 				}
 				fmt.Fprintf(a.stdout, "%s: ok\n", f)
 			}
@@ -33,6 +56,8 @@ func (a *app) validateCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&pre, "preflight", false, "also check the drivers the agents use (CLI, version, server, key), as flow run does")
+	return cmd
 }
 
 func (a *app) printDiagnostics(diags schema.Diagnostics) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/proc"
+	"github.com/flowrun/flow/steps/drivers"
 	"github.com/flowrun/flow/steps/transcript"
 )
 
@@ -94,7 +95,7 @@ func Run(ctx context.Context, c Command, each func(n int, line []byte)) (Exit, e
 		if ctx.Err() != nil {
 			return Exit{}, context.Cause(ctx)
 		}
-		return Exit{}, fmt.Errorf("starting %s: %w: %w", c.Binary, engine.ErrUnavailable, err)
+		return Exit{}, fmt.Errorf("starting %s: %w", c.Binary, drivers.Unavailable(err))
 	}
 	lines.Flush()
 	return Exit{name: c.Name, Err: end.Err, Stderr: stderr.String(), Lingered: end.Lingered}, nil

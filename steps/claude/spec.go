@@ -1,7 +1,10 @@
 package claude
 
 import (
+	"cmp"
+	"context"
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/drivers"
 )
@@ -15,6 +18,10 @@ func Spec() drivers.Spec {
 	return drivers.Spec{
 		Name: "claude",
 		Keys: []string{"binary", "base_url", "api_key_env", "max_retries"},
+		Preflight: func(ctx context.Context, cfg drivers.Config, _ *flows.Agent) (string, error) {
+			return drivers.CLI{Driver: "claude", Binary: cmp.Or(cfg.String("binary"), "claude"), Install: "npm install -g @anthropic-ai/claude-code",
+				BaseURL: cfg.String("base_url"), KeyEnv: cfg.String("api_key_env"), KeyFrom: "drivers.claude.api_key_env"}.Check(ctx)
+		},
 		New: func(cfg drivers.Config) (engine.Driver, error) {
 			retries, err := agentcli.MaxRetries(cfg)
 			if err != nil {

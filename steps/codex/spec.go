@@ -1,7 +1,10 @@
 package codex
 
 import (
+	"cmp"
+	"context"
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/drivers"
 )
@@ -15,6 +18,15 @@ func Spec() drivers.Spec {
 	return drivers.Spec{
 		Name: "codex",
 		Keys: []string{"binary", "base_url", "api_key_env", "max_retries", "codex_home"},
+		Preflight: func(ctx context.Context, cfg drivers.Config, a *flows.Agent) (string, error) {
+			// An agent's base_url and api_key_env win over the configuration's, as in Turn.
+			keyEnv, from := a.APIKeyEnv, "api_key_env of agent "+a.Name
+			if keyEnv == "" {
+				keyEnv, from = cfg.String("api_key_env"), "drivers.codex.api_key_env"
+			}
+			return drivers.CLI{Driver: "codex", Binary: cmp.Or(cfg.String("binary"), "codex"), Install: "npm install -g @openai/codex",
+				BaseURL: cmp.Or(a.BaseURL, cfg.String("base_url")), KeyEnv: keyEnv, KeyFrom: from}.Check(ctx)
+		},
 		New: func(cfg drivers.Config) (engine.Driver, error) {
 			retries, err := agentcli.MaxRetries(cfg)
 			if err != nil {

@@ -1,14 +1,16 @@
 package drivers
 
 import (
-	"github.com/flowrun/flow/engine"
-
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
 )
 
 // Spec is what a driver package tells a Registry about itself: the
@@ -31,6 +33,12 @@ type Spec struct {
 	// Code's Glob as find). nil means the driver takes any name (Claude
 	// Code, whose tools include MCP servers'), or ignores tools.
 	Tools map[string]string
+	// Preflight checks, before a run's first node, that the driver can
+	// serve agent with the configuration cfg: its CLI found and its
+	// version read, its server taking connections, its key variable set.
+	// It returns what it found ("claude 2.1.197"), or an error, typically
+	// an *Unready saying what to fix. nil means there is nothing to check.
+	Preflight func(ctx context.Context, cfg Config, agent *flows.Agent) (string, error)
 }
 
 // Config holds the configuration keys that are set for one driver,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/proc"
+	"github.com/flowrun/flow/steps/drivers"
 	"github.com/flowrun/flow/steps/transcript"
 )
 
@@ -85,7 +86,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		return nil, fmt.Errorf("starting %s: %w: %w", argv[0], engine.ErrUnavailable, err)
+		return nil, fmt.Errorf("starting %s: %w", argv[0], drivers.Unavailable(err))
 	}
 	werr := end.Err
 	wall := time.Since(start).Milliseconds()

@@ -11,8 +11,9 @@ import (
 // time, so no caller can change another's.
 func Spec() drivers.Spec {
 	return drivers.Spec{
-		Name: "openai",
-		Keys: []string{"base_url", "api_key_env"},
+		Name:      "openai",
+		Keys:      []string{"base_url", "api_key_env"},
+		Preflight: preflight,
 		New: func(cfg drivers.Config) (engine.Driver, error) {
 			return New(Options{BaseURL: cfg.String("base_url"), APIKeyEnv: cfg.String("api_key_env")}), nil
 		},

@@ -1,6 +1,9 @@
 package pi
 
 import (
+	"cmp"
+	"context"
+	"github.com/flowrun/flow/flows"
 	"maps"
 
 	"github.com/flowrun/flow/engine"
@@ -18,6 +21,10 @@ func Spec() drivers.Spec {
 		Name:  "pi",
 		Keys:  []string{"binary", "base_url", "api", "api_key_env", "max_retries", "agent_dir"},
 		Tools: maps.Clone(toolNames),
+		Preflight: func(ctx context.Context, cfg drivers.Config, _ *flows.Agent) (string, error) {
+			return drivers.CLI{Driver: "pi", Binary: cmp.Or(cfg.String("binary"), "pi"), Install: "npm install -g @mariozechner/pi-coding-agent",
+				BaseURL: cfg.String("base_url"), KeyEnv: cfg.String("api_key_env"), KeyFrom: "drivers.pi.api_key_env"}.Check(ctx)
+		},
 		New: func(cfg drivers.Config) (engine.Driver, error) {
 			retries, err := agentcli.MaxRetries(cfg)
 			if err != nil {

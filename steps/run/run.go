@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/proc"
+	"github.com/flowrun/flow/steps/drivers"
 )
 
 // ReportBytes is the most output a run node's report keeps: the tail.
@@ -95,7 +96,7 @@ func (c *Commander) Run(ctx context.Context, cmd *engine.Command) (*engine.Comma
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		return nil, fmt.Errorf("starting %s: %w: %w", argv[0], engine.ErrUnavailable, err)
+		return nil, fmt.Errorf("starting %s: %w", argv[0], drivers.Unavailable(err))
 	}
 	var reader conc.WaitGroup
 	reader.Go(func() { out.readFrom(pr) })
