@@ -1,18 +1,23 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/usage"
 )
 
 // usagePrefix starts a stderr line a program reports its usage on.
 const usagePrefix = "FLOW_USAGE "
+
+// maxReportLine bounds a stderr line read for a report: a usage report is
+// short, and a program that writes hundreds of megabytes of stderr on one
+// line must not have them held (stderr itself is kept as a bounded tail).
+const maxReportLine = 64 << 10
 
 // reported is the usage a program may report; absent fields stay nil.
 // Input excludes the cache reads and writes, as on every driver.
@@ -33,7 +38,8 @@ type reported struct {
 // sent as progress, so a budget watch sees it while the program runs.
 type reports struct {
 	progress func(engine.Progress)
-	lines    *agentcli.LineWriter
+	line     []byte // the line being written, unless it is too long to be a report
+	skipping bool   // the line being written is longer than maxReportLine
 
 	mu     sync.Mutex
 	ledger usage.Ledger
@@ -42,15 +48,45 @@ type reports struct {
 }
 
 func newReports(progress func(engine.Progress)) *reports {
-	r := &reports{progress: progress, turns: map[string]int64{}}
-	r.lines = agentcli.NewLineWriter(r.line)
-	return r
+	return &reports{progress: progress, turns: map[string]int64{}}
 }
 
-// Write reads stderr as it comes; it never fails.
-func (r *reports) Write(p []byte) (int, error) { return r.lines.Write(p) }
+// Write reads stderr as it comes, line by line, holding at most
+// maxReportLine bytes of a line; it never fails. Writes may split lines
+// anywhere, as a pipe does. It is called by one goroutine at a time.
+func (r *reports) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		part := p
+		if i >= 0 {
+			part, p = p[:i], p[i+1:]
+		} else {
+			p = nil
+		}
+		if !r.skipping {
+			if len(r.line)+len(part) > maxReportLine {
+				r.skipping, r.line = true, r.line[:0]
+			} else {
+				r.line = append(r.line, part...)
+			}
+		}
+		if i >= 0 {
+			r.flush()
+		}
+	}
+	return n, nil
+}
 
-func (r *reports) line(_ int, raw []byte) {
+// flush reads the line written so far as ended.
+func (r *reports) flush() {
+	if !r.skipping && len(r.line) > 0 {
+		r.report(r.line)
+	}
+	r.line, r.skipping = r.line[:0], false
+}
+
+func (r *reports) report(raw []byte) {
 	line := strings.TrimSpace(string(raw))
 	body, found := strings.CutPrefix(line, usagePrefix)
 	if !found {
@@ -85,7 +121,7 @@ func (r *reports) line(_ int, raw []byte) {
 // the program ended by itself (not stopped), so what it reported is all it
 // will. Turns is 1 unless the program says otherwise.
 func (r *reports) usage(final bool) (engine.Usage, []string) {
-	r.lines.Flush()
+	r.flush()
 	if final {
 		r.ledger.Final()
 	}
