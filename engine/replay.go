@@ -32,7 +32,7 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	plan, diags := snap.Load(load)
+	plan, diags := flows.Reload(snap.File, snap.Sources(), snap.Agents, snap.Settings.WorkDir, load)
 	if diags.HasErrors() {
 		return nil, &RefusedError{Msg: fmt.Sprintf("the snapshot of run %s does not load any more:\n%s", info.ID, diags.Error())}
 	}
@@ -46,11 +46,8 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts Options) (
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = snap.Settings.Concurrency
 	}
-	input, err := checkInput(plan.Root, opts.Input, true)
+	input, err := opts.prepare(plan)
 	if err != nil {
-		return nil, err
-	}
-	if err := opts.check(plan); err != nil {
 		return nil, err
 	}
 	w, earlier, err := rundir.Reopen(dir, opts.secrets(plan)...)
