@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -176,7 +177,7 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "input", "%v", err)
 		return
 	}
-	if _, err := root.CheckInput(in); err != nil {
+	if _, err := runner.CheckInput(e.Plan, in); err != nil {
 		field := "input"
 		var ve *schema.ValueError
 		if errors.As(err, &ve) && ve.At != "" {

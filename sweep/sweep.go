@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -31,7 +32,7 @@ type Config struct {
 	Concurrency int           // cells at once; default 1
 	Timeout     time.Duration // --timeout: the bound on every turn; 0 leaves it to the flows
 	WorkDir     string        // where the runs work; default the current directory
-	Temporal    *Temporal     // the server the cells run on, if on Temporal (RunOptions.Runs walks them there)
+	Temporal    *Temporal     // the server the cells run on, if on Temporal (RunOptions.Backend walks them there)
 }
 
 // Create checks cfg against plan — the baseline is an assignment, every
@@ -52,7 +53,7 @@ func Create(sweepsDir string, plan *flows.Plan, cfg Config) (*Sweep, error) {
 		return nil, &engine.InputError{Msg: err.Error()}
 	}
 	for _, c := range cells[:len(cells)/len(as)] { // every assignment runs the same inputs
-		if c.Input, err = engine.CheckInput(plan.Root, c.Input); err != nil {
+		if c.Input, err = runner.CheckInput(plan, c.Input); err != nil {
 			return nil, &engine.InputError{Msg: fmt.Sprintf("task %s: %v", c.Task, err)}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
 	"github.com/flowrun/flow/steps/run"
 )
@@ -65,36 +66,32 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	if err != nil {
 		return invalid("%v", err)
 	}
-	start := engine.Execute
-	if tf := a.temporalSettings(f.temporal); tf.address != "" {
-		c, err := a.dialTemporal(ctx, tf)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		start = a.temporalClient(c, tf).Execute
+	backend, done, err := a.backend(ctx, f.temporal)
+	if err != nil {
+		return err
 	}
-	return a.execute(ctx, f.json, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
+	defer done()
+	return a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings(f.model, f.timeout), a.cfg.GetString("runs_dir")
-		return start(ctx, plan, opts)
+		return backend.Start(ctx, plan, opts)
 	})
 }
 
-// execute runs a run (or a resume) with the live view and signal
-// handling, and turns the result into an exit code. start is given the
-// options every run shares: drivers, commands, the view, the asker.
-func (a *app) execute(ctx context.Context, asJSON bool, start func(context.Context, engine.Options) (*engine.Result, error)) error {
+// execute runs a run (or a resume) of backend with the live view and
+// signal handling, and turns the result into an exit code. start is given
+// the options every run shares: drivers, commands, the view, the asker.
+func (a *app) execute(ctx context.Context, asJSON bool, backend runner.Backend, start func(context.Context, engine.Options) (*engine.Result, error)) error {
 	drivers, err := buildDrivers(a.drivers, a.cfg)
 	if err != nil {
 		return invalid("%v", err)
 	}
-	// Ctrl-C or SIGTERM cancels the run with cause ErrStopped: running
-	// visits end as `stopped` and the command exits 130.
+	// Ctrl-C or SIGTERM stops the run: running visits end as `stopped`
+	// and the command exits 130.
 	sigCtx, sigStop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer sigStop()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	unhook := context.AfterFunc(sigCtx, func() { cancel(engine.ErrStopped) })
+	unhook := context.AfterFunc(sigCtx, func() { backend.Stop(cancel, runner.StopRun) })
 	defer unhook()
 
 	var view progressView
