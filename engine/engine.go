@@ -30,7 +30,7 @@ type Options struct {
 	// resolved by flows.Settings as `flow plan` resolves them.
 	Settings flows.Settings
 	// Concurrency caps the agent turns alive at once in the run; default
-	// the flow's concurrency, else 8.
+	// the flow's concurrency, else 8 (flows.Plan.Concurrency).
 	Concurrency int
 	// Live, when set, is the cap on live agent turns shared with other
 	// runs (a sweep's cells, from the Runtime's NewSemaphore), and
@@ -216,12 +216,7 @@ func (o *Options) check(plan *flows.Plan) error {
 		}
 		o.WorkDir = wd
 	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = plan.Root.Concurrency
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 8
-	}
+	o.Concurrency = plan.Concurrency(o.Concurrency)
 	if o.Backoff <= 0 {
 		o.Backoff = time.Second
 	}

@@ -92,7 +92,7 @@ func Load(file string, opts Options) (*Plan, schema.Diagnostics) {
 // Called flows are still read from beside file.
 func LoadSource(file string, src []byte, opts Options) (*Plan, schema.Diagnostics) {
 	if opts.DefaultDriver == "" {
-		opts.DefaultDriver = "pi"
+		opts.DefaultDriver = DefaultDriver
 	}
 	l := &loader{opts: opts, plan: &Plan{Flows: map[string]*Flow{}, Agents: map[string]*Agent{}}}
 	root := l.flow(file, src)

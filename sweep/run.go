@@ -87,14 +87,7 @@ func (s *Sweep) Run(ctx context.Context, plan *flows.Plan, opts RunOptions) erro
 	if opts.Backend == nil {
 		opts.Backend = runner.Local{Load: opts.Load}
 	}
-	liveCap := opts.Engine.Concurrency
-	if liveCap <= 0 {
-		liveCap = plan.Root.Concurrency
-	}
-	if liveCap <= 0 {
-		liveCap = 8
-	}
-	r := &run{s: s, plan: plan, opts: opts, live: engine.LocalRuntime{}.NewSemaphore(liveCap), assigned: map[string]Assignment{}, forecasts: map[string]Forecast{}}
+	r := &run{s: s, plan: plan, opts: opts, live: engine.LocalRuntime{}.NewSemaphore(plan.Concurrency(opts.Engine.Concurrency)), assigned: map[string]Assignment{}, forecasts: map[string]Forecast{}}
 	s.mu.Lock()
 	for _, a := range s.f.Assignments {
 		r.assigned[a.Label] = a

@@ -212,7 +212,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 // defaults. Flow files are never read through viper: it loses positions.
 func (a *app) loadConfig(cmd *cobra.Command) error {
 	v := a.cfg
-	v.SetDefault("driver", "pi")
+	v.SetDefault("driver", flows.DefaultDriver)
 	v.SetDefault("runs_dir", filepath.Join(".flow", "runs"))
 	v.SetDefault("sweeps_dir", filepath.Join(".flow", "sweeps"))
 	v.SetDefault("concurrency", 0)
