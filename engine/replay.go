@@ -116,7 +116,7 @@ func (r *runner) replayed(fr *frame, n *flows.Node, vars map[string]any, path st
 		return nil, false
 	}
 	ok := f.Succeeded()
-	if !ok && (f.Error == nil || !keeps(n, f.Error)) {
+	if !ok && (f.Error == nil || !outcomeStays(n, f.Error)) {
 		return nil, false
 	}
 	o := &outcome{output: normalize(n.Output, f.Output), skipped: f.Skipped, usage: f.Usage, model: f.Model,
