@@ -174,7 +174,7 @@ func NewSnapshot(runID string, plan *flows.Plan, input any, s rundir.Settings) *
 func isolatedNode(p *flows.Plan) *flows.Node {
 	var found *flows.Node
 	for _, f := range p.Flows {
-		flows.Walk(f.Nodes, func(n *flows.Node) {
+		flows.EachNode(f.Nodes, func(n *flows.Node) {
 			if found == nil && n.Isolation {
 				found = n
 			}
@@ -413,7 +413,7 @@ func checkInput(f *flows.Flow, in any, closed bool) (any, error) {
 func askWithoutDefault(p *flows.Plan) *flows.Node {
 	var found *flows.Node
 	for _, f := range p.Flows {
-		flows.Walk(f.Nodes, func(n *flows.Node) {
+		flows.EachNode(f.Nodes, func(n *flows.Node) {
 			if found == nil && n.Kind == schema.KindAsk && !n.HasDefault {
 				found = n
 			}
@@ -425,7 +425,7 @@ func askWithoutDefault(p *flows.Plan) *flows.Node {
 func checkDrivers(p *flows.Plan, o Options) error {
 	for _, f := range p.Flows {
 		var err error
-		flows.Walk(f.Nodes, func(n *flows.Node) {
+		flows.EachNode(f.Nodes, func(n *flows.Node) {
 			switch {
 			case err != nil:
 			case n.Kind == schema.KindRun && o.Commands == nil:

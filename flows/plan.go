@@ -128,14 +128,15 @@ type EnvVar struct {
 	Value *Template
 }
 
-// Walk calls fn for every node of nodes and below, parents first.
-func Walk(nodes []*Node, fn func(*Node)) {
+// EachNode calls fn for every node of nodes and below, parents first. (It
+// is not engine.Walk, which runs a plan.)
+func EachNode(nodes []*Node, fn func(*Node)) {
 	for _, n := range nodes {
 		fn(n)
 		for _, b := range n.Branches {
-			Walk(b.Nodes, fn)
+			EachNode(b.Nodes, fn)
 		}
-		Walk(n.Body, fn)
+		EachNode(n.Body, fn)
 	}
 }
 

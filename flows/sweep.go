@@ -280,7 +280,7 @@ func (p *Plan) usedAgents(nodes []*Node) []string {
 	called := map[string]bool{}
 	var walk func([]*Node)
 	walk = func(nodes []*Node) {
-		Walk(nodes, func(n *Node) {
+		EachNode(nodes, func(n *Node) {
 			switch {
 			case n.Kind == schema.KindAgent && n.Agent != nil:
 				seen[n.Agent.Name] = true
