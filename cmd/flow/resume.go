@@ -25,8 +25,8 @@ func (a *app) resumeCmd() *cobra.Command {
 			"keeps its recorded outcome and is not run again.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if timeout < 0 {
-				return invalid("--timeout %v: a timeout is a positive duration (e.g. 90s, 10m)", timeout)
+			if err := checkTimeout(timeout); err != nil {
+				return err
 			}
 			dir, err := a.findRun(args, true)
 			if err != nil {

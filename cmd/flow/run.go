@@ -55,8 +55,8 @@ func (a *app) runCmd() *cobra.Command {
 }
 
 func (a *app) run(ctx context.Context, file string, f runFlags) error {
-	if f.timeout < 0 {
-		return invalid("--timeout %v: a timeout is a positive duration (e.g. 90s, 10m)", f.timeout)
+	if err := checkTimeout(f.timeout); err != nil {
+		return err
 	}
 	plan, err := a.load(file)
 	if err != nil {
@@ -75,6 +75,15 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings(f.model, f.timeout), a.cfg.GetString("runs_dir")
 		return backend.Start(ctx, plan, opts)
 	})
+}
+
+// checkTimeout refuses a negative --timeout, for flow run and flow resume
+// alike.
+func checkTimeout(d time.Duration) error {
+	if d < 0 {
+		return invalid("--timeout %v: a timeout is a positive duration (e.g. 90s, 10m)", d)
+	}
+	return nil
 }
 
 // execute runs a run (or a resume) of backend with the live view and
