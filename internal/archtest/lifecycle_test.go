@@ -92,3 +92,13 @@ func importsAndUses(t *testing.T, dir string) (map[string]bool, map[string][]use
 	}
 	return imports, uses
 }
+
+// The run directory stores what a run recorded without knowing what a plan
+// is: rundir imports no flows (plans are compiled again by flows.Reload,
+// for its callers).
+func TestRunDirectoryKnowsNoPlans(t *testing.T) {
+	imports, _ := importsAndUses(t, filepath.Join(moduleRoot(t), "rundir"))
+	if imports[module+"/flows"] {
+		t.Error("rundir imports flows: the caller compiles a snapshot's plan again (flows.Reload)")
+	}
+}
