@@ -13,7 +13,7 @@ import (
 // on: the journal, the events, output.json, report.html, the next turn's
 // reads and the expressions (x.output) get at most this many bytes, cut
 // on a UTF-8 boundary. A longer answer is stored once, whole, in a file
-// in the visit's home, whose path goes with the prefix (SPEC 4).
+// in the visit's home, whose path goes with the prefix (docs/drivers.md).
 const AnswerLimit = 50 << 10
 
 // TypedLimit is the largest typed answer that is parsed: a typed output

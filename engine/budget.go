@@ -8,7 +8,7 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// meter counts what the visits under one budget spent (SPEC 6): a flow's
+// meter counts what the visits under one budget spent (docs/resume-and-budgets.md, Budgets): a flow's
 // budget, or one visit of a node that has `budget:`. Meters nest: a turn
 // counts against every meter above it.
 type meter struct {

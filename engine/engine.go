@@ -26,7 +26,7 @@ type Options struct {
 	WorkDir string // default: the current directory
 	RunID   string // default: a fresh one (rundir.NewRunID)
 	Input   any    // the run's input, before defaults
-	// Settings are the run-wide overrides of model and timeout (SPEC 3.6),
+	// Settings are the run-wide overrides of model and timeout (docs/flow-files.md, agent),
 	// resolved by flows.Settings as `flow plan` resolves them.
 	Settings flows.Settings
 	// Concurrency caps the agent turns alive at once in the run; default
@@ -352,7 +352,7 @@ type runner struct {
 	minTurn  map[string]int64 // the smallest turn (tokens) of each agent so far
 	usage    Usage            // what every visit spent, earlier attempts' included
 
-	wt *worktrees // isolated scopes and their repositories (SPEC 11)
+	wt *worktrees // isolated scopes and their repositories (docs/worktrees.md)
 }
 
 // emit writes an event and hands it to OnEvent.

@@ -8,7 +8,7 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// work runs a visit where it belongs (SPEC 11): an isolated agent or run
+// work runs a visit where it belongs (docs/worktrees.md): an isolated agent or run
 // node in its own scope's worktree (landed by visit once its end is
 // journaled), an isolated loop or flow call in one scope landed when it
 // ends, a leaf inside an isolated scope in that scope's worktree, and

@@ -12,7 +12,7 @@ import (
 	"github.com/flowrun/flow/rundir"
 )
 
-// Resume continues the run in dir from its first unended visit (SPEC 5):
+// Resume continues the run in dir from its first unended visit (docs/resume-and-budgets.md):
 // it runs the run's snapshot (the flows and agents as they were read, the
 // same input and model), and every visit that ended keeps its recorded
 // outcome and is not run again. Processes the dead engine left are ended

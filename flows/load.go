@@ -17,7 +17,7 @@ type Options struct {
 	// WorkDir is the project directory (project agents, relative paths).
 	// Empty means the current directory.
 	WorkDir string
-	// ProjectAgents loads the repository's own agent directories (SPEC 2).
+	// ProjectAgents loads the repository's own agent directories (docs/flow-files.md, Agents).
 	ProjectAgents bool
 	// UserAgentDirs overrides the user's agent directories; nil means
 	// UserAgentDirs(), an empty slice means none.

@@ -8,7 +8,7 @@ import (
 	"github.com/flowrun/flow/internal/gitwork"
 )
 
-// KeptWorktree is a worktree a run kept (SPEC 11): of a scope that failed
+// KeptWorktree is a worktree a run kept (docs/worktrees.md): of a scope that failed
 // or conflicted, or of a run that was stopped or died.
 type KeptWorktree struct {
 	Run string

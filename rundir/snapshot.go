@@ -11,7 +11,7 @@ import (
 
 // Snapshot is snapshot.json: the flow and every flow it can call as read,
 // the agents as resolved, the input and the resolved settings. A resume
-// runs the snapshot, not the files as they are now (SPEC 5).
+// runs the snapshot, not the files as they are now (docs/run-directory.md).
 type Snapshot struct {
 	Run   string                  `json:"run"`
 	Flow  string                  `json:"flow"`
@@ -26,7 +26,7 @@ type Snapshot struct {
 	// Repos maps the top-level directory of each repository the run
 	// isolates scopes in, when it is known before the run starts, to the
 	// commit checked out there when it started: every worktree of the
-	// run is made from it (SPEC 11), whatever the user commits meanwhile.
+	// run is made from it (docs/worktrees.md), whatever the user commits meanwhile.
 	Repos map[string]string `json:"repos,omitempty"`
 	// Temporal names the workflow that walks the run when it runs on
 	// Temporal (flow run --temporal); the run directory is then its

@@ -1,4 +1,4 @@
-// Package sweep runs a flow over a grid (SPEC 8) and compares the
+// Package sweep runs a flow over a grid (docs/sweeps.md) and compares the
 // outcomes: model assignments (every agent on one model, or single agents
 // on their own lists), tasks, swept input fields and repetitions. Each
 // cell of the grid is an ordinary run — runner.Backend.Start into a run

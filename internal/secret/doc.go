@@ -1,5 +1,5 @@
 // Package secret keeps secrets out of everything flow writes or prints
-// (SPEC 4: no secret in the run directory). A Redactor replaces each value
+// (docs/drivers.md, Secrets: no secret in the run directory). A Redactor replaces each value
 // it knows with "[redacted]": in strings, in byte slices, in values that
 // round-trip through JSON, and in a stream (Writer), where a secret split
 // across two writes is still found.

@@ -1,5 +1,5 @@
 // Package transcript writes the transcripts of agent turns into a memory
-// scope's home (SPEC 3.4), in one format for every agent driver (pi,
+// scope's home (docs/flow-files.md, agent: memory), in one format for every agent driver (pi,
 // claude, codex, openai): the raw stream, line by line, to
 // <home>/<agent>.jsonl, and a readable, self-contained <home>/<agent>.html
 // rebuilt after every turn.
@@ -30,7 +30,7 @@
 // A Log and an Answer write everything through the turn's redactor
 // (engine.Turn.Secrets, package secret), the header included; Redact adds
 // values of its own (a key a driver knows by another name). Drivers never
-// hand them a key on purpose; this is the second line of defence (SPEC 4:
+// hand them a key on purpose; this is the second line of defence (docs/drivers.md:
 // no secret in the run directory), and the engine's sweep of the home when
 // a visit ends is the third.
 //
