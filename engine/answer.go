@@ -13,7 +13,7 @@ import (
 // on: the journal, the events, output.json, report.html, the next turn's
 // reads and the expressions (x.output) get at most this many bytes, cut
 // on a UTF-8 boundary. A longer answer is stored once, whole, in a file
-// in the visit's home, whose path goes with the prefix (SPEC 4).
+// in the visit's home, whose path goes with the prefix (docs/drivers.md).
 const AnswerLimit = 50 << 10
 
 // TypedLimit is the largest typed answer that is parsed: a typed output
@@ -51,13 +51,13 @@ func bound(res *TurnResult, home, agent string, secrets *secret.Redactor) (reply
 	return rp, err
 }
 
-// keep makes a completed turn's answer what the walker takes: at most
+// settleAnswer makes a completed turn's answer what the walker takes: at most
 // AnswerLimit bytes and the file that holds it whole (bound), or, for a
 // typed answer, the whole answer up to TypedLimit — read back from the
 // driver's file if it stored one — so that it can be parsed wherever the
 // walk happens. A longer typed answer keeps its file, and the walker
 // refuses it.
-func keep(res *TurnResult, t *Turn) error {
+func settleAnswer(res *TurnResult, t *Turn) error {
 	if t.OutputSchema != nil && res.File != "" && res.Size <= TypedLimit {
 		b, err := os.ReadFile(res.File)
 		if err != nil {

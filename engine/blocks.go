@@ -20,7 +20,7 @@ type frame struct {
 	scopes map[string]string
 	// meters are the budgets above this point, outermost first.
 	meters []*meter
-	// scope is the isolated scope this point is in, if any (SPEC 11), and
+	// scope is the isolated scope this point is in, if any (docs/worktrees.md), and
 	// dir the worktree a leaf works in once it is open: "" is the run's
 	// working directory.
 	scope  *wtScope

@@ -26,11 +26,11 @@ type Options struct {
 	WorkDir string // default: the current directory
 	RunID   string // default: a fresh one (rundir.NewRunID)
 	Input   any    // the run's input, before defaults
-	// Settings are the run-wide overrides of model and timeout (SPEC 3.6),
+	// Settings are the run-wide overrides of model and timeout (docs/flow-files.md, agent),
 	// resolved by flows.Settings as `flow plan` resolves them.
 	Settings flows.Settings
 	// Concurrency caps the agent turns alive at once in the run; default
-	// the flow's concurrency, else 8.
+	// the flow's concurrency, else 8 (flows.Plan.Concurrency).
 	Concurrency int
 	// Live, when set, is the cap on live agent turns shared with other
 	// runs (a sweep's cells, from the Runtime's NewSemaphore), and
@@ -101,36 +101,27 @@ func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, erro
 	return runLocal(ctx, plan, opts, w, snap.Input, nil)
 }
 
-// Begin does what Execute does before it walks: it checks the input,
-// refuses a run that could not go through, creates the run directory
-// (taking its lock) and writes the snapshot. It is for a caller that has
-// the run walked elsewhere (package temporal) and records it here; the
-// caller closes the Writer.
+// Begin does what Execute does before it walks (prepare, the run directory
+// and its lock, the snapshot), for a caller that has the run walked
+// elsewhere (package temporal) and records it here; it closes the Writer.
 func Begin(ctx context.Context, plan *flows.Plan, opts Options) (*rundir.Writer, *rundir.Snapshot, error) {
 	return begin(ctx, plan, &opts)
 }
 
-// Snapshot is the snapshot Execute would record for a run of plan, with
-// opts.RunID as its run (which may be ""), the input checked and the
-// settings resolved, without creating a run directory: for runs that
+// Snapshot is the snapshot Execute would record for a run of plan (its run
+// opts.RunID, maybe ""), prepared, without a run directory: for runs that
 // something else starts later (a Temporal Schedule).
 func Snapshot(plan *flows.Plan, opts Options) (*rundir.Snapshot, error) {
-	input, err := checkInput(plan.Root, opts.Input, true)
+	input, err := opts.prepare(plan)
 	if err != nil {
 		return nil, err
 	}
-	if err := opts.check(plan); err != nil {
-		return nil, err
-	}
-	return rundir.NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings()), nil
+	return NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings()), nil
 }
 
 func begin(ctx context.Context, plan *flows.Plan, opts *Options) (*rundir.Writer, *rundir.Snapshot, error) {
-	input, err := checkInput(plan.Root, opts.Input, true)
+	input, err := opts.prepare(plan)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := opts.check(plan); err != nil {
 		return nil, nil, err
 	}
 	if opts.RunsDir == "" {
@@ -141,7 +132,7 @@ func begin(ctx context.Context, plan *flows.Plan, opts *Options) (*rundir.Writer
 		return nil, nil, err
 	}
 	opts.RunID = w.ID()
-	snap := rundir.NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings())
+	snap := NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings())
 	snap.Repos = startCommits(ctx, plan, opts.WorkDir)
 	opts.repos = snap.Repos
 	if err := w.WriteSnapshot(snap); err != nil {
@@ -160,11 +151,8 @@ func begin(ctx context.Context, plan *flows.Plan, opts *Options) (*rundir.Writer
 // (working copies) need a run directory in this process: a plan with
 // them is refused unless rec is one.
 func Walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, earlier []*Fact) (*Result, error) {
-	input, err := checkInput(plan.Root, opts.Input, true)
+	input, err := opts.prepare(plan)
 	if err != nil {
-		return nil, err
-	}
-	if err := opts.check(plan); err != nil {
 		return nil, err
 	}
 	if _, local := rec.(*rundir.Writer); !local {
@@ -175,17 +163,37 @@ func Walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, ear
 	return walk(ctx, plan, opts, rec, input, earlier)
 }
 
+// NewSnapshot records plan as a run of it starts, with input and s.
+func NewSnapshot(runID string, plan *flows.Plan, input any, s rundir.Settings) *rundir.Snapshot {
+	snap := &rundir.Snapshot{Run: runID, Flow: plan.Root.Name, File: plan.Root.File, Flows: map[string]rundir.SnapshotFlow{},
+		Agents: flows.EncodeAgents(plan.Agents), Input: input, Settings: s}
+	for name, f := range plan.Flows {
+		snap.Flows[name] = rundir.SnapshotFlow{File: f.File, Source: string(f.Doc.Source)}
+	}
+	return snap
+}
+
 // isolatedNode is a node of p with isolation, or nil.
 func isolatedNode(p *flows.Plan) *flows.Node {
 	var found *flows.Node
 	for _, f := range p.Flows {
-		flows.Walk(f.Nodes, func(n *flows.Node) {
+		flows.EachNode(f.Nodes, func(n *flows.Node) {
 			if found == nil && n.Isolation {
 				found = n
 			}
 		})
 	}
 	return found
+}
+
+// prepare is the one check of every entry: the input against the flow's
+// declared input (its defaults filled in), then the options (check).
+func (o *Options) prepare(plan *flows.Plan) (any, error) {
+	input, err := checkInput(plan.Root, o.Input, true)
+	if err != nil {
+		return nil, err
+	}
+	return input, o.check(plan)
 }
 
 // check fills in defaults and refuses a run that could not go through.
@@ -211,12 +219,7 @@ func (o *Options) check(plan *flows.Plan) error {
 		}
 		o.WorkDir = wd
 	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = plan.Root.Concurrency
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 8
-	}
+	o.Concurrency = plan.Concurrency(o.Concurrency)
 	if o.Backoff <= 0 {
 		o.Backoff = time.Second
 	}
@@ -352,7 +355,7 @@ type runner struct {
 	ledger   *ledger          // what turns cost, and the budgets they overspent
 	usage    Usage            // what every visit spent, earlier attempts' included
 
-	wt *worktrees // isolated scopes and their repositories (SPEC 11)
+	wt *worktrees // isolated scopes and their repositories (docs/worktrees.md)
 }
 
 // emit writes an event and hands it to OnEvent.
@@ -413,7 +416,7 @@ func checkInput(f *flows.Flow, in any, closed bool) (any, error) {
 func askWithoutDefault(p *flows.Plan) *flows.Node {
 	var found *flows.Node
 	for _, f := range p.Flows {
-		flows.Walk(f.Nodes, func(n *flows.Node) {
+		flows.EachNode(f.Nodes, func(n *flows.Node) {
 			if found == nil && n.Kind == schema.KindAsk && !n.HasDefault {
 				found = n
 			}
@@ -425,7 +428,7 @@ func askWithoutDefault(p *flows.Plan) *flows.Node {
 func checkDrivers(p *flows.Plan, o Options) error {
 	for _, f := range p.Flows {
 		var err error
-		flows.Walk(f.Nodes, func(n *flows.Node) {
+		flows.EachNode(f.Nodes, func(n *flows.Node) {
 			switch {
 			case err != nil:
 			case n.Kind == schema.KindRun && o.Commands == nil:

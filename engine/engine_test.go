@@ -687,7 +687,7 @@ func TestOversizedAnswerIsHandedOnAsAFile(t *testing.T) {
 }
 
 // The resolved model and timeout of each agent visit are recorded with it
-// (SPEC 3.6).
+// (docs/flow-files.md, agent).
 func TestResolvedModelAndTimeoutAreJournaled(t *testing.T) {
 	p := load(t, "res", `name: res
 model: flow-model

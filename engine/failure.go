@@ -4,9 +4,9 @@ import "github.com/flowrun/flow/rundir"
 
 // The run directory's vocabulary, as the engine and its drivers use it.
 type (
-	// Failure is why a visit failed (SPEC 3.5).
+	// Failure is why a visit failed (docs/flow-files.md, Failures).
 	Failure = rundir.Failure
-	// Usage is what agents reported (SPEC 4).
+	// Usage is what agents reported (docs/drivers.md).
 	Usage = rundir.Usage
 	// Fact is one line of the journal.
 	Fact = rundir.Fact

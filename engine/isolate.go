@@ -8,7 +8,7 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// work runs a visit where it belongs (SPEC 11): an isolated agent or run
+// work runs a visit where it belongs (docs/worktrees.md): an isolated agent or run
 // node in its own scope's worktree (landed by visit once its end is
 // journaled), an isolated loop or flow call in one scope landed when it
 // ends, a leaf inside an isolated scope in that scope's worktree, and
@@ -65,7 +65,7 @@ func (r *runner) inWorktree(ctx context.Context, fr *frame, sc *wtScope, n *flow
 	branch := sc.branch
 	sc.mu.Unlock()
 	o := r.dispatch(ctx, fr.inDir(dir, branch), n, vars, path)
-	if keeps(n, o.fail) {
+	if outcomeStays(n, o.fail) {
 		cp, err := r.checkpoint(ctx, sc, path)
 		if err != nil {
 			if o.fail == nil {
@@ -111,11 +111,11 @@ func (r *runner) landLeaf(ctx context.Context, fr *frame, n *flows.Node, path st
 	}
 }
 
-// keeps reports whether the journal keeps a leaf's outcome for a resume:
+// outcomeStays reports whether the journal keeps a leaf's outcome for a resume:
 // it succeeded, or the flow went on from its failure (on_fail: continue)
 // and the failure is its own. What a kept visit changed in a worktree is
 // committed; what a visit that will run again changed is not.
-func keeps(n *flows.Node, fail *Failure) bool {
+func outcomeStays(n *flows.Node, fail *Failure) bool {
 	if fail == nil {
 		return true
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // session is one subagent session of a memory scope. Its mutex, the
-// runtime's, makes a session serve one visit at a time (SPEC 3.4).
+// runtime's, makes a session serve one visit at a time (docs/flow-files.md, agent: memory).
 type session struct {
 	mu Mutex
 	id string

@@ -97,7 +97,7 @@ func (l LocalLeaves) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 		return res, context.Cause(tctx) // its own timeout, or a budget
 	}
 	if err == nil && res != nil && res.Status == Completed {
-		if err := keep(res, t); err != nil {
+		if err := settleAnswer(res, t); err != nil {
 			return res, fmt.Errorf("%w: storing the answer: %w", ErrUnavailable, err)
 		}
 	}

@@ -58,7 +58,7 @@ func jsonFence(v any) string {
 	return "```json\n" + string(b) + "\n```"
 }
 
-// turnText builds what a turn receives (SPEC 3.3): the prompt, each read
+// turnText builds what a turn receives (docs/flow-files.md, agent): the prompt, each read
 // under its own heading, the output instruction, the working directory.
 func (r *runner) turnText(fr *frame, n *flows.Node, vars map[string]any) (string, error) {
 	prompt, err := render(n.Prompt, vars)

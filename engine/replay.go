@@ -12,7 +12,7 @@ import (
 	"github.com/flowrun/flow/rundir"
 )
 
-// Resume continues the run in dir from its first unended visit (SPEC 5):
+// Resume continues the run in dir from its first unended visit (docs/resume-and-budgets.md):
 // it runs the run's snapshot (the flows and agents as they were read, the
 // same input and model), and every visit that ended keeps its recorded
 // outcome and is not run again. Processes the dead engine left are ended
@@ -32,7 +32,7 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	plan, diags := snap.Load(load)
+	plan, diags := flows.Reload(snap.File, snap.Sources(), snap.Agents, snap.Settings.WorkDir, load)
 	if diags.HasErrors() {
 		return nil, &RefusedError{Msg: fmt.Sprintf("the snapshot of run %s does not load any more:\n%s", info.ID, diags.Error())}
 	}
@@ -46,11 +46,8 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts Options) (
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = snap.Settings.Concurrency
 	}
-	input, err := checkInput(plan.Root, opts.Input, true)
+	input, err := opts.prepare(plan)
 	if err != nil {
-		return nil, err
-	}
-	if err := opts.check(plan); err != nil {
 		return nil, err
 	}
 	w, earlier, err := rundir.Reopen(dir, opts.secrets(plan)...)
@@ -125,7 +122,7 @@ func (r *runner) replayed(fr *frame, n *flows.Node, vars map[string]any, path st
 		return nil, false
 	}
 	ok := f.Succeeded()
-	if !ok && (f.Error == nil || !keeps(n, f.Error)) {
+	if !ok && (f.Error == nil || !outcomeStays(n, f.Error)) {
 		return nil, false
 	}
 	o := &outcome{output: normalize(n.Output, f.Output), skipped: f.Skipped, usage: f.Usage, model: f.Model,

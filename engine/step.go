@@ -26,7 +26,7 @@ type Turn struct {
 	RunID string
 	Visit string // the visit path, e.g. "review#2/verdict"
 	Agent *flows.Agent
-	Model string // resolved with the precedence of SPEC 3.6; "" = the driver's default
+	Model string // resolved with the precedence of docs/flow-files.md, agent; "" = the driver's default
 	// Prompt is the whole turn text: the node's prompt, its reads, the output
 	// instruction and the working directory.
 	Prompt string
@@ -59,7 +59,7 @@ type Turn struct {
 	TokensLeft int64
 }
 
-// Status is how a turn ended (SPEC 4).
+// Status is how a turn ended (docs/drivers.md).
 type Status string
 
 // The turn statuses.

@@ -28,7 +28,7 @@ type outcome struct {
 	size     int64          // its whole length
 	home     string         // the home the visit wrote into, redacted when it ends
 	answer   *rundir.Answer // who answered an ask, and when
-	// worktree is x.worktree of an isolated node (SPEC 11); wt is what the
+	// worktree is x.worktree of an isolated node (docs/worktrees.md); wt is what the
 	// end fact records of the worktree the visit ran in; land is the scope
 	// of an isolated leaf still to land once its end is journaled.
 	worktree any

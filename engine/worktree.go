@@ -16,7 +16,7 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// worktrees are a run's isolated scopes (SPEC 11) and the repositories they
+// worktrees are a run's isolated scopes (docs/worktrees.md) and the repositories they
 // are in. Its maps are guarded by mu; each repository and scope guards its
 // own state.
 type worktrees struct {

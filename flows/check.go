@@ -368,7 +368,7 @@ func contains(list []string, s string) bool {
 var noCost = []string{"openai", "codex"}
 
 // costWarnings warns where a cost budget bounds an agent whose driver
-// reports no cost: costs are counted only where reported (SPEC 6).
+// reports no cost: costs are counted only where reported (docs/resume-and-budgets.md, Budgets).
 func (c *checker) costWarnings(nodes []*Node, underCost bool) {
 	for _, n := range nodes {
 		under := underCost || (n.Budget != nil && n.Budget.Cost > 0)

@@ -1,5 +1,5 @@
 // Package flows loads and checks a flow file into a compiled Plan: agents
-// resolved from the catalogue (SPEC 2) with their drivers checked against
+// resolved from the catalogue (docs/flow-files.md, Agents) with their drivers checked against
 // the names the program provides (Options.Drivers), called flows loaded from
 // beside the caller with call cycles refused, bounds checked, and every
 // guard, template and read compiled with expr-lang/expr against the types

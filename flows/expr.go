@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
-	"github.com/expr-lang/expr/ast"
 	exprchecker "github.com/expr-lang/expr/checker"
 	"github.com/expr-lang/expr/checker/nature"
 	exprcompiler "github.com/expr-lang/expr/compiler"
@@ -31,10 +30,6 @@ type Expr struct {
 	Pos     schema.Pos
 	Program *vm.Program
 	Type    *schema.Type // what it evaluates to, as far as the checker knows
-	// Path is set when the expression is a plain path of names, such as
-	// item or review.output.approved: the engine may walk it through the
-	// environment's maps without running the program.
-	Path []string
 }
 
 // Template is a string with `${{ expr }}` parts, compiled at load time.
@@ -181,33 +176,7 @@ func (c *checker) compile(s schema.String, src string, off int, sc *scope, want 
 		c.diags.Add(pos, schema.CodeExpr, hint, "%s", msg)
 		return nil
 	}
-	return &Expr{Source: src, Pos: pos, Program: prog, Type: typeOfProgram(prog), Path: plainPath(prog.Node())}
-}
-
-// plainPath returns the names of an expression that is only a name and
-// fields of it (a.b.c, a["b"]), root first, or nil for any other.
-func plainPath(n ast.Node) []string {
-	var names []string
-	for {
-		switch x := n.(type) {
-		case *ast.MemberNode:
-			prop, ok := x.Property.(*ast.StringNode)
-			if !ok || x.Optional || x.Method {
-				return nil
-			}
-			names = append(names, prop.Value)
-			n = x.Node
-		case *ast.IdentifierNode:
-			if strings.HasPrefix(x.Value, "$") {
-				return nil
-			}
-			names = append(names, x.Value)
-			slices.Reverse(names)
-			return names
-		default:
-			return nil
-		}
-	}
+	return &Expr{Source: src, Pos: pos, Program: prog, Type: typeOfProgram(prog)}
 }
 
 func exprHint(msg string, sc *scope) string {

@@ -7,7 +7,7 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// isolation compiles a node's `isolation:`, `land:` and `repo:` (SPEC 11)
+// isolation compiles a node's `isolation:`, `land:` and `repo:` (docs/worktrees.md)
 // and checks what can be checked before anything runs: that land: and
 // repo: come with isolation, that the repository is one (when it is known
 // at load time: the working directory's, or a repo: without ${{ }}), and

@@ -17,7 +17,7 @@ type Options struct {
 	// WorkDir is the project directory (project agents, relative paths).
 	// Empty means the current directory.
 	WorkDir string
-	// ProjectAgents loads the repository's own agent directories (SPEC 2).
+	// ProjectAgents loads the repository's own agent directories (docs/flow-files.md, Agents).
 	ProjectAgents bool
 	// UserAgentDirs overrides the user's agent directories; nil means
 	// UserAgentDirs(), an empty slice means none.
@@ -92,7 +92,7 @@ func Load(file string, opts Options) (*Plan, schema.Diagnostics) {
 // Called flows are still read from beside file.
 func LoadSource(file string, src []byte, opts Options) (*Plan, schema.Diagnostics) {
 	if opts.DefaultDriver == "" {
-		opts.DefaultDriver = "pi"
+		opts.DefaultDriver = DefaultDriver
 	}
 	l := &loader{opts: opts, plan: &Plan{Flows: map[string]*Flow{}, Agents: map[string]*Agent{}}}
 	root := l.flow(file, src)

@@ -56,7 +56,7 @@ type Node struct {
 	Budget   *Budget
 	Continue bool // on_fail: continue
 
-	// working copies (SPEC 11): agent, run, parallel, map, loop, flow
+	// working copies (docs/worktrees.md): agent, run, parallel, map, loop, flow
 	Isolation bool      // isolation: worktree
 	Land      string    // with Isolation: merge (the default), rebase or none
 	Repo      *Template // with Isolation: the repository; nil means the working directory's
@@ -128,14 +128,15 @@ type EnvVar struct {
 	Value *Template
 }
 
-// Walk calls fn for every node of nodes and below, parents first.
-func Walk(nodes []*Node, fn func(*Node)) {
+// EachNode calls fn for every node of nodes and below, parents first. (It
+// is not engine.Walk, which runs a plan.)
+func EachNode(nodes []*Node, fn func(*Node)) {
 	for _, n := range nodes {
 		fn(n)
 		for _, b := range n.Branches {
-			Walk(b.Nodes, fn)
+			EachNode(b.Nodes, fn)
 		}
-		Walk(n.Body, fn)
+		EachNode(n.Body, fn)
 	}
 }
 
@@ -182,7 +183,7 @@ func isolatedValueType(kind schema.Kind, output *schema.Type, branches []string)
 	return t
 }
 
-// WorktreeType is how one isolated scope ended (SPEC 11): its branch, its
+// WorktreeType is how one isolated scope ended (docs/worktrees.md): its branch, its
 // last commit, the files it changed, and whether it landed on the run's
 // integration branch.
 var WorktreeType = schema.ObjectOf(

@@ -2,14 +2,14 @@ package flows
 
 import "time"
 
-// The bounds that hold when nothing else sets one (SPEC 3.1, 3.6).
+// The bounds that hold when nothing else sets one (docs/flow-files.md, Node kinds and agent).
 const (
 	DefaultTurnTimeout = 30 * time.Minute // an agent turn
 	DefaultRunTimeout  = 10 * time.Minute // a run node's command
 )
 
 // Settings are the run-wide overrides that take precedence over the flow
-// files (SPEC 3.6): the command line's --model and --timeout, a sweep
+// files (docs/flow-files.md, agent): the command line's --model and --timeout, a sweep
 // cell's models, and the configuration's default bound on a turn. The
 // engine and `flow plan` resolve models and timeouts through the same
 // methods, so what the plan shows is what a run does.
@@ -17,7 +17,7 @@ type Settings struct {
 	Model string // --model, or a sweep cell's model: every agent on this model
 	// Models are a sweep cell's models by agent name (--assign): each wins
 	// over everything else for its agent, Model included, so that nothing
-	// pinned in a flow or an agent file leaks into a comparison (SPEC 8).
+	// pinned in a flow or an agent file leaks into a comparison (docs/sweeps.md).
 	Models      map[string]string
 	Timeout     time.Duration // --timeout: the bound on every turn
 	TurnTimeout time.Duration // the configuration's `timeout`; 0 means DefaultTurnTimeout
@@ -33,7 +33,7 @@ type Calls struct {
 // Call returns the chain inside a call of f from c.
 func (c *Calls) Call(f *Flow) *Calls { return &Calls{Flow: f, Caller: c} }
 
-// ResolveModel resolves the model of a turn of agent a in c (SPEC 3.6): a
+// ResolveModel resolves the model of a turn of agent a in c (docs/flow-files.md, agent): a
 // sweep cell's model for the agent, --model, then in the agent's flow its
 // `models:` entry and then its `model:`, then the same in each calling
 // flow, then the agent's own; "" leaves it to the driver.

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestResolveModelPrecedence holds ResolveModel to SPEC 3.6: a sweep cell's
+// TestResolveModelPrecedence holds ResolveModel to docs/flow-files.md, agent: a sweep cell's
 // model for the agent > --model > the flow's models: entry > the flow's
 // model: > a calling flow's (models:, then model:) > the agent's own.
 func TestResolveModelPrecedence(t *testing.T) {

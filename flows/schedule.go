@@ -11,7 +11,7 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// Schedule is a flow's checked schedule (SPEC 9): when `flow serve` fires
+// Schedule is a flow's checked schedule (docs/serve.md): when `flow serve` fires
 // it, with which input, and what a fire does while an earlier run goes on.
 // It is immutable and safe to share.
 type Schedule struct {
@@ -23,7 +23,7 @@ type Schedule struct {
 	spec     cron.Schedule
 }
 
-// Overlap and catchup words (SPEC 9).
+// Overlap and catchup words (docs/serve.md).
 const (
 	OverlapSkip  = "skip"
 	OverlapQueue = "queue"

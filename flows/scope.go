@@ -7,7 +7,7 @@ import (
 )
 
 // scope is the typed environment an expression is compiled against: what is
-// in lexical scope at that point of the flow (SPEC 3.2). It is a persistent
+// in lexical scope at that point of the flow (docs/flow-files.md, Expressions and addresses). It is a persistent
 // list, newest name first: each node extends its sequence's scope without
 // copying it. An entry whose depth d (counted from 1) is a multiple of
 // indexEvery also indexes the block of names below it, from depth

@@ -14,7 +14,7 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// Sweep is a flow's compiled `sweep:` section (SPEC 8): the grid that
+// Sweep is a flow's compiled `sweep:` section (docs/sweeps.md): the grid that
 // `flow sweep FILE` runs when the command line gives none, and the score.
 type Sweep struct {
 	Models []string // every agent on each of these in turn
@@ -280,7 +280,7 @@ func (p *Plan) usedAgents(nodes []*Node) []string {
 	called := map[string]bool{}
 	var walk func([]*Node)
 	walk = func(nodes []*Node) {
-		Walk(nodes, func(n *Node) {
+		EachNode(nodes, func(n *Node) {
 			switch {
 			case n.Kind == schema.KindAgent && n.Agent != nil:
 				seen[n.Agent.Name] = true

@@ -47,7 +47,7 @@ func ZeroWorktree(n *Node, items int) any {
 func (p *Plan) IsolatedRepos(workDir string) []string {
 	var dirs []string
 	for _, f := range p.Flows {
-		Walk(f.Nodes, func(n *Node) {
+		EachNode(f.Nodes, func(n *Node) {
 			switch {
 			case !n.Isolation:
 			case n.Repo == nil:

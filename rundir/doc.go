@@ -1,4 +1,4 @@
-// Package rundir is the run directory as a format (SPEC 5): what a run
+// Package rundir is the run directory as a format (docs/run-directory.md): what a run
 // records and how it is read back. It owns every file name under
 // .flow/runs/<run-id>/ — the snapshot, the journal, the events, the lock,
 // the homes, output.json, usage.json and report.html — so that neither the

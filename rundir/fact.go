@@ -20,7 +20,7 @@ const (
 	// its value without running it again.
 	FactEnd FactType = "end"
 	// FactWorktree marks an isolated scope's worktree made (or made again
-	// by a resume) or removed, in Worktree (SPEC 11).
+	// by a resume) or removed, in Worktree (docs/worktrees.md).
 	FactWorktree FactType = "worktree"
 	// FactLand records how an isolated scope landed on the run's
 	// integration branch, in Worktree: written once the branch has moved,
@@ -46,7 +46,7 @@ const (
 )
 
 // Scope names a memory scope's session: the scope's path (also its home)
-// and the agent whose session it is (SPEC 3.4). It is comparable, so it
+// and the agent whose session it is (docs/flow-files.md, agent: memory). It is comparable, so it
 // keys the engine's sessions.
 type Scope struct {
 	Path  string `json:"path"`

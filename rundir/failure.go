@@ -6,7 +6,7 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// Failure is why a visit failed: a kind from the closed set of SPEC 3.5, a
+// Failure is why a visit failed: a kind from the closed set of docs/flow-files.md, Failures, a
 // message, the visit path and the node's position in the file.
 type Failure struct {
 	Kind    schema.FailKind `json:"kind"`

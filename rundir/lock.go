@@ -1,224 +1,206 @@
 package rundir
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// Lock is the content of lock.json: who runs the run. A pid alone does
-// not name a process for long: after the engine dies its pid may be given
-// to another process, or the machine may restart. Start (the process's
-// start time, in clock ticks since boot, field 22 of /proc/<pid>/stat) and
-// Boot (/proc/sys/kernel/random/boot_id) make the lock name one process:
-// a live process with the pid but another start time, or any process after
-// a restart, does not hold the run. A lock without them (written where
-// /proc is missing) is held by any live process with its pid.
-//
-// The same file format locks other things a process must hold alone (flow
-// serve's directory, through TakeLock).
+// A lock is an exclusive flock(2) on a lock file (lock.json of a run,
+// flow serve's serve.lock), held for as long as its holder keeps the file
+// open. The kernel drops it when the holder ends, however it ends, so a
+// lock is never stale: whoever can take the flock holds the run. The
+// file's content names the holder (Lock) for the messages and the pages
+// only; it decides nothing, with one exception: a lock written on another
+// host is respected, as flock does not reach across machines on every
+// shared file system.
 type Lock struct {
-	PID   int    `json:"pid"`
-	Host  string `json:"host"`
-	Start uint64 `json:"start,omitempty"`
-	Boot  string `json:"boot,omitempty"`
+	PID  int    `json:"pid"`
+	Host string `json:"host"`
 	// Addr is where the holder listens, for a lock that flow serve holds.
 	Addr string `json:"addr,omitempty"`
+
+	path string // the lock file it was read from, for Live
 }
 
 // thisProcess is the lock this process writes.
 func thisProcess() Lock {
 	host, _ := os.Hostname()
-	start, _ := processStart(os.Getpid())
-	return Lock{PID: os.Getpid(), Host: host, Start: start, Boot: bootID()}
-}
-
-// held reports whether the process l names is alive on this host.
-func (l *Lock) held() bool {
-	if !alive(l.PID) {
-		return false
-	}
-	if l.Boot != "" {
-		if boot := bootID(); boot != "" && boot != l.Boot {
-			return false // the machine restarted since: the pid is someone else's
-		}
-	}
-	if l.Start != 0 {
-		if start, ok := processStart(l.PID); ok && start != l.Start {
-			return false // the pid was given to another process
-		}
-	}
-	return true
-}
-
-// processStart returns the start time of process pid in clock ticks since
-// boot (field 22 of /proc/<pid>/stat).
-func processStart(pid int) (uint64, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, false
-	}
-	// The command name (field 2) is in parentheses and may hold spaces
-	// and parentheses itself: the fields after it start after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	const startField = 22 - 3 // fields[0] is field 3, the state
-	if len(fields) <= startField {
-		return 0, false
-	}
-	start, err := strconv.ParseUint(fields[startField], 10, 64)
-	return start, err == nil
-}
-
-// bootID returns this boot's id, or "" where the kernel does not say.
-func bootID() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
+	return Lock{PID: os.Getpid(), Host: host}
 }
 
 // ErrLocked is returned when another live process holds the run.
 var ErrLocked = errors.New("the run is held by another live process")
 
-// acquireLock creates lock.json exclusively.
+// held are the lock files this process holds, by path: the open file
+// carries the flock, and closing it (ReleaseLock) gives the lock back.
+var held = struct {
+	sync.Mutex
+	files map[string]*os.File
+}{files: map[string]*os.File{}}
+
+// acquireLock takes the run's lock.json.
 func acquireLock(dir string) error { return TakeLock(filepath.Join(dir, lockFile), "") }
 
-// TakeLock creates the lock file path exclusively for this process, with
-// its pid, host, start time and addr. A lock left by a dead process on this
-// host is taken over; the takeover itself is exclusive (a path.takeover
-// file), so two takers cannot both win. A lock a live process holds is an
+// TakeLock takes the lock file path for this process (an exclusive
+// flock), writing its pid, host and addr into it as information. A lock
+// another process holds — or this one through another TakeLock — is an
 // error wrapping ErrLocked; every message names the lock's path and, when
-// it is known, the pid. ReleaseLock gives it back.
+// it is known, the holder's pid. ReleaseLock gives it back.
 func TakeLock(path, addr string) error {
 	me := thisProcess()
 	me.Addr = addr
 	mine, _ := json.Marshal(me)
-	var l Lock
 	for range 3 {
-		err := createWhole(path, mine)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
+		f, err := openFile(path, os.O_RDWR|os.O_CREATE, 0o644) // a link, a FIFO: not a lock
+		if err != nil {
 			return fmt.Errorf("taking the lock %s: %w", path, err)
 		}
-		held, err := ReadRegular(path)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("taking the lock %s: %w", path, err) // a link, a FIFO: not a lock
-		}
-		if err != nil {
-			continue // removed meanwhile: try again
-		}
-		l = Lock{}
-		if json.Unmarshal(held, &l) == nil {
-			if l.Host != me.Host {
-				return fmt.Errorf("%w: pid %d on host %s holds %s (remove it if that host is gone)", ErrLocked, l.PID, l.Host, path)
+		if err := flockNow(f); err != nil {
+			l, _ := ReadLock(path)
+			_ = f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return lockedError(path, l)
 			}
-			if l.held() {
-				return fmt.Errorf("%w: pid %d holds %s (remove it if pid %d is not a flow running this run)", ErrLocked, l.PID, path, l.PID)
-			}
+			return fmt.Errorf("taking the lock %s: %w", path, err)
 		}
-		if err := takeOver(path, held, l.PID); err != nil {
-			return err
+		// The holder before may have removed the file between our open
+		// and our flock: a lock on a file no longer at path locks nothing.
+		if !samePath(f, path) {
+			_ = f.Close()
+			continue
 		}
+		if l, err := ReadLock(path); err == nil && l.Host != "" && l.Host != me.Host {
+			_ = f.Close()
+			return fmt.Errorf("%w: pid %d on host %s holds %s (remove it if that host is gone)", ErrLocked, l.PID, l.Host, path)
+		}
+		if err := rewrite(f, mine); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("taking the lock %s: %w", path, err)
+		}
+		held.Lock()
+		held.files[path] = f
+		held.Unlock()
+		return nil
 	}
-	return fmt.Errorf("%w: %s keeps changing (last held by pid %d)", ErrLocked, path, l.PID)
+	return fmt.Errorf("%w: %s keeps changing", ErrLocked, path)
 }
 
-// createWhole creates path with content, failing with fs.ErrExist if it
-// exists. The file appears with its whole content at once (written aside,
-// then hard-linked), so no reader ever sees an empty lock and takes it for
-// a stale one.
-func createWhole(path string, content []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
+// lockWait is how long TakeLock waits for a flock another process has
+// for an instant (Live asking), before it calls the lock held.
+const lockWait = 20 * time.Millisecond
+
+// flockNow takes f's exclusive flock, trying once more after lockWait.
+func flockNow(f *os.File) error {
+	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		time.Sleep(lockWait)
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(content)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Link(f.Name(), path)
+	return err
 }
 
-// takeOver removes a stale lock of pid, provided it still holds what was
-// read.
-func takeOver(path string, stale []byte, pid int) error {
-	tk := path + ".takeover"
-	f, err := os.OpenFile(tk, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+// lockedError says who holds path, as far as its content tells.
+func lockedError(path string, l *Lock) error {
+	if l == nil || l.PID == 0 {
+		return fmt.Errorf("%w: another process holds %s", ErrLocked, path)
+	}
+	return fmt.Errorf("%w: pid %d holds %s", ErrLocked, l.PID, path)
+}
+
+// samePath reports whether f is still the file at path.
+func samePath(f *os.File, path string) bool {
+	a, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("%w: another process is taking %s over from pid %d (remove %s if none is)", ErrLocked, path, pid, tk)
+		return false
 	}
-	defer func() { _ = f.Close(); _ = os.Remove(tk) }()
-	now, err := ReadRegular(path)
-	if err != nil || string(now) != string(stale) {
-		return nil // changed meanwhile: the caller looks again
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+// rewrite replaces f's content with b.
+func rewrite(f *os.File, b []byte) error {
+	if err := f.Truncate(0); err != nil {
+		return err
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing the stale lock %s of pid %d: %w", path, pid, err)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
 	}
-	return nil
+	_, err := f.Write(b)
+	return err
 }
 
 func releaseLock(dir string) error { return ReleaseLock(filepath.Join(dir, lockFile)) }
 
-// ReleaseLock removes a lock file TakeLock took.
+// ReleaseLock gives back a lock TakeLock took: it removes the file, then
+// drops the flock (a taker that opened the file before it went sees that
+// it is gone and opens the path again).
 func ReleaseLock(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	held.Lock()
+	f := held.files[path]
+	delete(held.files, path)
+	held.Unlock()
+	err := os.Remove(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	if f != nil {
+		_ = f.Close()
+	}
+	if err != nil {
 		return fmt.Errorf("removing lock %s: %w", path, err)
 	}
 	return nil
 }
 
-func readLock(dir string) (*Lock, error) { return ReadLock(filepath.Join(dir, lockFile)) }
-
-// ReadLock reads a lock file (a regular file: not a link, not a FIFO).
+// ReadLock reads what a lock file (a regular file: not a link, not a
+// FIFO) says of its holder. Whether anyone still holds it is Live's
+// question.
 func ReadLock(path string) (*Lock, error) {
 	b, err := ReadRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	var l Lock
+	l := Lock{path: path}
 	if err := json.Unmarshal(b, &l); err != nil {
 		return nil, fmt.Errorf("reading lock %s: %w", path, err)
 	}
 	return &l, nil
 }
 
-// heldByLiveProcess reports whether a live process on this host holds the
-// run in dir.
-func heldByLiveProcess(dir string) bool {
-	l, err := readLock(dir)
-	return err == nil && l.Live()
-}
+// heldByLiveProcess reports whether a live process holds the run in dir.
+func heldByLiveProcess(dir string) bool { return flocked(filepath.Join(dir, lockFile)) }
 
-// Live reports whether the lock's holder is a live process on this host:
-// the process it names, not another that was given its pid.
+// Live reports whether a live process on this host holds the lock file l
+// was read from: its flock is taken. A Lock not read from a file is not
+// live.
 func (l *Lock) Live() bool {
-	host, _ := os.Hostname()
-	return host == l.Host && l.held()
-}
-
-func alive(pid int) bool {
-	if pid <= 0 {
+	if host, _ := os.Hostname(); l.path == "" || l.Host != host {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return flocked(l.path)
+}
+
+// flocked reports whether someone holds the flock of path. It asks by
+// taking a shared flock for an instant; a TakeLock that meets that
+// instant tries again (lockWait).
+func flocked(path string) bool {
+	f, err := openFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+	if err == nil {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	}
+	return errors.Is(err, unix.EWOULDBLOCK)
 }

@@ -6,26 +6,26 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
-
-	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/schema"
 )
 
 // Snapshot is snapshot.json: the flow and every flow it can call as read,
 // the agents as resolved, the input and the resolved settings. A resume
-// runs the snapshot, not the files as they are now (SPEC 5).
+// runs the snapshot, not the files as they are now (docs/run-directory.md).
 type Snapshot struct {
-	Run      string                  `json:"run"`
-	Flow     string                  `json:"flow"`
-	File     string                  `json:"file"`
-	Flows    map[string]SnapshotFlow `json:"flows"`
-	Agents   map[string]*flows.Agent `json:"agents"`
-	Input    any                     `json:"input"`
-	Settings Settings                `json:"settings"`
+	Run   string                  `json:"run"`
+	Flow  string                  `json:"flow"`
+	File  string                  `json:"file"`
+	Flows map[string]SnapshotFlow `json:"flows"`
+	// Agents are the agents as resolved, by name, each as the flows
+	// package encodes its Agent: the run directory stores them, and the
+	// caller that rebuilds the plan reads them (engine.LoadSnapshot).
+	Agents   map[string]json.RawMessage `json:"agents"`
+	Input    any                        `json:"input"`
+	Settings Settings                   `json:"settings"`
 	// Repos maps the top-level directory of each repository the run
 	// isolates scopes in, when it is known before the run starts, to the
 	// commit checked out there when it started: every worktree of the
-	// run is made from it (SPEC 11), whatever the user commits meanwhile.
+	// run is made from it (docs/worktrees.md), whatever the user commits meanwhile.
 	Repos map[string]string `json:"repos,omitempty"`
 	// Temporal names the workflow that walks the run when it runs on
 	// Temporal (flow run --temporal); the run directory is then its
@@ -66,13 +66,14 @@ type Settings struct {
 	Config map[string]any `json:"config,omitempty"`
 }
 
-// NewSnapshot records plan as a run of it starts.
-func NewSnapshot(runID string, plan *flows.Plan, input any, s Settings) *Snapshot {
-	fl := make(map[string]SnapshotFlow, len(plan.Flows))
-	for name, f := range plan.Flows {
-		fl[name] = SnapshotFlow{File: f.File, Source: string(f.Doc.Source)}
+// Sources are the flow files' contents as the run read them, by path
+// (for flows.Reload).
+func (s *Snapshot) Sources() map[string][]byte {
+	out := make(map[string][]byte, len(s.Flows))
+	for _, f := range s.Flows {
+		out[f.File] = []byte(f.Source)
 	}
-	return &Snapshot{Run: runID, Flow: plan.Root.Name, File: plan.Root.File, Flows: fl, Agents: plan.Agents, Input: input, Settings: s}
+	return out
 }
 
 // ReadSnapshot reads the snapshot of the run in dir.
@@ -86,23 +87,6 @@ func ReadSnapshot(dir string) (*Snapshot, error) {
 		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, snapshotFile), err)
 	}
 	return &s, nil
-}
-
-// Load compiles the snapshot's flows and agents into a plan again, as
-// they were when the run started.
-func (s *Snapshot) Load(opts flows.Options) (*flows.Plan, schema.Diagnostics) {
-	opts.Sources = make(map[string][]byte, len(s.Flows))
-	for _, f := range s.Flows {
-		opts.Sources[f.File] = []byte(f.Source)
-	}
-	opts.Agents = make([]*flows.Agent, 0, len(s.Agents))
-	for _, a := range s.Agents {
-		opts.Agents = append(opts.Agents, a)
-	}
-	if s.Settings.WorkDir != "" {
-		opts.WorkDir = s.Settings.WorkDir
-	}
-	return flows.Load(s.File, opts)
 }
 
 // Changed lists the flow files whose content on disk is no longer what the

@@ -1,6 +1,6 @@
 package rundir
 
-// Usage is what agents reported, in the one vocabulary of SPEC 4. A nil
+// Usage is what agents reported, in the one vocabulary of docs/drivers.md. A nil
 // field was not reported: it is recorded as null, never as zero.
 type Usage struct {
 	Input      *int64   `json:"input"`

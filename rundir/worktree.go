@@ -10,7 +10,7 @@ import (
 )
 
 // Worktree is what the journal records of an isolated scope's working copy
-// (SPEC 11). Which fields are set depends on the fact that carries it:
+// (docs/worktrees.md). Which fields are set depends on the fact that carries it:
 //   - a FactWorktree: the worktree was made (Repo, Path, Branch, Base,
 //     Commit: the head it was made at) or removed (Removed);
 //   - the FactEnd of a visit that ran in a worktree: its checkpoint (Commit,

@@ -46,7 +46,7 @@ const (
 	CodeIsolation    Code = "isolation"     // isolation: worktree outside a git repository or inside another isolated scope, or land:/repo: without it
 )
 
-// The codes of schedules (SPEC 9), in a block of their own so that the
+// The codes of schedules (docs/serve.md), in a block of their own so that the
 // alignment of the block above stays as it is.
 const (
 	CodeCron          Code = "cron"           // a schedule's cron is not an expression flow can read

@@ -1,6 +1,6 @@
 package schema
 
-// FailKind names why a visit failed. The set is closed (SPEC 3.5): guards
+// FailKind names why a visit failed. The set is closed (docs/flow-files.md, Failures): guards
 // compare against these strings, so adding one is a language change.
 type FailKind string
 
@@ -19,7 +19,7 @@ const (
 	FailUnavailable FailKind = "unavailable" // a command or driver could not be started
 	FailBudget      FailKind = "budget"      // the token or cost budget ran out
 	FailRefused     FailKind = "refused"     // the run refused to start the visit (e.g. ask unattended)
-	FailConflict    FailKind = "conflict"    // an isolated scope's changes could not land (SPEC 11)
+	FailConflict    FailKind = "conflict"    // an isolated scope's changes could not land (docs/worktrees.md)
 )
 
 // QuotaPrefix starts the message of a `rate_limit` failure whose cause will
@@ -35,7 +35,7 @@ var FailKinds = []FailKind{
 }
 
 // Resumable reports whether a run that failed with this kind may be resumed.
-// Failures the flow decided itself are final (SPEC 5). A conflict is not one
+// Failures the flow decided itself are final (docs/resume-and-budgets.md). A conflict is not one
 // of them: it depends on the repository, which the user may change (resolve
 // the kept branch), and a resume tries to land the scope again without
 // running its visits again.

@@ -31,14 +31,14 @@ type Flow struct {
 	NodesPos      Pos
 }
 
-// Budget bounds what a flow or node may spend (SPEC 6).
+// Budget bounds what a flow or node may spend (docs/resume-and-budgets.md, Budgets).
 type Budget struct {
 	Pos    Pos
 	Tokens Int
 	Cost   Float
 }
 
-// Schedule runs a flow by cron under `flow serve` (SPEC 9). The loader
+// Schedule runs a flow by cron under `flow serve` (docs/serve.md). The loader
 // (package flows) checks the expression, the zone and the input.
 type Schedule struct {
 	Pos      Pos

@@ -6,7 +6,7 @@ import "fmt"
 // hostile or generated file is a clear error rather than minutes of work
 // and gigabytes of memory. A zero field takes its default. The
 // configuration sets them as limits.file_bytes, limits.depth and
-// limits.nodes (SPEC 10); flows.Options carries them to the loader.
+// limits.nodes (docs/drivers.md, Configuration); flows.Options carries them to the loader.
 type Limits struct {
 	// FileBytes is the largest file read, in bytes.
 	FileBytes int

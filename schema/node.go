@@ -8,7 +8,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
-// Kind is a node's kind; the set is closed (SPEC 3.1).
+// Kind is a node's kind; the set is closed (docs/flow-files.md, Node kinds).
 type Kind string
 
 // The node kinds.
@@ -48,7 +48,7 @@ type Node struct {
 	Budget *Budget
 	OnFail String // fail (default) | continue
 
-	// working copies (agent, run, parallel, map, loop, flow; SPEC 11)
+	// working copies (agent, run, parallel, map, loop, flow; docs/worktrees.md)
 	Isolation String // worktree
 	Land      String // merge (default) | rebase | none
 	Repo      String // the repository to isolate in; default the working directory's

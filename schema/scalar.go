@@ -7,7 +7,7 @@ import (
 )
 
 // String is a scalar from the file with the position of its first character.
-// The zero value means "absent": SPEC 3.6 treats absent and empty alike.
+// The zero value means "absent": absent and empty are alike (docs/flow-files.md, agent).
 type String struct {
 	Value string
 	Pos   Pos

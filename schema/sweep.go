@@ -5,13 +5,13 @@ import (
 )
 
 // ModelPin is one entry of a flow's `models:`: the model one agent runs on
-// in this flow (SPEC 3.6). `flow sweep --pin` writes these.
+// in this flow (docs/flow-files.md, agent). `flow sweep --pin` writes these.
 type ModelPin struct {
 	Agent String
 	Model String
 }
 
-// Sweep is a flow's `sweep:` section (SPEC 8): the grid `flow sweep FILE`
+// Sweep is a flow's `sweep:` section (docs/sweeps.md): the grid `flow sweep FILE`
 // runs when the command line gives none, and what counts as success.
 type Sweep struct {
 	Pos Pos

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -187,9 +187,9 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "input", "%v", err)
 		return
 	}
-	// engine.CheckInput is the check the run would make (it refuses an
+	// runner.CheckInput is the check the run would make (it refuses an
 	// unknown key too): made here, a misfit is a 400 and no run exists.
-	if _, err := engine.CheckInput(root, in); err != nil {
+	if _, err := runner.CheckInput(e.Plan, in); err != nil {
 		field := "input"
 		var ve *schema.ValueError
 		if errors.As(err, &ve) && ve.At != "" {

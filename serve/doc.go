@@ -1,6 +1,6 @@
-// Package serve is `flow serve` (SPEC 9): it loads every flow of a
+// Package serve is `flow serve` (docs/serve.md): it loads every flow of a
 // directory, fires their schedules, runs them under a server-wide cap
-// through the engine into ordinary run directories, and serves a status
+// through a runner.Backend into ordinary run directories, and serves a status
 // page, a JSON API, server-sent events and Prometheus metrics over them.
 //
 // A Server is made by New and runs from Run to the end of Run's context;

@@ -14,7 +14,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
-	"github.com/flowrun/flow/temporal"
+	"github.com/flowrun/flow/runner"
 )
 
 // Triggers: why a served run started.
@@ -168,7 +168,7 @@ func (r *runs) execute(ctx context.Context, a *active) {
 	s.record(Record{Type: RecordRun, Flow: a.flow, Run: a.id, Trigger: a.trigger})
 	res, err := r.start(ctx, a, opts)
 	switch {
-	case errors.Is(err, temporal.ErrDetached):
+	case errors.Is(err, runner.ErrDetached):
 		s.log.Info("detached from a run on Temporal; it goes on", "flow", a.flow, "run", a.id)
 		return
 	case res == nil:
@@ -262,7 +262,7 @@ func (r *runs) stop(ctx context.Context, id, by string, wait time.Duration) (fou
 	a.mu.Lock()
 	a.stopBy = by
 	a.mu.Unlock()
-	a.cancel(engine.ErrStopped)
+	r.s.cfg.Backend.Stop(a.cancel, runner.StopRun)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -286,7 +286,7 @@ func (r *runs) shutdown() {
 		a.mu.Lock()
 		a.stopBy = "shutdown"
 		a.mu.Unlock()
-		a.cancel(r.s.stopCause())
+		r.s.cfg.Backend.Stop(a.cancel, runner.LetGo)
 	}
 	r.wg.Wait()
 }

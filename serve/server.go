@@ -17,7 +17,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
-	"github.com/flowrun/flow/temporal"
+	"github.com/flowrun/flow/runner"
 )
 
 // Config is what a Server serves and how. Dir is required; every other
@@ -66,10 +66,11 @@ type Config struct {
 	Poll time.Duration
 	// Log receives what the server does; default text on stderr.
 	Log *slog.Logger
-	// Temporal, if set, walks every run on Temporal and mirrors it into
+	// Backend walks the runs; default runner.Local of Load. A
+	// runner.Temporal walks every run on Temporal and mirrors it into
 	// RunsDir, and makes the schedules Temporal Schedules (flow serve
 	// --temporal, docs/temporal.md).
-	Temporal *temporal.Client
+	Backend runner.Backend
 }
 
 // Server is `flow serve`: made by New, run once by Run.
@@ -83,9 +84,10 @@ type Server struct {
 	hub     *hub
 	metrics *metrics
 	state   *stateLog
-	// schedules are the Temporal Schedules of the directory's flows, when
-	// Config.Temporal is set; the scheduler then fires nothing itself.
-	schedules *temporal.Schedules
+	// schedules are the backend's schedules of the directory's flows
+	// (Temporal Schedules), if it keeps them; the scheduler then fires
+	// nothing itself.
+	schedules runner.Schedules
 
 	mu       sync.Mutex
 	addr     string
@@ -150,9 +152,10 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Log, catalog: newCatalog(cfg.Dir, cfg.Load), hub: newHub(), metrics: newMetrics(),
 		triggers: map[string]string{}, ready: make(chan struct{})}
 	s.asks = newAsks(s.changed)
-	if cfg.Temporal != nil {
-		s.schedules = cfg.Temporal.NewSchedules(cfg.Dir)
+	if cfg.Backend == nil {
+		s.cfg.Backend = runner.Local{Load: cfg.Load}
 	}
+	s.schedules = s.cfg.Backend.Schedules(cfg.Dir)
 	return s, nil
 }
 

@@ -2,64 +2,46 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
-	"github.com/flowrun/flow/temporal"
+	"github.com/flowrun/flow/runner"
 )
 
-// flow serve --temporal (docs/temporal.md): every run is walked on
-// Temporal and mirrored into the runs directory, so the page, the API and
-// the metrics read it as any other. Schedules become Temporal Schedules,
+// flow serve --temporal (docs/temporal.md): with a runner.Temporal backend
+// every run is walked on Temporal and mirrored into the runs directory, so
+// the page, the API and the metrics read it as any other. Schedules become Temporal Schedules,
 // which fire whether or not a server runs; the server mirrors the runs
 // they start as it sees them. Shutting down detaches from the mirrored
 // runs (they go on), and the next server re-attaches.
 
-// start runs a job through the engine, or on Temporal.
+// start runs a job through the backend: a run a Temporal Schedule
+// started is attached to, a run the last server left is resumed, any other
+// is started.
 func (r *runs) start(ctx context.Context, a *active, opts engine.Options) (*engine.Result, error) {
-	s, tc := r.s, r.s.cfg.Temporal
+	s := r.s
 	switch {
 	case a.adopt:
-		return tc.Adopt(ctx, s.cfg.RunsDir, a.id, opts.OnEvent)
-	case a.resumeDir != "" && tc != nil:
-		res, err := tc.Attach(ctx, a.resumeDir, opts.OnEvent)
-		if !errors.Is(err, temporal.ErrNotTemporal) {
-			return res, err
-		}
-		fallthrough // a run walked here before the server ran with --temporal
+		return s.cfg.Backend.Attach(ctx, s.cfg.RunsDir, a.id, opts.OnEvent)
 	case a.resumeDir != "":
-		opts.RunID, opts.RunsDir = "", ""
-		return engine.Resume(ctx, a.resumeDir, s.cfg.Load, opts)
-	case tc != nil:
-		opts.Input = a.input
-		return tc.Execute(ctx, a.plan, opts)
+		return s.cfg.Backend.Resume(ctx, a.resumeDir, opts)
 	}
 	opts.Input = a.input
-	return engine.Execute(ctx, a.plan, opts)
-}
-
-// stopCause is how shutdown ends the runs: stopped here, detached from
-// Temporal's, which go on.
-func (s *Server) stopCause() error {
-	if s.cfg.Temporal != nil {
-		return temporal.ErrDetached
-	}
-	return engine.ErrStopped
+	return s.cfg.Backend.Start(ctx, a.plan, opts)
 }
 
 // syncSchedules makes the Temporal Schedules those of the catalogue.
 func (s *Server) syncSchedules() {
-	scheduled := map[string]temporal.Scheduled{}
+	scheduled := map[string]runner.Scheduled{}
 	for _, e := range s.catalog.all() {
 		if e.Broken() || e.Plan.Root.Schedule == nil {
 			continue
 		}
 		opts := s.cfg.Engine
 		opts.WorkDir = s.cfg.WorkDir
-		scheduled[e.Name] = temporal.Scheduled{Plan: e.Plan, Opts: opts}
+		scheduled[e.Name] = runner.Scheduled{Plan: e.Plan, Opts: opts}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/temporal"
 )
 
@@ -39,7 +40,7 @@ func TestServeTemporalSchedulesFireOnTemporalAndAreMirrored(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	tc := &temporal.Client{Client: c, Address: srv.Address, Namespace: "default", TaskQueue: "serve-test"}
+	tc := runner.OnTemporal(c, runner.TemporalConfig{Address: srv.Address, Namespace: "default", TaskQueue: "serve-test"})
 	cmds := &fakeCommands{}
 	w := temporal.NewWorker(c, "serve-test", &temporal.Activities{Leaves: engine.LocalLeaves{Commands: cmds}, RunsDir: t.TempDir()})
 	workerCtx, stopWorker := context.WithCancel(context.Background())
@@ -63,7 +64,7 @@ func TestServeTemporalSchedulesFireOnTemporalAndAreMirrored(t *testing.T) {
 	}
 	runsDir := filepath.Join(dir, "runs")
 	s, err := New(Config{Dir: flowDir, WorkDir: dir, RunsDir: runsDir, Log: discard, Listener: ln, Poll: 200 * time.Millisecond,
-		Engine: engine.Options{Commands: cmds}, Temporal: tc})
+		Engine: engine.Options{Commands: cmds}, Backend: tc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestServeTemporalSchedulesFireOnTemporalAndAreMirrored(t *testing.T) {
 	if s.trigger(mirrored.ID) != TriggerSchedule {
 		t.Errorf("the mirrored run's trigger is %q, want schedule", s.trigger(mirrored.ID))
 	}
-	id := s.schedules.ID("tick")
+	id := s.schedules.(*temporal.Schedules).ID("tick")
 	if _, err := c.ScheduleClient().GetHandle(context.Background(), id).Describe(context.Background()); err != nil {
 		t.Fatalf("the flow's Temporal Schedule %s: %v", id, err)
 	}

@@ -1,7 +1,7 @@
-// Package sweep runs a flow over a grid (SPEC 8) and compares the
+// Package sweep runs a flow over a grid (docs/sweeps.md) and compares the
 // outcomes: model assignments (every agent on one model, or single agents
 // on their own lists), tasks, swept input fields and repetitions. Each
-// cell of the grid is an ordinary run — engine.Execute into a run
+// cell of the grid is an ordinary run — runner.Backend.Start into a run
 // directory under the sweep's cells/ — so `flow show` and `flow resume`
 // take any of them.
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/flowrun/flow/flows"
 )
 
-// Spec is the grid a sweep runs (SPEC 8): model assignments (Models puts
+// Spec is the grid a sweep runs (docs/sweeps.md): model assignments (Models puts
 // every agent on one model; Assign gives single agents their own lists;
 // the assignments are the product), tasks, swept input fields, and
 // repetitions.
@@ -44,7 +44,7 @@ const defaultLabel = "as resolved"
 
 // Settings returns the settings a run of this assignment runs with: base
 // (--timeout, the configured turn timeout) with the assignment's models,
-// which win over every model a flow or agent file pins (SPEC 3.6).
+// which win over every model a flow or agent file pins (docs/flow-files.md, agent).
 func (a Assignment) Settings(base flows.Settings) flows.Settings {
 	base.Model = a.Model
 	base.Models = a.Agents

@@ -68,7 +68,7 @@ func (r *run) rerun(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*ru
 	eo.RunsDir, eo.RunID, eo.Input, eo.Settings, eo.Live, eo.Asker = cells, c.Run, c.Input, a.Settings(r.opts.Settings), r.live, nil
 	eo.OnEvent = r.waits(c, eo.OnEvent)
 	dir := filepath.Join(cells, c.Run)
-	_, err := r.opts.Runs.Resume(ctx, dir, r.opts.Load, eo)
+	_, err := r.opts.Backend.Resume(ctx, dir, eo)
 	o, info, rerr := readOutcome(dir, scoreOf(r.plan))
 	switch {
 	case rerr != nil && ctx.Err() != nil:

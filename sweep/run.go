@@ -16,6 +16,7 @@ import (
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -38,10 +39,13 @@ type RunOptions struct {
 	// OnCell is told when a cell starts, ends or is skipped. Calls are
 	// serialized.
 	OnCell func(CellEvent)
-	// Runs walks each cell's run; nil is LocalRuns. The cap on live
-	// turns across cells (Engine.Concurrency) holds for runs walked in
-	// this process; elsewhere each run caps its own.
-	Runs Runs
+	// Backend walks each cell's run; nil is runner.Local of Load. A
+	// runner.Temporal walks each as a run workflow on Temporal's workers
+	// and mirrors it into the cell's run directory (flow sweep
+	// --temporal), so the sweep reads every cell the same way wherever it
+	// ran. The cap on live turns across cells (Engine.Concurrency) holds
+	// for runs walked in this process; elsewhere each run caps its own.
+	Backend runner.Backend
 }
 
 // CellEvent tells of one cell: it started (Started), or ended, stopped or
@@ -88,17 +92,10 @@ func (s *Sweep) Run(ctx context.Context, plan *flows.Plan, opts RunOptions) erro
 	if opts.History == nil {
 		opts.History = NewHistory(plan.Root.Name)
 	}
-	if opts.Runs == nil {
-		opts.Runs = LocalRuns{}
+	if opts.Backend == nil {
+		opts.Backend = runner.Local{Load: opts.Load}
 	}
-	liveCap := opts.Engine.Concurrency
-	if liveCap <= 0 {
-		liveCap = plan.Root.Concurrency
-	}
-	if liveCap <= 0 {
-		liveCap = 8
-	}
-	r := &run{s: s, plan: plan, opts: opts, live: engine.LocalRuntime{}.NewSemaphore(liveCap), assigned: map[string]Assignment{}, forecasts: map[string]Forecast{},
+	r := &run{s: s, plan: plan, opts: opts, live: engine.LocalRuntime{}.NewSemaphore(plan.Concurrency(opts.Engine.Concurrency)), assigned: map[string]Assignment{}, forecasts: map[string]Forecast{},
 		ended: sync.NewCond(&s.mu)}
 	defer context.AfterFunc(ctx, func() {
 		s.mu.Lock()
@@ -266,13 +263,13 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 		// Another process (another resume of this sweep) holds its lock.
 		return &Outcome{Status: rundir.StatusRunning, Message: "its run is held by another process: " + info.Why}, nil
 	case ierr == nil && info.Resumable:
-		_, err = r.opts.Runs.Resume(ctx, dir, r.opts.Load, eo)
+		_, err = r.opts.Backend.Resume(ctx, dir, eo)
 	case ierr == nil:
 		err = fmt.Errorf("run %s cannot be resumed: %s", c.Run, info.Why)
 	case startedElsewhere(dir):
 		// Its walk started on Temporal before the first fact came back:
 		// follow it there rather than start the cell a second time.
-		_, err = r.opts.Runs.Resume(ctx, dir, r.opts.Load, eo)
+		_, err = r.opts.Backend.Resume(ctx, dir, eo)
 	default:
 		if _, serr := os.Stat(dir); !errors.Is(serr, fs.ErrNotExist) {
 			// Cut off as its directory was made: start afresh beside it.
@@ -282,7 +279,7 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 			r.s.mu.Unlock()
 			eo.RunID, dir = c.Run, filepath.Join(cells, c.Run)
 		}
-		_, err = r.opts.Runs.Execute(ctx, r.plan, eo)
+		_, err = r.opts.Backend.Start(ctx, r.plan, eo)
 	}
 	o, info, rerr := readOutcome(dir, scoreOf(r.plan))
 	if rerr != nil {

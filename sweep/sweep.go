@@ -12,6 +12,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -33,7 +34,7 @@ type Config struct {
 	Concurrency int           // cells at once; default 1
 	Timeout     time.Duration // --timeout: the bound on every turn; 0 leaves it to the flows
 	WorkDir     string        // where the runs work; default the current directory
-	Temporal    *Temporal     // the server the cells run on, if on Temporal (RunOptions.Runs walks them there)
+	Temporal    *Temporal     // the server the cells run on, if on Temporal (RunOptions.Backend walks them there)
 }
 
 // Create checks cfg against plan (Check) and makes the sweep's directory
@@ -96,7 +97,7 @@ func prepare(plan *flows.Plan, cfg Config) (*File, error) {
 		return nil, &engine.InputError{Msg: err.Error()}
 	}
 	for _, c := range cells[:len(cells)/len(as)] { // every assignment runs the same inputs
-		if c.Input, err = engine.CheckInput(plan.Root, c.Input); err != nil {
+		if c.Input, err = runner.CheckInput(plan, c.Input); err != nil {
 			return nil, &engine.InputError{Msg: fmt.Sprintf("task %s: %v", c.Task, err)}
 		}
 	}

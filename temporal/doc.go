@@ -1,4 +1,4 @@
-// Package temporal runs flows on Temporal (SPEC 12, docs/temporal.md):
+// Package temporal runs flows on Temporal (docs/temporal.md):
 // the run is a workflow that walks the same compiled plan with the
 // engine's own walker, and its leaves — agent turns and commands — are
 // activities on workers anywhere. It is an option behind the engine's

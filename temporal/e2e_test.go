@@ -86,7 +86,7 @@ func (cl *cluster) run(src string, timing Timing) (*RunOutput, []*rundir.Fact, s
 		t.Fatalf("load:\n%s", diags.Error())
 	}
 	id := rundir.NewRunID(time.Now())
-	snap := rundir.NewSnapshot(id, plan, nil, rundir.Settings{WorkDir: dir, Concurrency: 8, TurnTimeout: "1m"})
+	snap := engine.NewSnapshot(id, plan, nil, rundir.Settings{WorkDir: dir, Concurrency: 8, TurnTimeout: "1m"})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	run, err := cl.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: cl.queue}, WorkflowName, &RunInput{Snapshot: snap, Timing: timing})

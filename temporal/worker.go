@@ -16,7 +16,7 @@ import (
 
 // Worker polls a shared task queue for run workflows and visits, and a
 // queue of its own for the later turns of memory scopes whose sessions it
-// holds (SPEC 3.4: a session lives where its first turn ran). Made by
+// holds (docs/temporal.md, Memory scopes: a session lives where its first turn ran). Made by
 // NewWorker, run once by Run.
 type Worker struct {
 	shared, own worker.Worker

@@ -30,7 +30,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		return nil, temporal.NewNonRetryableApplicationError("the run workflow was started without a snapshot", "refused", nil)
 	}
 	snap := in.Snapshot
-	plan, diags := snap.Load(flows.Options{DefaultDriver: in.Load.DefaultDriver, Drivers: in.Load.Drivers})
+	plan, diags := flows.Reload(snap.File, snap.Sources(), snap.Agents, snap.Settings.WorkDir, flows.Options{DefaultDriver: in.Load.DefaultDriver, Drivers: in.Load.Drivers})
 	if diags.HasErrors() {
 		return nil, temporal.NewNonRetryableApplicationError("the run's snapshot does not load:\n"+diags.Error(), "refused", nil)
 	}

@@ -129,7 +129,7 @@ func (h *harness) runWith(src string, input any, settings rundir.Settings) (*Run
 		h.t.Fatal(err)
 	}
 	settings.WorkDir = dir
-	snap := rundir.NewSnapshot("run-1", plan, in, settings)
+	snap := engine.NewSnapshot("run-1", plan, in, settings)
 	h.snap = snap
 	h.env.ExecuteWorkflow(WorkflowName, &RunInput{Snapshot: snap, Timing: Timing{Heartbeat: time.Minute}})
 	if !h.env.IsWorkflowCompleted() {

@@ -20,7 +20,7 @@ import (
 	"github.com/flowrun/flow/steps/drivers"
 )
 
-// Exit codes (SPEC 7).
+// Exit codes (README.md, Commands).
 const (
 	exitOK          = 0
 	exitFailed      = 1
@@ -236,12 +236,12 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
-// loadConfig resolves the configuration (SPEC 10): flags > FLOW_*
+// loadConfig resolves the configuration (docs/drivers.md, Configuration): flags > FLOW_*
 // environment variables > .flow/config.yaml > ~/.config/flow/config.yaml >
 // defaults. Flow files are never read through viper: it loses positions.
 func (a *app) loadConfig(cmd *cobra.Command) error {
 	v := a.cfg
-	v.SetDefault("driver", "pi")
+	v.SetDefault("driver", flows.DefaultDriver)
 	v.SetDefault("runs_dir", filepath.Join(".flow", "runs"))
 	v.SetDefault("sweeps_dir", filepath.Join(".flow", "sweeps"))
 	v.SetDefault("concurrency", 0)
@@ -325,7 +325,7 @@ func (a *app) loadOptions() flows.Options {
 		}}
 }
 
-// runSettings are the run-wide overrides of model and timeout (SPEC 3.6):
+// runSettings are the run-wide overrides of model and timeout (docs/flow-files.md, agent):
 // the command line's, and the configuration's bound on a turn.
 func (a *app) runSettings(model string, timeout time.Duration) flows.Settings {
 	return flows.Settings{Model: model, Timeout: timeout, TurnTimeout: a.cfg.GetDuration("timeout")}

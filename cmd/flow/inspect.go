@@ -159,7 +159,7 @@ func outputStart(v any) string {
 	return s
 }
 
-// tailLimit bounds what flow tail reads of a transcript (SPEC 7).
+// tailLimit bounds what flow tail reads of a transcript (README.md, Commands).
 const tailLimit = 256 << 10
 
 func (a *app) tailCmd() *cobra.Command {

@@ -39,7 +39,7 @@ func TestScripts(t *testing.T) {
 
 // exits is the script command `exits CODE PROGRAM [ARG...]`: exec, failing
 // unless the program exits with CODE. `! exec` passes for any failure, and
-// flow's exit codes say which failure it was (SPEC 7).
+// flow's exit codes say which failure it was (README.md, Commands).
 func exits(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: exits CODE PROGRAM [ARG...]")

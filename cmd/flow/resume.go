@@ -1,13 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/runner"
 )
 
 func (a *app) resumeCmd() *cobra.Command {
@@ -23,29 +26,32 @@ func (a *app) resumeCmd() *cobra.Command {
 			"keeps its recorded outcome and is not run again.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if timeout < 0 {
-				return invalid("--timeout %v: a timeout is a positive duration (e.g. 90s, 10m)", timeout)
+			if err := checkTimeout(timeout); err != nil {
+				return err
 			}
 			dir, err := a.findRun(args, true)
 			if err != nil {
 				return err
 			}
-			snap, err := rundir.ReadSnapshot(dir)
-			if err == nil && snap.Temporal != nil {
-				return a.attach(cmd.Context(), dir, snap.Temporal, tf, asJSON)
+			backend, done, err := a.resumeBackend(cmd.Context(), dir, tf)
+			if err != nil {
+				return err
 			}
-			// The drivers the rest of the run needs, checked before it goes on
-			// (a snapshot that does not load is engine.Resume's to report).
-			if err == nil {
-				if plan, diags := snap.Load(a.loadOptions()); !diags.HasErrors() {
-					if _, err := a.preflight(cmd.Context(), plan); err != nil {
-						return err
+			defer done()
+			if _, local := backend.(runner.Local); local {
+				// The drivers the rest of the run needs, checked before it goes
+				// on (a snapshot that does not load is the backend's to report).
+				if snap, err := rundir.ReadSnapshot(dir); err == nil {
+					if plan, diags := flows.Reload(snap.File, snap.Sources(), snap.Agents, snap.Settings.WorkDir, a.loadOptions()); !diags.HasErrors() {
+						if _, err := a.preflight(cmd.Context(), plan); err != nil {
+							return err
+						}
 					}
 				}
 			}
-			return a.execute(cmd.Context(), asJSON, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
+			return a.execute(cmd.Context(), asJSON, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 				opts.Settings.Timeout = timeout
-				return engine.Resume(ctx, dir, a.loadOptions(), opts)
+				return backend.Resume(ctx, dir, opts)
 			})
 		},
 	}
@@ -80,26 +86,17 @@ func (a *app) findRun(args []string, resumable bool) (string, error) {
 	return "", invalid("no runs in %s", runsDir)
 }
 
-// attach continues a run on Temporal whose mirror here is behind: its
-// client died, or it ended and may be resumed (docs/temporal.md).
-func (a *app) attach(ctx context.Context, dir string, ref *rundir.TemporalRun, f temporalFlags, asJSON bool) error {
-	if f.address == "" {
-		f.address = ref.Address
+// resumeBackend is where the run in dir resumes: the Temporal server it
+// was walked on (or the one f names), re-attached to when its mirror here
+// is behind (docs/temporal.md), else this process.
+func (a *app) resumeBackend(ctx context.Context, dir string, f temporalFlags) (runner.Backend, func(), error) {
+	snap, err := rundir.ReadSnapshot(dir)
+	if err != nil || snap.Temporal == nil {
+		return runner.Local{Load: a.loadOptions()}, func() {}, nil
 	}
-	if f.namespace == "" {
-		f.namespace = ref.Namespace
-	}
-	if f.taskQueue == "" {
-		f.taskQueue = ref.TaskQueue
-	}
-	f = a.temporalSettings(f)
-	c, err := a.dialTemporal(ctx, f)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	tc := a.temporalClient(c, f)
-	return a.execute(ctx, asJSON, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
-		return tc.Attach(ctx, dir, opts.OnEvent)
-	})
+	ref := snap.Temporal
+	f.address = cmp.Or(f.address, ref.Address)
+	f.namespace = cmp.Or(f.namespace, ref.Namespace)
+	f.taskQueue = cmp.Or(f.taskQueue, ref.TaskQueue)
+	return a.backend(ctx, f)
 }

@@ -44,7 +44,7 @@ func startKilled(t *testing.T, bin, dir, file string, ready func(run string) boo
 	}
 }
 
-// journalIsJSONL holds a killed engine's journal to SPEC 5: every line
+// journalIsJSONL holds a killed engine's journal to docs/run-directory.md: every line
 // but a torn last one is a JSON value, and there is no NUL byte.
 func journalIsJSONL(t *testing.T, run string) {
 	t.Helper()

@@ -24,7 +24,7 @@ const (
 // turn rejects the first pass with one remark, "add a test", and approves
 // the pass whose code answer says the test is in; the coder says so once it
 // has read that remark. A verdict request is the reviewer's request that
-// carries the engine's answer-format section (SPEC 3.3). Claude Code answers
+// carries the engine's answer-format section (docs/flow-files.md, agent). Claude Code answers
 // a typed turn through its StructuredOutput tool, then a closing text.
 func reviewScript(driver string) func(modelserver.Request) modelserver.Reply {
 	const (

@@ -17,6 +17,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
 	"github.com/flowrun/flow/steps/run"
 )
@@ -54,8 +55,8 @@ func (a *app) runCmd() *cobra.Command {
 }
 
 func (a *app) run(ctx context.Context, file string, f runFlags) error {
-	if f.timeout < 0 {
-		return invalid("--timeout %v: a timeout is a positive duration (e.g. 90s, 10m)", f.timeout)
+	if err := checkTimeout(f.timeout); err != nil {
+		return err
 	}
 	plan, err := a.load(file)
 	if err != nil {
@@ -65,44 +66,48 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	if err != nil {
 		return invalid("%v", err)
 	}
-	start := engine.Execute
-	tf := a.temporalSettings(f.temporal)
-	if tf.address == "" {
+	backend, done, err := a.backend(ctx, f.temporal)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, local := backend.(runner.Local); local {
 		// On Temporal the visits run on workers, whose machines have the
 		// CLIs; here they run on this one.
 		if _, err := a.preflight(ctx, plan); err != nil {
 			return err
 		}
 	}
-	if tf.address != "" {
-		c, err := a.dialTemporal(ctx, tf)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		start = a.temporalClient(c, tf).Execute
-	}
-	return a.execute(ctx, f.json, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
+	return a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings(f.model, f.timeout), a.cfg.GetString("runs_dir")
-		return start(ctx, plan, opts)
+		return backend.Start(ctx, plan, opts)
 	})
 }
 
-// execute runs a run (or a resume) with the live view and signal
-// handling, and turns the result into an exit code. start is given the
-// options every run shares: drivers, commands, the view, the asker.
-func (a *app) execute(ctx context.Context, asJSON bool, start func(context.Context, engine.Options) (*engine.Result, error)) error {
+// checkTimeout refuses a negative --timeout, for flow run and flow resume
+// alike.
+func checkTimeout(d time.Duration) error {
+	if d < 0 {
+		return invalid("--timeout %v: a timeout is a positive duration (e.g. 90s, 10m)", d)
+	}
+	return nil
+}
+
+// execute runs a run (or a resume) of backend with the live view and
+// signal handling, and turns the result into an exit code. start is given
+// the options every run shares: drivers, commands, the view, the asker.
+func (a *app) execute(ctx context.Context, asJSON bool, backend runner.Backend, start func(context.Context, engine.Options) (*engine.Result, error)) error {
 	drivers, err := buildDrivers(a.drivers, a.cfg)
 	if err != nil {
 		return invalid("%v", err)
 	}
-	// Ctrl-C or SIGTERM cancels the run with cause ErrStopped: running
-	// visits end as `stopped` and the command exits 130.
+	// Ctrl-C or SIGTERM stops the run: running visits end as `stopped`
+	// and the command exits 130.
 	sigCtx, sigStop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer sigStop()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	unhook := context.AfterFunc(sigCtx, func() { cancel(engine.ErrStopped) })
+	unhook := context.AfterFunc(sigCtx, func() { backend.Stop(cancel, runner.StopRun) })
 	defer unhook()
 
 	var view progressView

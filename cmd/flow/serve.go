@@ -15,7 +15,6 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/serve"
 	"github.com/flowrun/flow/steps/run"
-	"github.com/flowrun/flow/temporal"
 )
 
 type serveFlags struct {
@@ -72,16 +71,12 @@ func (a *app) serve(ctx context.Context, dir string, f serveFlags) error {
 	if err != nil {
 		return invalid("%v", err)
 	}
-	var tc *temporal.Client
-	if tf := a.temporalSettings(f.temporal); tf.address != "" {
-		c, err := a.dialTemporal(ctx, tf)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		tc = a.temporalClient(c, tf)
+	backend, done, err := a.backend(ctx, f.temporal)
+	if err != nil {
+		return err
 	}
-	srv, err := serve.New(serve.Config{Temporal: tc, Dir: dir, Addr: f.addr, Tokens: tokens, RunsDir: a.cfg.GetString("runs_dir"),
+	defer done()
+	srv, err := serve.New(serve.Config{Backend: backend, Dir: dir, Addr: f.addr, Tokens: tokens, RunsDir: a.cfg.GetString("runs_dir"),
 		Load: a.loadOptions(), MaxRuns: f.maxRuns, MaxQueued: f.maxQueued, Hosts: f.hosts, Poll: f.poll, Log: slog.New(slog.NewTextHandler(a.stderr, nil)),
 		Engine: engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"),
 			Settings: a.runSettings("", 0), Config: a.config()}})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
 	"github.com/flowrun/flow/steps/run"
 	"github.com/flowrun/flow/sweep"
@@ -149,7 +150,7 @@ func (a *app) sweep(cmd *cobra.Command, file string, f sweepFlags) error {
 			return err
 		}
 	}
-	runs, done, err := a.sweepRuns(cfg.Temporal)
+	backend, done, err := a.sweepBackend(cfg.Temporal)
 	if err != nil {
 		return err
 	}
@@ -163,7 +164,7 @@ func (a *app) sweep(cmd *cobra.Command, file string, f sweepFlags) error {
 		return err
 	}
 	defer func() { _ = s.Unlock() }()
-	return a.runSweep(s, plan, runs, nil, f.pin)
+	return a.runSweep(s, plan, backend, nil, f.pin)
 }
 
 func (a *app) resumeSweep(cmd *cobra.Command, f sweepFlags) error {
@@ -195,7 +196,7 @@ func (a *app) resumeSweep(cmd *cobra.Command, f sweepFlags) error {
 		return invalid("the flow of sweep %s does not load", s.ID())
 	}
 	t := a.sweepTemporal(f.temporal, true, s.Snapshot().Temporal)
-	runs, done, err := a.sweepRuns(t)
+	backend, done, err := a.sweepBackend(t)
 	if err != nil {
 		return err
 	}
@@ -203,13 +204,13 @@ func (a *app) resumeSweep(cmd *cobra.Command, f sweepFlags) error {
 	if err := s.SetTemporal(t); err != nil {
 		return err
 	}
-	return a.runSweep(s, plan, runs, notes, f.pin)
+	return a.runSweep(s, plan, backend, notes, f.pin)
 }
 
 // runSweep prints the forecast, runs the cells that have not ended
-// through runs with Ctrl-C stopping them cleanly, and prints where the
+// through backend with Ctrl-C stopping them cleanly, and prints where the
 // reports are.
-func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, runs sweep.Runs, notes []string, pin bool) error {
+func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, backend runner.Backend, notes []string, pin bool) error {
 	drivers, err := buildDrivers(a.drivers, a.cfg)
 	if err != nil {
 		return invalid("%v", err)
@@ -239,12 +240,12 @@ func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, runs sweep.Runs, notes 
 	defer sigStop()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	unhook := context.AfterFunc(sigCtx, func() { cancel(engine.ErrStopped) })
+	unhook := context.AfterFunc(sigCtx, func() { backend.Stop(cancel, runner.StopRun) })
 	defer unhook()
 
 	opts := sweep.RunOptions{
 		Engine:   engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"), Config: a.config(), WorkDir: f.WorkDir},
-		Settings: base, Load: a.loadOptions(), History: history, OnCell: a.cellLine, Runs: runs,
+		Settings: base, Load: a.loadOptions(), History: history, OnCell: a.cellLine, Backend: backend,
 	}
 	runErr := s.Run(ctx, plan, opts)
 	g := s.Snapshot()

@@ -17,6 +17,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/steps/run"
 	"github.com/flowrun/flow/sweep"
 	"github.com/flowrun/flow/temporal"
@@ -51,7 +52,7 @@ func (a *app) temporalSettings(f temporalFlags) temporalFlags {
 		f.taskQueue = a.cfg.GetString("temporal.task_queue")
 	}
 	if f.taskQueue == "" {
-		f.taskQueue = temporal.DefaultTaskQueue
+		f.taskQueue = runner.DefaultTaskQueue
 	}
 	return f
 }
@@ -69,12 +70,24 @@ func (a *app) dialTemporal(ctx context.Context, f temporalFlags) (client.Client,
 	return c, nil
 }
 
-// temporalClient is the client that hands runs to Temporal and mirrors
-// them here.
-func (a *app) temporalClient(c client.Client, f temporalFlags) *temporal.Client {
-	return &temporal.Client{Client: c, Address: f.address, Namespace: f.namespace, TaskQueue: f.taskQueue,
-		Load:   temporal.LoadOptions{DefaultDriver: a.cfg.GetString("driver"), Drivers: a.drivers.Names()},
-		Timing: temporal.Timing{Heartbeat: a.cfg.GetDuration("temporal.heartbeat"), SessionWait: a.cfg.GetDuration("temporal.session_wait")}}
+// onTemporal is the backend that hands runs to the Temporal server c is
+// connected to and mirrors them here.
+func (a *app) onTemporal(c client.Client, f temporalFlags) *runner.Temporal {
+	return runner.OnTemporal(c, runner.TemporalConfig{Address: f.address, Namespace: f.namespace, TaskQueue: f.taskQueue,
+		Load: a.loadOptions(), Heartbeat: a.cfg.GetDuration("temporal.heartbeat"), SessionWait: a.cfg.GetDuration("temporal.session_wait")})
+}
+
+// backend is where runs of f go: Temporal, when f (or the configuration)
+// names a server, else this process. done closes the connection.
+func (a *app) backend(ctx context.Context, f temporalFlags) (b runner.Backend, done func(), err error) {
+	if f = a.temporalSettings(f); f.address == "" {
+		return runner.Local{Load: a.loadOptions()}, func() {}, nil
+	}
+	c, err := a.dialTemporal(ctx, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.onTemporal(c, f), c.Close, nil
 }
 
 // sweepTemporal is the Temporal server a sweep's cells run on, or nil
@@ -96,18 +109,18 @@ func (a *app) sweepTemporal(f temporalFlags, resume bool, recorded *sweep.Tempor
 	return &sweep.Temporal{Address: f.address, Namespace: f.namespace, TaskQueue: f.taskQueue}
 }
 
-// sweepRuns is what walks a sweep's cells: this process, or the Temporal
-// server t, connected to. done closes the connection.
-func (a *app) sweepRuns(t *sweep.Temporal) (runs sweep.Runs, done func(), err error) {
+// sweepBackend is what walks a sweep's cells: this process, or the
+// Temporal server t. done closes the connection.
+func (a *app) sweepBackend(t *sweep.Temporal) (b runner.Backend, done func(), err error) {
 	if t == nil {
-		return sweep.LocalRuns{}, func() {}, nil
+		return runner.Local{Load: a.loadOptions()}, func() {}, nil
 	}
 	tf := temporalFlags{address: t.Address, namespace: t.Namespace, taskQueue: t.TaskQueue}
 	c, err := a.dialTemporal(context.Background(), tf)
 	if err != nil {
 		return nil, nil, err
 	}
-	return a.temporalClient(c, tf), c.Close, nil
+	return a.onTemporal(c, tf), c.Close, nil
 }
 
 type workerFlags struct {

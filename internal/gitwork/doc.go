@@ -1,4 +1,4 @@
-// Package gitwork runs the git commands that working copies need (SPEC 11):
+// Package gitwork runs the git commands that working copies need (docs/worktrees.md):
 // worktrees made from a commit, checkpoints of what an agent changed, and
 // landing a scope's branch on an integration branch by merge or rebase —
 // all without touching the user's checked-out branch, index or working tree.

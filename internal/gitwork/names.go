@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The names a run gives in a repository (SPEC 11): its integration branch
+// The names a run gives in a repository (docs/worktrees.md): its integration branch
 // flow/<run-id>, a branch per isolated scope, and who commits.
 
 // IntegrationBranch is the branch a run lands its scopes on.

@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultGrace is how long a cancelled process tree has between SIGTERM and
-// SIGKILL (SPEC 4).
+// SIGKILL (docs/drivers.md).
 const DefaultGrace = 5 * time.Second
 
 // Cmd is a program started in its own process group, tagged in its

@@ -1,4 +1,4 @@
-// Package claude implements the `claude` agent driver (SPEC 4): one turn is
+// Package claude implements the `claude` agent driver (docs/drivers.md): one turn is
 // one run of `claude -p --output-format stream-json --verbose`, Claude
 // Code's non-interactive event stream.
 //

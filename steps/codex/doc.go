@@ -1,4 +1,4 @@
-// Package codex implements the `codex` agent driver (SPEC 4): one turn is
+// Package codex implements the `codex` agent driver (docs/drivers.md): one turn is
 // one run of `codex exec --json` (OpenAI Codex CLI), and a memory scope
 // continues one Codex thread with `codex exec resume <thread>`.
 //

@@ -1,4 +1,4 @@
-// Package exec implements the `exec` agent driver (SPEC 4): any program
+// Package exec implements the `exec` agent driver (docs/drivers.md): any program
 // answers a turn.
 //
 // The agent's `command:` argv runs once per turn, in the turn's working

@@ -1,4 +1,4 @@
-// Package openai implements the `openai` agent driver (SPEC 4): one turn is
+// Package openai implements the `openai` agent driver (docs/drivers.md): one turn is
 // one streaming request to an OpenAI-compatible /v1/chat/completions
 // endpoint. No tools are offered: the model answers from the turn text.
 //

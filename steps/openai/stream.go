@@ -186,7 +186,7 @@ func (p *parser) report() {
 	}
 }
 
-// outcome decides the status by SPEC 4 and completes the diagnostics.
+// outcome decides the status as docs/drivers.md, Failures says, and completes the diagnostics.
 func (p *parser) outcome() (engine.Status, []string) {
 	diag := p.diag
 	ok := len(diag) == 0

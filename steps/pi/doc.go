@@ -1,4 +1,4 @@
-// Package pi implements the `pi` agent driver (SPEC 4): one turn is one run
+// Package pi implements the `pi` agent driver (docs/drivers.md): one turn is one run
 // of `pi --mode json -p`, the pi coding agent's non-interactive JSON event
 // stream.
 //

@@ -1,5 +1,5 @@
 // Package run implements the `run:` node: engine.Commander for commands and
-// scripts (SPEC 3.1).
+// scripts (docs/flow-files.md, Node kinds).
 //
 // An argv runs directly, without a shell; a script runs with `bash -c`, as in
 // GitHub Actions. Both stdout and stderr go to one file, <Home>/output.log,

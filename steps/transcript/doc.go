@@ -1,5 +1,5 @@
 // Package transcript writes the transcripts of agent turns into a memory
-// scope's home (SPEC 3.4), in one format for every agent driver (pi,
+// scope's home (docs/flow-files.md, agent: memory), in one format for every agent driver (pi,
 // claude, codex, openai): the raw stream, line by line, to
 // <home>/<agent>.jsonl, and a readable, self-contained <home>/<agent>.html
 // rebuilt after every turn.
@@ -33,7 +33,7 @@
 // stream is redacted across its lines (secret.Lines): a key a model
 // streams in many chunks is cut out of every one, so that joining the
 // chunks kept gives nothing back. Of stderr a driver keeps the end (Tail). Drivers never
-// hand them a key on purpose; this is the second line of defence (SPEC 4:
+// hand them a key on purpose; this is the second line of defence (docs/drivers.md:
 // no secret in the run directory), and the engine's sweep of the home when
 // a visit ends is the third.
 //

@@ -1,0 +1,41 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
+)
+
+// Local walks runs in this process (engine.Execute, engine.Resume): the
+// embedded default. Load says where a resumed run's agents come from and
+// which drivers exist. Its zero value is ready to use.
+type Local struct {
+	Load flows.Options
+}
+
+var _ Backend = Local{}
+
+// Start walks plan here.
+func (Local) Start(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
+	return engine.Execute(ctx, plan, opts)
+}
+
+// Resume continues the run in dir here.
+func (l Local) Resume(ctx context.Context, dir string, opts engine.Options) (*engine.Result, error) {
+	opts.RunID, opts.RunsDir = "", "" // the run's own
+	return engine.Resume(ctx, dir, l.Load, opts)
+}
+
+// Attach has nothing to attach to: a local run is walked by the process
+// that holds its lock.
+func (Local) Attach(_ context.Context, _, id string, _ func(*engine.Event)) (*engine.Result, error) {
+	return nil, fmt.Errorf("run %s: %w", id, ErrNotAttachable)
+}
+
+// Stop stops the run, however asked: it cannot go on without this process.
+func (Local) Stop(cancel context.CancelCauseFunc, how Stopping) { stop(cancel, how, false) }
+
+// Schedules is nil: this process fires the schedules.
+func (Local) Schedules(string) Schedules { return nil }
