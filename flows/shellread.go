@@ -1,0 +1,135 @@
+package flows
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// reader holds what compileScript knows of a parsed script while it judges
+// where each ${{ }} stands: the text parsed (with placeholders) and the
+// verdict of each command line read so far.
+type reader struct {
+	text, marker string
+	calls        map[*syntax.CallExpr]verdict
+}
+
+// verdict judges a command line once.
+func (r *reader) verdict(call *syntax.CallExpr) verdict {
+	if v, ok := r.calls[call]; ok {
+		return v
+	}
+	ws := make([]word, len(call.Args))
+	for i, a := range call.Args {
+		ws[i] = r.word(a)
+	}
+	v := judge(ws)
+	r.calls[call] = v
+	return v
+}
+
+// word is what the loader knows of a shell word before the script runs.
+func (r *reader) word(w *syntax.Word) word {
+	from, to := int(w.Pos().Offset()), int(w.End().Offset())
+	wd := word{value: from <= to && to <= len(r.text) && strings.Contains(r.text[from:to], r.marker), prefix: true}
+	var b strings.Builder
+	known := true
+	for _, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescapeLit(x.Value))
+		case *syntax.SglQuoted:
+			if x.Dollar {
+				known = false
+			} else {
+				b.WriteString(x.Value)
+			}
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					known = false
+					break
+				}
+				b.WriteString(l.Value)
+			}
+		default:
+			known = false
+		}
+		if !known {
+			break
+		}
+	}
+	wd.text = b.String()
+	if k := strings.Index(wd.text, r.marker); k >= 0 {
+		wd.text, known = wd.text[:k], false
+	}
+	wd.known = known && !wd.value
+	return wd
+}
+
+// unescapeLit drops the backslashes of an unquoted word (\bash is bash).
+func unescapeLit(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// refusedCall says why a value cannot be argument child of a command line:
+// the command it reaches, wrappers unwrapped, runs it as code.
+func (r *reader) refusedCall(call *syntax.CallExpr, child syntax.Node) (reason, hint string) {
+	for i, a := range call.Args {
+		if a != child {
+			continue
+		}
+		why := r.verdict(call).why[i]
+		switch {
+		case why == "":
+			return "", ""
+		case strings.HasPrefix(why, "this ${{ }} is in the script of"):
+			return why, hintShellC
+		case strings.Contains(why, "variable name"):
+			return why, "a value cannot name a variable; " + hintEnv
+		}
+		return why, hintEval
+	}
+	return "", ""
+}
+
+// refusedInput says why a value cannot stand in a redirection of statement
+// s: it feeds the standard input of a command that runs its input as code
+// (bash <<EOF, . /dev/stdin <<<, python3 < file).
+func (r *reader) refusedInput(s *syntax.Stmt, child syntax.Node) (reason, hint string) {
+	rd, ok := child.(*syntax.Redirect)
+	if !ok || s.Cmd == nil || (rd.N != nil && rd.N.Value != "0") {
+		return "", ""
+	}
+	switch rd.Op {
+	case syntax.RdrIn, syntax.RdrInOut, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		if by := r.stdinEvaluator(s.Cmd); by != "" {
+			return "this ${{ }} is fed to the standard input of " + by + ", which runs it as code", hintEval
+		}
+	}
+	return "", ""
+}
+
+// stdinEvaluator names a command in n that runs its standard input as code,
+// or is "".
+func (r *reader) stdinEvaluator(n syntax.Node) string {
+	by := ""
+	syntax.Walk(n, func(m syntax.Node) bool {
+		if c, ok := m.(*syntax.CallExpr); ok && by == "" && len(c.Args) > 0 {
+			by = r.verdict(c).stdin
+		}
+		return by == ""
+	})
+	return by
+}
