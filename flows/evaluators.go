@@ -5,8 +5,6 @@ import (
 	"path"
 	"regexp"
 	"strings"
-
-	"github.com/flowrun/flow/schema"
 )
 
 // A value is data only where the script's own parse shows a command that
@@ -85,8 +83,8 @@ var wrappers = map[string]wrapper{
 	"nice":    {takes: []string{"-n", "--adjustment"}},
 	"timeout": {takes: []string{"-s", "--signal", "-k", "--kill-after"}, operands: 1},
 	"nohup":   {}, "builtin": {}, "setsid": {}, "time": {}, "stdbuf": {takes: []string{"-i", "-o", "-e", "--input", "--output", "--error"}},
-	"exec":    {takes: []string{"-a"}}, "command": {}, "chroot": {takes: []string{"--userspec", "--groups"}, operands: 1},
-	"ionice":  {takes: []string{"-c", "-n", "--class", "--classdata"}}, "taskset": {operands: 1}, "chrt": {operands: 1},
+	"exec": {takes: []string{"-a"}}, "command": {}, "chroot": {takes: []string{"--userspec", "--groups"}, operands: 1},
+	"ionice": {takes: []string{"-c", "-n", "--class", "--classdata"}}, "taskset": {operands: 1}, "chrt": {operands: 1},
 	"unshare": {}, "caffeinate": {}, "unbuffer": {}, "torsocks": {}, "proxychains": {}, "catchsegv": {}, "strace": {takes: []string{"-o", "-e", "-p", "-s", "-u"}},
 	"ltrace": {takes: []string{"-o", "-e", "-p", "-s", "-u"}}, "valgrind": {}, "prlimit": {}, "coproc": {},
 }
@@ -429,47 +427,4 @@ func isEvaluator(cmd string) bool {
 	_, b := shells[cmd]
 	_, c := wrappers[cmd]
 	return a || b || c || cmd == "python" || cmd == "pypy" || cmd == "xargs" || cmd == "find"
-}
-
-// argvShell refuses a ${{ }} of a run: list that reaches a command which
-// runs it as code ([bash, -c, "…${{ x }}…"]): the list is a command line
-// that no shell reads, judged as one.
-func (c *checker) argvShell(src []schema.String, argv []*Template) {
-	ws := make([]word, len(argv))
-	for i, t := range argv {
-		ws[i] = templateWord(t)
-	}
-	v := judge(ws)
-	for i, why := range v.why {
-		if why == "" {
-			continue
-		}
-		hint := hintEval
-		if strings.HasPrefix(why, "this ${{ }} is in the script of") {
-			hint = hintShellC
-		}
-		c.diags.Add(src[i].PosAt(firstExprOff(argv[i])), schema.CodeShell, hint, "%s", why)
-	}
-}
-
-// templateWord is what the loader knows of one element of a run: list.
-func templateWord(t *Template) word {
-	w := word{known: true, prefix: true}
-	for _, p := range t.Parts {
-		if p.Expr != nil {
-			w.value, w.known = true, false
-			break
-		}
-		w.text += p.Text
-	}
-	return w
-}
-
-func firstExprOff(t *Template) int {
-	for _, p := range t.Parts {
-		if p.Expr != nil {
-			return p.off
-		}
-	}
-	return 0
 }

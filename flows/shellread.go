@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/flowrun/flow/schema"
 )
 
 // reader holds what compileScript knows of a parsed script while it judges
@@ -132,4 +134,47 @@ func (r *reader) stdinEvaluator(n syntax.Node) string {
 		return by == ""
 	})
 	return by
+}
+
+// argvShell refuses a ${{ }} of a run: list that reaches a command which
+// runs it as code ([bash, -c, "…${{ x }}…"]): the list is a command line
+// that no shell reads, judged as one.
+func (c *checker) argvShell(src []schema.String, argv []*Template) {
+	ws := make([]word, len(argv))
+	for i, t := range argv {
+		ws[i] = templateWord(t)
+	}
+	v := judge(ws)
+	for i, why := range v.why {
+		if why == "" {
+			continue
+		}
+		hint := hintEval
+		if strings.HasPrefix(why, "this ${{ }} is in the script of") {
+			hint = hintShellC
+		}
+		c.diags.Add(src[i].PosAt(firstExprOff(argv[i])), schema.CodeShell, hint, "%s", why)
+	}
+}
+
+// templateWord is what the loader knows of one element of a run: list.
+func templateWord(t *Template) word {
+	w := word{known: true, prefix: true}
+	for _, p := range t.Parts {
+		if p.Expr != nil {
+			w.value, w.known = true, false
+			break
+		}
+		w.text += p.Text
+	}
+	return w
+}
+
+func firstExprOff(t *Template) int {
+	for _, p := range t.Parts {
+		if p.Expr != nil {
+			return p.off
+		}
+	}
+	return 0
 }
