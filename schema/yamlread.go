@@ -13,10 +13,11 @@ import (
 // reader decodes document types from YAML nodes, keeping positions and
 // collecting every problem instead of stopping at the first.
 type reader struct {
-	file  string
-	diags *Diagnostics
-	src   []byte // the text parsed, to check the positions the parser reports
-	lines []int  // the offset of each line's start in src, built on first use
+	file   string
+	diags  *Diagnostics
+	src    []byte // the text parsed, to check the positions the parser reports
+	lines  []int  // the offset of each line's start in src, built on first use
+	cursor cursor // where offset last was, to go on from there
 }
 
 func (r *reader) pos(n ast.Node) Pos {
