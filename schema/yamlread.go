@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -371,11 +372,17 @@ func (r *reader) plainValue(n ast.Node) any {
 	case *ast.BoolNode:
 		return v.Value
 	case *ast.IntegerNode:
-		f, _ := strconv.ParseFloat(v.GetToken().Value, 64)
-		if f == float64(int64(f)) {
-			return int64(f)
+		// Exact: through a float64, integers past 2^53 were rounded.
+		switch x := v.Value.(type) {
+		case int64:
+			return x
+		case uint64:
+			if x <= math.MaxInt64 {
+				return int64(x)
+			}
 		}
-		return f
+		r.errorf(v, CodeRange, "write it as a string (quoted), or a smaller number", "%s is a whole number too large to keep exactly (past 9223372036854775807)", v.GetToken().Value)
+		return nil
 	case *ast.FloatNode:
 		return v.Value
 	case *ast.SequenceNode:
