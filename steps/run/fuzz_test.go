@@ -30,6 +30,7 @@ var runSeeds = []string{
 	`find . -maxdepth 0 -exec sh -c "echo V" \;`, `source <(echo "V")`, `. /dev/stdin <<< "V"`,
 	`echo "V" | bash`, `echo "V" | xargs sh -c`, `echo $(( V + 1 ))`, `[[ V -gt 1 ]]`, `read V`,
 	`declare "V"`, `PS4=V; set -x; echo`, `sh <<EOF` + "\nV\nEOF", `bash -c "$(echo V)"`,
+	`[echo, "V"]`, `[bash, -c, 'echo "$1"', _, "V"]`, `[bash, -c, "echo V"]`, `[env, sh, -c, "V"]`,
 }
 
 // hostileRunValues each write the file named by %s (through a shell
@@ -40,14 +41,15 @@ var hostileRunValues = []string{
 	")\n:>%s\ncase x in (", "-c :>%s", ":>%s", "&& :>%s", "| :>%s", "'\"$(:>%s)\"'", "$'\\n':>%s", "1+a[$(:>%s)]",
 }
 
-// FuzzRunScript holds the shell rule to its promise: any run: script that
-// validates, run by the real run step (bash) with values that would write a
-// marker file if run as code, never writes it. The script runs in a
+// FuzzRunScript holds the shell rule to its promise: any run: script (a
+// string, or a list when it starts with [) that validates, run by the real
+// run step (bash) with a value that would write a marker file if run as
+// code (the fuzzer picks which), never writes it. The script runs in a
 // temporary directory with a PATH of a few harmless programs, so that a
 // mutated script does little beyond it.
 func FuzzRunScript(f *testing.F) {
-	for _, s := range runSeeds {
-		f.Add(s)
+	for i, s := range runSeeds {
+		f.Add(s, uint8(i))
 	}
 	bin := f.TempDir()
 	for _, p := range []string{"bash", "sh", "env", "timeout", "nice", "printf", "echo", "cat", "grep", "true", "false", "test", "xargs", "wc", "tr", "head", "find", "nohup"} {
@@ -61,15 +63,20 @@ func FuzzRunScript(f *testing.F) {
 	}
 	f.Setenv("PATH", bin)
 	cmds := run.New()
-	f.Fuzz(func(t *testing.T, script string) {
+	f.Fuzz(func(t *testing.T, script string, which uint8) {
 		if !strings.Contains(script, "V") || strings.Contains(script, "${{") || strings.Contains(script, "FLOW_EXPR") || len(script) > 2000 {
 			return
 		}
 		script = strings.ReplaceAll(script, "V", "${{ input.v }}")
 		var src strings.Builder
-		src.WriteString("name: fuzz\ninput: {v: string}\nnodes:\n  - id: s\n    timeout: 5s\n    run: |\n")
-		for _, l := range strings.Split(script, "\n") {
-			src.WriteString("      " + l + "\n")
+		src.WriteString("name: fuzz\ninput: {v: string}\nnodes:\n  - id: s\n    timeout: 5s\n")
+		if strings.HasPrefix(script, "[") {
+			src.WriteString("    run: " + script + "\n")
+		} else {
+			src.WriteString("    run: |\n")
+			for _, l := range strings.Split(script, "\n") {
+				src.WriteString("      " + l + "\n")
+			}
 		}
 		dir := t.TempDir()
 		plan, diags := flows.LoadSource(filepath.Join(dir, "fuzz.yaml"), []byte(src.String()), flows.Options{UserAgentDirs: []string{}, WorkDir: dir})
@@ -79,15 +86,13 @@ func FuzzRunScript(f *testing.F) {
 		nonce := make([]byte, 6)
 		_, _ = rand.Read(nonce)
 		marker := "pwned" + hex.EncodeToString(nonce)
-		for _, v := range hostileRunValues {
-			value := strings.ReplaceAll(v, "%s", marker)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, _ = engine.Execute(ctx, plan, engine.Options{Commands: cmds, RunsDir: filepath.Join(dir, "runs"),
-				WorkDir: dir, Input: map[string]any{"v": value}})
-			cancel()
-			if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
-				t.Fatalf("the value %q ran as code in a script that validates:\n%s", value, script)
-			}
+		value := strings.ReplaceAll(hostileRunValues[int(which)%len(hostileRunValues)], "%s", marker)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = engine.Execute(ctx, plan, engine.Options{Commands: cmds, RunsDir: filepath.Join(dir, "runs"),
+			WorkDir: dir, Input: map[string]any{"v": value}})
+		if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
+			t.Fatalf("the value %q ran as code in a script that validates:\n%s", value, script)
 		}
 	})
 }
