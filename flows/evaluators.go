@@ -30,8 +30,9 @@ type word struct {
 // stand there ("" when it is data), and whether the command runs what it
 // reads on its standard input as code (why, or "").
 type verdict struct {
-	why   []string
-	stdin string
+	why    []string
+	stdin  string
+	nested int // how many bash -c scripts deep the command line stands
 }
 
 const (
@@ -114,8 +115,11 @@ func commandName(s string) string {
 }
 
 // judge reads a command line.
-func judge(ws []word) verdict {
-	v := verdict{why: make([]string, len(ws))}
+func judge(ws []word) verdict { return judgeAt(ws, 0) }
+
+// judgeAt reads a command line of a script nested bash -c nested deep.
+func judgeAt(ws []word, nested int) verdict {
+	v := verdict{why: make([]string, len(ws)), nested: nested}
 	v.from(ws, 0, "", 0)
 	return v
 }
@@ -285,10 +289,17 @@ func (v *verdict) shell(ws []word, pos int, cmd, via string, takes []string) {
 	v.refuse(ws, pos+1, i, fmt.Sprintf(reasonCode, shown))
 	switch {
 	case code:
-		if i < len(ws) && !ws[i].known && !ws[i].value {
-			return // the script is a variable: what follows is positional
-		}
 		v.refuse(ws, i, i+1, fmt.Sprintf(reasonShell, cmd+" -c"+through(via)))
+		if i >= len(ws) {
+			return
+		}
+		why := "the script is not written out, so flow cannot tell what it does with it"
+		if ws[i].known {
+			why = positionalFault(ws[i].text, v.nested)
+		}
+		if why != "" {
+			v.refuse(ws, i+1, len(ws), "this ${{ }} is an argument after the script of "+cmd+" -c"+through(via)+": "+why)
+		}
 	case stdin || i >= len(ws):
 		v.stdin = shown
 	default:

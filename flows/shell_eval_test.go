@@ -100,6 +100,18 @@ var evalSpellings = []struct {
 	{`[timeout, "5", python3, -c, "V"]`, true},
 	{`[find, ., -exec, sh, -c, "V", ";"]`, true},
 	{`["V"]`, true},
+	// A value after a bash -c script is its positional parameter: judged
+	// where the script puts it.
+	{`bash -c 'eval "$1"' _ "V"`, true},
+	{`bash -c 'echo $(( $1 + 1 ))' _ "V"`, true},
+	{`sh -c '"$@"' _ "V"`, true},
+	{`bash -c 'bash -c "$1"' _ "V"`, true},
+	{`bash -c 'echo ${!1}' _ "V"`, true},
+	{`bash -c "$SCRIPT" _ "V"`, true},
+	{`bash -c 'echo "unclosed' _ "V"`, true},
+	{`[bash, -c, 'eval "$1"', _, "V"]`, true},
+	{`bash -c 'printf "%s" "$@"; grep -e "$1" f' _ "V"`, false},
+	{`bash -c 'bash -c "echo \"\$1\"" _ "$1"' _ "V"`, false},
 	// Values as data: these stay accepted.
 	{`echo V`, false},
 	{`echo "V"`, false},

@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"fmt"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -14,6 +15,11 @@ import (
 type reader struct {
 	text, marker string
 	calls        map[*syntax.CallExpr]verdict
+	// positional: the values are the script's positional parameters ($1,
+	// "$@"), not placeholders: the reader judges a bash -c script written
+	// out in a command line, depth levels down.
+	positional bool
+	depth      int
 }
 
 // verdict judges a command line once.
@@ -25,7 +31,7 @@ func (r *reader) verdict(call *syntax.CallExpr) verdict {
 	for i, a := range call.Args {
 		ws[i] = r.word(a)
 	}
-	v := judge(ws)
+	v := judgeAt(ws, r.depth)
 	r.calls[call] = v
 	return v
 }
@@ -34,6 +40,9 @@ func (r *reader) verdict(call *syntax.CallExpr) verdict {
 func (r *reader) word(w *syntax.Word) word {
 	from, to := int(w.Pos().Offset()), int(w.End().Offset())
 	wd := word{value: from <= to && to <= len(r.text) && strings.Contains(r.text[from:to], r.marker), prefix: true}
+	if r.positional {
+		wd.value = holdsPositional(w)
+	}
 	var b strings.Builder
 	known := true
 	for _, p := range w.Parts {
@@ -63,7 +72,7 @@ func (r *reader) word(w *syntax.Word) word {
 		}
 	}
 	wd.text = b.String()
-	if k := strings.Index(wd.text, r.marker); k >= 0 {
+	if k := strings.Index(wd.text, r.marker); k >= 0 && r.marker != "" {
 		wd.text, known = wd.text[:k], false
 	}
 	wd.known = known && !wd.value
@@ -177,4 +186,63 @@ func firstExprOff(t *Template) int {
 		}
 	}
 	return 0
+}
+
+// maxNested is how many bash -c scripts deep flow reads a script written
+// out in a command line; deeper, its positional values are refused.
+const maxNested = 4
+
+// positionalFault judges the script of a shell's -c, written out in the
+// command line, for the values given after it: they are its positional
+// parameters, so each $1, "$@" … is judged as a ${{ }} standing there
+// would be (bash -c 'eval "$1"' _ "${{ x }}" runs the value; so does
+// bash -c 'echo $(( $1 ))'). It returns why, or "".
+func positionalFault(script string, depth int) string {
+	if depth >= maxNested {
+		return "the script it is given to nests bash -c more than " + fmt.Sprint(maxNested) + " deep"
+	}
+	file, err := syntax.NewParser(syntax.KeepComments(true), syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
+	if err != nil {
+		return "the script it is given to does not parse as bash, so flow cannot tell what the script does with it"
+	}
+	r := &reader{text: script, calls: map[*syntax.CallExpr]verdict{}, positional: true, depth: depth + 1}
+	why := ""
+	var stack []syntax.Node
+	syntax.Walk(file, func(n syntax.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return true
+		}
+		if pe, ok := n.(*syntax.ParamExp); ok && why == "" && isPositional(pe) {
+			if pe.Excl {
+				why = "the script expands it indirectly (${!N}), naming a variable whose subscript bash evaluates"
+			} else if _, reason, _ := r.placeOf(n, stack, int(pe.Pos().Offset())); reason != "" {
+				why = "there, " + strings.TrimPrefix(reason, "this ${{ }} ")
+			}
+		}
+		stack = append(stack, n)
+		return true
+	})
+	return why
+}
+
+// isPositional reports whether p expands a positional parameter.
+func isPositional(p *syntax.ParamExp) bool {
+	if p.Param == nil {
+		return false
+	}
+	v := p.Param.Value
+	return v == "@" || v == "*" || v != "" && strings.Trim(v, "0123456789") == ""
+}
+
+// holdsPositional reports whether w expands a positional parameter.
+func holdsPositional(w *syntax.Word) bool {
+	found := false
+	syntax.Walk(w, func(n syntax.Node) bool {
+		if p, ok := n.(*syntax.ParamExp); ok && isPositional(p) {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
