@@ -31,6 +31,7 @@ var runSeeds = []string{
 	`echo "V" | bash`, `echo "V" | xargs sh -c`, `echo $(( V + 1 ))`, `[[ V -gt 1 ]]`, `read V`,
 	`declare "V"`, `PS4=V; set -x; echo`, `sh <<EOF` + "\nV\nEOF", `bash -c "$(echo V)"`,
 	`[echo, "V"]`, `[bash, -c, 'echo "$1"', _, "V"]`, `[bash, -c, "echo V"]`, `[env, sh, -c, "V"]`,
+	`bash -c 'eval "$1"' _ V`, `bash -c 'echo $(( $1 ))' _ V`, `sh -c 'printf "%s" "$@"' _ V`,
 }
 
 // hostileRunValues each write the file named by %s (through a shell
