@@ -232,6 +232,9 @@ func (v *verdict) wrapped(ws []word, pos int, cmd string, w wrapper) int {
 			i++
 			break
 		}
+		if cmd == "env" && a.text == "-" {
+			continue // env - is env -i
+		}
 		if len(a.text) < 2 || a.text[0] != '-' {
 			break
 		}
