@@ -119,7 +119,7 @@ func (r *runner) turnText(fr *frame, n *flows.Node, vars map[string]any) (string
 		return "", err
 	}
 	if len(prompt) > limit {
-		return "", &promptTooLarge{node: n.ID, part: "its prompt: template", size: len(prompt), max: limit}
+		return "", &promptTooLarge{node: n.ID, part: "its prompt template", size: len(prompt), max: limit}
 	}
 	var b strings.Builder
 	b.WriteString(prompt)

@@ -79,7 +79,7 @@ nodes:
 		part  string
 	}{
 		{v: strings.Repeat("x", 2<<20), part: "the read input.v renders 2097152 bytes", limit: 1 << 20},
-		{w: strings.Repeat("y", 2<<20), part: "its prompt: template renders 2097161 bytes", limit: 1 << 20},
+		{w: strings.Repeat("y", 2<<20), part: "its prompt template renders 2097161 bytes", limit: 1 << 20},
 		{v: strings.Repeat("x", 2000), part: "the read input.v", limit: 1000},
 	} {
 		p.Limits = schema.Limits{PromptBytes: c.limit}
