@@ -191,12 +191,21 @@ func (v *verdict) from(ws []word, pos int, via string, depth int) {
 	case "git":
 		// git -c name=value sets configuration, and core.sshCommand,
 		// core.pager, alias.* … are commands.
-		for i := pos + 1; i < len(ws) && strings.HasPrefix(ws[i].text, "-"); i++ {
-			if ws[i].text == "-c" || ws[i].text == "--config-env" {
-				v.refuse(ws, i+1, i+2, "this ${{ }} is configuration for git -c, where a value can name a command git runs")
+		// Before the subcommand, a value could be such an option itself.
+		for i := pos + 1; i < len(ws); i++ {
+			if ws[i].value || !ws[i].known {
+				v.refuse(ws, i, i+1, "this ${{ }} stands among git's own options, where a value can name a command git runs")
+				break
 			}
-			if ws[i].value {
-				v.refuse(ws, i, i+1, "this ${{ }} is an option of git, where a value can name a command git runs")
+			if !strings.HasPrefix(ws[i].text, "-") {
+				break
+			}
+			switch ws[i].text {
+			case "-c", "--config-env":
+				v.refuse(ws, i+1, i+2, "this ${{ }} is configuration for git -c, where a value can name a command git runs")
+				i++
+			case "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path":
+				i++
 			}
 		}
 	}
@@ -419,26 +428,4 @@ func (v *verdict) find(ws []word, pos int, via string, depth int) {
 			i = end
 		}
 	}
-}
-
-// through says which wrappers a command was reached by.
-func through(via string) string {
-	if via == "" {
-		return ""
-	}
-	return " (through " + via + ")"
-}
-
-func join(via, cmd string) string {
-	if via == "" {
-		return cmd
-	}
-	return via + ", " + cmd
-}
-
-func isEvaluator(cmd string) bool {
-	_, a := evaluators[cmd]
-	_, b := shells[cmd]
-	_, c := wrappers[cmd]
-	return a || b || c || cmd == "python" || cmd == "pypy" || cmd == "xargs" || cmd == "find"
 }

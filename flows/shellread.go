@@ -246,3 +246,25 @@ func holdsPositional(w *syntax.Word) bool {
 	})
 	return found
 }
+
+// through says which wrappers a command was reached by.
+func through(via string) string {
+	if via == "" {
+		return ""
+	}
+	return " (through " + via + ")"
+}
+
+func join(via, cmd string) string {
+	if via == "" {
+		return cmd
+	}
+	return via + ", " + cmd
+}
+
+func isEvaluator(cmd string) bool {
+	_, a := evaluators[cmd]
+	_, b := shells[cmd]
+	_, c := wrappers[cmd]
+	return a || b || c || cmd == "python" || cmd == "pypy" || cmd == "xargs" || cmd == "find"
+}
