@@ -154,14 +154,14 @@ func (v *verdict) from(ws []word, pos int, via string, depth int) {
 		return
 	}
 	cmd := commandName(name.text)
-	shown := cmd + through(via)
+	shown := path.Base(name.text) + through(via)
 	if w, ok := wrappers[cmd]; ok {
 		next := v.wrapped(ws, pos, cmd, w)
 		v.from(ws, next, join(via, cmd), depth+1)
 		return
 	}
 	if takes, ok := shells[cmd]; ok {
-		v.shell(ws, pos, cmd, via, takes)
+		v.shell(ws, pos, path.Base(name.text), via, takes)
 		return
 	}
 	if cmd == "python" || cmd == "pypy" {

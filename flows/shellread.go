@@ -217,7 +217,7 @@ func positionalFault(script string, depth int) string {
 			if pe.Excl {
 				why = "the script expands it indirectly (${!N}), naming a variable whose subscript bash evaluates"
 			} else if _, reason, _ := r.placeOf(n, stack, int(pe.Pos().Offset())); reason != "" {
-				why = "there, " + strings.TrimPrefix(reason, "this ${{ }} ")
+				why = "where the script puts it, it " + strings.TrimPrefix(reason, "this ${{ }} ")
 			}
 		}
 		stack = append(stack, n)
