@@ -32,7 +32,8 @@ type word struct {
 type verdict struct {
 	why    []string
 	stdin  string
-	nested int // how many bash -c scripts deep the command line stands
+	runs   string // the evaluator the command line reaches, if any
+	nested int    // how many bash -c scripts deep the command line stands
 }
 
 const (
@@ -159,6 +160,9 @@ func (v *verdict) from(ws []word, pos int, via string, depth int) {
 		next := v.wrapped(ws, pos, cmd, w)
 		v.from(ws, next, join(via, cmd), depth+1)
 		return
+	}
+	if isEvaluator(cmd) && cmd != "xargs" && cmd != "find" {
+		v.runs = shown
 	}
 	if takes, ok := shells[cmd]; ok {
 		v.shell(ws, pos, path.Base(name.text), via, takes)

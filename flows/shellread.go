@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -132,13 +133,36 @@ func (r *reader) refusedInput(s *syntax.Stmt, child syntax.Node) (reason, hint s
 	return "", ""
 }
 
-// stdinEvaluator names a command in n that runs its standard input as code,
-// or is "".
+// stdinEvaluator names a command in n, a command that reads a value on its
+// standard input, that runs what it reads as code, or is "". A simple
+// command does when its verdict says so (bash, python3 -, . /dev/stdin);
+// in a compound one (a loop, a block, a subshell) any evaluator does, as
+// the input may reach it through a variable (while read l; do eval "$l").
 func (r *reader) stdinEvaluator(n syntax.Node) string {
+	for {
+		switch x := n.(type) {
+		case *syntax.Stmt:
+			n = x.Cmd
+			continue
+		case *syntax.BinaryCmd:
+			if by := r.stdinEvaluator(x.X); by != "" {
+				return by
+			}
+			n = x.Y
+			continue
+		case *syntax.CallExpr:
+			if len(x.Args) == 0 {
+				return ""
+			}
+			return r.verdict(x).stdin
+		}
+		break
+	}
 	by := ""
 	syntax.Walk(n, func(m syntax.Node) bool {
 		if c, ok := m.(*syntax.CallExpr); ok && by == "" && len(c.Args) > 0 {
-			by = r.verdict(c).stdin
+			v := r.verdict(c)
+			by = cmp.Or(v.stdin, v.runs)
 		}
 		return by == ""
 	})
