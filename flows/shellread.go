@@ -21,6 +21,7 @@ type reader struct {
 	// out in a command line, depth levels down.
 	positional bool
 	depth      int
+	inputs     map[syntax.Node]string // stdinEvaluator's answers
 }
 
 // verdict judges a command line once.
@@ -139,6 +140,18 @@ func (r *reader) refusedInput(s *syntax.Stmt, child syntax.Node) (reason, hint s
 // in a compound one (a loop, a block, a subshell) any evaluator does, as
 // the input may reach it through a variable (while read l; do eval "$l").
 func (r *reader) stdinEvaluator(n syntax.Node) string {
+	if by, ok := r.inputs[n]; ok {
+		return by // a long pipeline of values asks once per stage, not once per value
+	}
+	if r.inputs == nil {
+		r.inputs = map[syntax.Node]string{}
+	}
+	by := r.stdinEvaluatorOf(n)
+	r.inputs[n] = by
+	return by
+}
+
+func (r *reader) stdinEvaluatorOf(n syntax.Node) string {
 	for {
 		switch x := n.(type) {
 		case *syntax.Stmt:
@@ -148,8 +161,7 @@ func (r *reader) stdinEvaluator(n syntax.Node) string {
 			if by := r.stdinEvaluator(x.X); by != "" {
 				return by
 			}
-			n = x.Y
-			continue
+			return r.stdinEvaluator(x.Y) // remembered: each stage of a pipeline once
 		case *syntax.CallExpr:
 			if len(x.Args) == 0 {
 				return ""

@@ -220,7 +220,7 @@ func (r *reader) str(n ast.Node, what string) String {
 		r.errorf(n, CodeType, "write "+what+" as a single value", "%s must be a string, not %s", what, describe(n))
 		return String{Pos: r.pos(n)}
 	}
-	s := String{Value: scalarText(n), Pos: r.pos(n)}
+	s := String{Value: scalarText(n), Pos: r.pos(n), memo: &posMemo{}}
 	switch v := n.(type) {
 	case *ast.LiteralNode:
 		// The content token's own position is unreliable (column 0, and the
