@@ -267,6 +267,32 @@ func TestLoadIsLinearOnOneLine(t *testing.T) {
 	}
 }
 
+// TestScriptOfManyValuesIsFast: a run: script of many ${{ }} — here 10,000
+// in one pipeline, 270 KB — loads in well under a second. Each value's
+// position was aligned from the scalar's start, and its place read by
+// walking up to the script's root: 20,000 in 540 KB took over 100 s.
+func TestScriptOfManyValuesIsFast(t *testing.T) {
+	if testing.Short() || raceSlowdown > 1 {
+		t.Skip("times a load: not under -short or -race")
+	}
+	var b strings.Builder
+	b.WriteString("name: p\ninput: {v: string}\nnodes:\n  - id: s\n    run: |\n      echo x")
+	for range 10000 {
+		b.WriteString(` | grep -e "${{ input.v }}"`)
+	}
+	b.WriteString("\n")
+	start := cpuTime()
+	_, diags := LoadSource("p.yaml", []byte(b.String()), Options{UserAgentDirs: []string{}})
+	took := cpuTime() - start
+	if diags.HasErrors() {
+		t.Fatal(diags[0])
+	}
+	t.Logf("%d bytes, 10,000 values: %v", b.Len(), took)
+	if took > time.Second {
+		t.Errorf("a script of 10,000 values took %v to load, want well under a second", took)
+	}
+}
+
 // BenchmarkLoadScale loads ordinary flows of 1 and 4 MB; ns/op of the
 // second should stay near four times the first.
 func BenchmarkLoadScale(b *testing.B) {

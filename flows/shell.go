@@ -90,10 +90,9 @@ func compileScript(source string, parts []TemplatePart) (*Script, []shellFault) 
 	r := &reader{text: text, marker: marker, calls: map[*syntax.CallExpr]verdict{}}
 	found := map[int]int{} // part index → context
 	var faults []shellFault
-	var stack []syntax.Node
 	syntax.Walk(file, func(n syntax.Node) bool {
 		if n == nil {
-			stack = stack[:len(stack)-1]
+			r.pop()
 			return true
 		}
 		var value string
@@ -116,7 +115,7 @@ func compileScript(source string, parts []TemplatePart) (*Script, []shellFault) 
 			case !ok || !strings.HasPrefix(text[min(at, len(text)):], placeholder(marker, i)):
 				// Not a placeholder this compile made, or not where it was put.
 			default:
-				ctx, reason, hint := r.placeOf(n, stack, at)
+				ctx, reason, hint := r.placeOf(n, at)
 				if reason != "" {
 					faults = append(faults, shellFault{part: i, reason: reason, hint: hint})
 				}
@@ -128,7 +127,7 @@ func compileScript(source string, parts []TemplatePart) (*Script, []shellFault) 
 			}
 			k += 1 + next
 		}
-		stack = append(stack, n)
+		r.push(n)
 		return true
 	})
 	for i, p := range parts {
@@ -171,9 +170,9 @@ func reference(ctx int, name string) string {
 }
 
 // placeOf tells how a placeholder at offset at of text, inside node n with
-// the ancestors stack (outermost first), is referred to, or why it cannot
+// the ancestors r.stack (outermost first), is referred to, or why it cannot
 // be.
-func (r *reader) placeOf(n syntax.Node, stack []syntax.Node, at int) (ctx int, reason, hint string) {
+func (r *reader) placeOf(n syntax.Node, at int) (ctx int, reason, hint string) {
 	text := r.text
 	if _, ok := n.(*syntax.Comment); ok {
 		return ctxComment, "", ""
@@ -185,12 +184,14 @@ func (r *reader) placeOf(n syntax.Node, stack []syntax.Node, at int) (ctx int, r
 	if single && sq.Dollar && escaped(text, at) {
 		return 0, "a backslash stands right before this ${{ }} inside $'…'", "remove the backslash; the value is inserted as it is"
 	}
-	child := n
-	for i := len(stack) - 1; i >= 0; i-- {
-		if reason, hint := r.refused(stack[i], child); reason != "" {
+	top := len(r.stack) - 1
+	if top >= 0 {
+		if reason, hint := r.refused(r.stack[top], n); reason != "" {
 			return 0, reason, hint
 		}
-		child = stack[i]
+		if reason, hint := r.refusalAt(top); reason != "" {
+			return 0, reason, hint
+		}
 	}
 	if single {
 		if sq.Dollar {
@@ -198,22 +199,13 @@ func (r *reader) placeOf(n syntax.Node, stack []syntax.Node, at int) (ctx int, r
 		}
 		return ctxSingle, "", ""
 	}
-	child = n
-	for i := len(stack) - 1; i >= 0; i-- {
-		switch p := stack[i].(type) {
-		case *syntax.DblQuoted:
-			return ctxDouble, "", ""
-		case *syntax.CmdSubst, *syntax.ProcSubst:
-			return ctxBare, "", ""
-		case *syntax.Redirect:
-			if child == p.Hdoc {
-				if quotedDelimiter(p.Word) {
-					return 0, "this ${{ }} is in a quoted here-document, where no variable is expanded", "unquote the delimiter (<<EOF), or " + hintEnv
-				}
-				return ctxDouble, "", ""
-			}
+	if top >= 0 {
+		if c := ctxOf(r.stack[top], n); c.decided {
+			return c.ctx, c.reason, c.hint
 		}
-		child = stack[i]
+		if c := r.ctxAt(top); c.decided {
+			return c.ctx, c.reason, c.hint
+		}
 	}
 	return ctxBare, "", ""
 }
@@ -258,7 +250,7 @@ func (r *reader) refused(p, child syntax.Node) (reason, hint string) {
 			return "this ${{ }} is an array index, which bash evaluates as arithmetic", hintArithm
 		}
 	case *syntax.CallExpr:
-		if reason, hint := refusedArg(p, child); reason != "" {
+		if reason, hint := r.refusedArg(p, child); reason != "" {
 			return reason, hint
 		}
 		return r.refusedCall(p, child)
@@ -302,13 +294,8 @@ func (r *reader) refused(p, child syntax.Node) (reason, hint string) {
 // takes it as a variable's name, whose subscript bash evaluates as
 // arithmetic (read, unset, printf -v). Commands that run their arguments
 // as code are refusedCall's.
-func refusedArg(call *syntax.CallExpr, child syntax.Node) (reason, hint string) {
-	k := -1
-	for i, a := range call.Args {
-		if a == child {
-			k = i
-		}
-	}
+func (r *reader) refusedArg(call *syntax.CallExpr, child syntax.Node) (reason, hint string) {
+	k := r.argIndex(call, child)
 	if k < 1 {
 		return "", ""
 	}
