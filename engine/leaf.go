@@ -51,6 +51,10 @@ func cancelled(ctx context.Context, path string) *Failure {
 
 func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
 	prompt, err := r.turnText(fr, n, vars)
+	var big *promptTooLarge
+	if errors.As(err, &big) {
+		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: err.Error()}}
+	}
 	if err != nil {
 		return condition(err)
 	}

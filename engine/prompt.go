@@ -50,20 +50,76 @@ func fence(s string) string {
 	return "```\n" + strings.TrimRight(s, "\n") + "\n```"
 }
 
+// jsonFence shows a value as fenced JSON: indented when it nests at most
+// indentDepth deep, compact beyond. Indentation costs each line two bytes
+// per level, so a list nested n deep indents to n² bytes: 20 KB of
+// nested lists became a 200 MB turn.
 func jsonFence(v any) string {
-	b, err := json.MarshalIndent(v, "", "  ")
+	var b []byte
+	var err error
+	if nests(v, indentDepth) {
+		b, err = json.Marshal(v)
+	} else {
+		b, err = json.MarshalIndent(v, "", "  ")
+	}
 	if err != nil {
 		return fence(fmt.Sprint(v))
 	}
 	return "```json\n" + string(b) + "\n```"
 }
 
+// indentDepth is how deep a value shown in a prompt may nest and still be
+// indented.
+const indentDepth = 16
+
+// nests reports whether v nests deeper than depth lists and objects.
+func nests(v any, depth int) bool {
+	switch x := v.(type) {
+	case []any:
+		if depth == 0 {
+			return true
+		}
+		for _, e := range x {
+			if nests(e, depth-1) {
+				return true
+			}
+		}
+	case map[string]any:
+		if depth == 0 {
+			return true
+		}
+		for _, e := range x {
+			if nests(e, depth-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// promptTooLarge is a turn whose prompt would pass limits.prompt_bytes:
+// the engine refuses to send it.
+type promptTooLarge struct {
+	node, part string
+	size, max  int
+}
+
+func (e *promptTooLarge) Error() string {
+	return fmt.Sprintf("the prompt of %s would be larger than limits.prompt_bytes (%d bytes): %s renders %d bytes; read less (a field, not the whole value), or raise limits.prompt_bytes", e.node, e.max, e.part, e.size)
+}
+
 // turnText builds what a turn receives (docs/flow-files.md, agent): the prompt, each read
 // under its own heading, the output instruction, the working directory.
+// It is bounded by limits.prompt_bytes, checked as each part is rendered,
+// so that no part is rendered past the bound the parts before it left.
 func (r *runner) turnText(fr *frame, n *flows.Node, vars map[string]any) (string, error) {
+	limit := r.plan.Limits.WithDefaults().PromptBytes
 	prompt, err := render(n.Prompt, vars)
 	if err != nil {
 		return "", err
+	}
+	if len(prompt) > limit {
+		return "", &promptTooLarge{node: n.ID, part: "its prompt template", size: len(prompt), max: limit}
 	}
 	var b strings.Builder
 	b.WriteString(prompt)
@@ -72,7 +128,11 @@ func (r *runner) turnText(fr *frame, n *flows.Node, vars map[string]any) (string
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "\n\n## %s\n%s", rd.Address, readText(v, rd.IsNode))
+		text := readText(v, rd.IsNode)
+		if b.Len()+len(text) > limit {
+			return "", &promptTooLarge{node: n.ID, part: "the read " + rd.Address, size: len(text), max: limit}
+		}
+		fmt.Fprintf(&b, "\n\n## %s\n%s", rd.Address, text)
 	}
 	if n.Typed {
 		fmt.Fprintf(&b, "\n\n## Answer format\nAnswer with only a JSON value (no prose, no code fence) that fits this JSON Schema:\n```json\n%s\n```", n.OutputSchema)

@@ -65,6 +65,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 		for _, a := range d.Argv {
 			n.Argv = append(n.Argv, c.template(a, sc))
 		}
+		c.argvShell(d.Argv, n.Argv)
 		for _, e := range d.Env {
 			n.Env = append(n.Env, EnvVar{Name: e.Name, Value: c.template(e.Value, sc)})
 		}

@@ -2,6 +2,7 @@ package flows
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -114,5 +115,25 @@ func TestDirDriver(t *testing.T) {
 		if got := dirDriver(dir); got != want {
 			t.Errorf("dirDriver(%q) = %q, want %q", dir, got, want)
 		}
+	}
+}
+
+// A YAML integer past 2^53 stays exact (it went through a float64 and
+// 9007199254740993 became …992); one past int64 is refused at its column.
+func TestHostileBigIntegers(t *testing.T) {
+	src := "name: big\ninput: {n: {type: integer, default: 9007199254740993}, l: {type: [integer], default: [-9223372036854775807]}}\nnodes:\n  - {id: a, run: [echo]}\n"
+	p, diags := LoadSource("big.yaml", []byte(src), Options{UserAgentDirs: []string{}})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if got := p.Root.Input.Field("n").Type.Default; got != int64(9007199254740993) {
+		t.Errorf("default = %#v, want 9007199254740993", got)
+	}
+	if got := p.Root.Input.Field("l").Type.Default.([]any)[0]; got != int64(-9223372036854775807) {
+		t.Errorf("list default = %#v", got)
+	}
+	_, diags = LoadSource("big.yaml", []byte("name: big\ninput: {n: {type: any, default: 18446744073709551615}}\nnodes:\n  - {id: a, run: [echo]}\n"), Options{UserAgentDirs: []string{}})
+	if !strings.Contains(diags.Error(), "big.yaml:2:33: range: 18446744073709551615 is a whole number too large to keep exactly") {
+		t.Errorf("a whole number past int64: %s", diags.Error())
 	}
 }

@@ -213,12 +213,102 @@ func TestLoadIsLinear(t *testing.T) {
 	}
 }
 
+// oneLine returns a flow of about size bytes whose one node runs a long
+// argv written in flow style, on one line, as generators write it.
+func oneLine(size int) []byte {
+	var b strings.Builder
+	b.WriteString("name: big\ninput: {goal: string}\nnodes:\n  - id: n\n    run: [echo")
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, ", a%d", i)
+	}
+	b.WriteString("]\n")
+	return []byte(b.String())
+}
+
+// TestLoadIsLinearOnOneLine is the acceptance test of issue 23 for the
+// flow style: a long list written on one line loaded in time quadratic in
+// its length (300 KB in 14 s, 600 KB in 56 s), as each scalar's column was
+// counted from the line's start. A 6 MB one now loads in at most six
+// times the time of a 1 MB one (nine with the noise of a shared machine),
+// the ratio block style keeps.
+func TestLoadIsLinearOnOneLine(t *testing.T) {
+	if testing.Short() || raceSlowdown > 1 {
+		t.Skip("loads 20 MB of flows, and times them: not under -short or -race")
+	}
+	dir := t.TempDir()
+	// Quadratic loading fails here in seconds rather than in hours below.
+	start := cpuTime()
+	if _, diags := LoadSource(filepath.Join(dir, "big.yaml"), oneLine(128<<10), Options{UserAgentDirs: []string{}}); diags.HasErrors() {
+		t.Fatal(diags[0])
+	}
+	if took := cpuTime() - start; took > time.Second {
+		t.Fatalf("128 KB on one line took %v, want well under a second", took)
+	}
+	best := map[int]time.Duration{}
+	for range 3 {
+		for _, size := range []int{1 << 20, 6 << 20} {
+			src := oneLine(size)
+			runtime.GC()
+			start := cpuTime()
+			_, diags := LoadSource(filepath.Join(dir, "big.yaml"), src, Options{UserAgentDirs: []string{}})
+			took := cpuTime() - start
+			if diags.HasErrors() {
+				t.Fatalf("%d bytes: %s", len(src), diags[0])
+			}
+			if best[size] == 0 || took < best[size] {
+				best[size] = took
+			}
+		}
+	}
+	ratio := float64(best[6<<20]) / float64(best[1<<20])
+	t.Logf("one line: 1 MB %v, 6 MB %v: %.1f×", best[1<<20], best[6<<20], ratio)
+	if ratio > 9 {
+		t.Errorf("6 MB on one line took %.1f× the time of 1 MB, want at most 6 (9 with noise)", ratio)
+	}
+}
+
+// TestScriptOfManyValuesIsFast: a run: script of many ${{ }} — here 10,000
+// in one pipeline, 270 KB — loads in well under a second. Each value's
+// position was aligned from the scalar's start, and its place read by
+// walking up to the script's root: 20,000 in 540 KB took over 100 s.
+func TestScriptOfManyValuesIsFast(t *testing.T) {
+	if testing.Short() || raceSlowdown > 1 {
+		t.Skip("times a load: not under -short or -race")
+	}
+	var b strings.Builder
+	b.WriteString("name: p\ninput: {v: string}\nnodes:\n  - id: s\n    run: |\n      echo x")
+	for range 10000 {
+		b.WriteString(` | grep -e "${{ input.v }}"`)
+	}
+	b.WriteString("\n")
+	start := cpuTime()
+	_, diags := LoadSource("p.yaml", []byte(b.String()), Options{UserAgentDirs: []string{}})
+	took := cpuTime() - start
+	if diags.HasErrors() {
+		t.Fatal(diags[0])
+	}
+	t.Logf("%d bytes, 10,000 values: %v", b.Len(), took)
+	if took > time.Second {
+		t.Errorf("a script of 10,000 values took %v to load, want well under a second", took)
+	}
+}
+
 // BenchmarkLoadScale loads ordinary flows of 1 and 4 MB; ns/op of the
 // second should stay near four times the first.
 func BenchmarkLoadScale(b *testing.B) {
 	for _, size := range []int{1 << 20, 4 << 20} {
 		b.Run(fmt.Sprintf("%dMB", size>>20), func(b *testing.B) {
 			src := ordinary(size, false)
+			file := filepath.Join(b.TempDir(), "big.yaml")
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				if _, diags := LoadSource(file, src, Options{UserAgentDirs: []string{}}); diags.HasErrors() {
+					b.Fatal(diags[0])
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%dMB-one-line", size>>20), func(b *testing.B) {
+			src := oneLine(size)
 			file := filepath.Join(b.TempDir(), "big.yaml")
 			b.SetBytes(int64(len(src)))
 			for b.Loop() {

@@ -94,7 +94,7 @@ func LoadSource(file string, src []byte, opts Options) (*Plan, schema.Diagnostic
 	if opts.DefaultDriver == "" {
 		opts.DefaultDriver = DefaultDriver
 	}
-	l := &loader{opts: opts, plan: &Plan{Flows: map[string]*Flow{}, Agents: map[string]*Agent{}}}
+	l := &loader{opts: opts, plan: &Plan{Flows: map[string]*Flow{}, Agents: map[string]*Agent{}, Limits: opts.Limits.WithDefaults()}}
 	root := l.flow(file, src)
 	diags := l.diags.Sorted()
 	var errs, warns schema.Diagnostics

@@ -17,6 +17,9 @@ type Plan struct {
 	Catalogue *Catalogue
 	// Warnings are problems that do not stop the flow from running.
 	Warnings schema.Diagnostics
+	// Limits are the loader's, defaults filled in: the engine bounds a
+	// turn's prompt by Limits.PromptBytes.
+	Limits schema.Limits
 }
 
 // Flow is one compiled flow file.

@@ -87,12 +87,12 @@ func compileScript(source string, parts []TemplatePart) (*Script, []shellFault) 
 		}
 		return nil, []shellFault{{part: firstExpr(parts), reason: "the script does not parse as bash (" + msg + "), so where its ${{ }} stand cannot be told", hint: hintNoParse}}
 	}
+	r := &reader{text: text, marker: marker, calls: map[*syntax.CallExpr]verdict{}}
 	found := map[int]int{} // part index → context
 	var faults []shellFault
-	var stack []syntax.Node
 	syntax.Walk(file, func(n syntax.Node) bool {
 		if n == nil {
-			stack = stack[:len(stack)-1]
+			r.pop()
 			return true
 		}
 		var value string
@@ -115,7 +115,7 @@ func compileScript(source string, parts []TemplatePart) (*Script, []shellFault) 
 			case !ok || !strings.HasPrefix(text[min(at, len(text)):], placeholder(marker, i)):
 				// Not a placeholder this compile made, or not where it was put.
 			default:
-				ctx, reason, hint := placeOf(n, stack, text, at)
+				ctx, reason, hint := r.placeOf(n, at)
 				if reason != "" {
 					faults = append(faults, shellFault{part: i, reason: reason, hint: hint})
 				}
@@ -127,7 +127,7 @@ func compileScript(source string, parts []TemplatePart) (*Script, []shellFault) 
 			}
 			k += 1 + next
 		}
-		stack = append(stack, n)
+		r.push(n)
 		return true
 	})
 	for i, p := range parts {
@@ -170,9 +170,10 @@ func reference(ctx int, name string) string {
 }
 
 // placeOf tells how a placeholder at offset at of text, inside node n with
-// the ancestors stack (outermost first), is referred to, or why it cannot
+// the ancestors r.stack (outermost first), is referred to, or why it cannot
 // be.
-func placeOf(n syntax.Node, stack []syntax.Node, text string, at int) (ctx int, reason, hint string) {
+func (r *reader) placeOf(n syntax.Node, at int) (ctx int, reason, hint string) {
+	text := r.text
 	if _, ok := n.(*syntax.Comment); ok {
 		return ctxComment, "", ""
 	}
@@ -183,12 +184,14 @@ func placeOf(n syntax.Node, stack []syntax.Node, text string, at int) (ctx int, 
 	if single && sq.Dollar && escaped(text, at) {
 		return 0, "a backslash stands right before this ${{ }} inside $'…'", "remove the backslash; the value is inserted as it is"
 	}
-	child := n
-	for i := len(stack) - 1; i >= 0; i-- {
-		if reason, hint := refused(stack[i], child); reason != "" {
+	top := len(r.stack) - 1
+	if top >= 0 {
+		if reason, hint := r.refused(r.stack[top], n); reason != "" {
 			return 0, reason, hint
 		}
-		child = stack[i]
+		if reason, hint := r.refusalAt(top); reason != "" {
+			return 0, reason, hint
+		}
 	}
 	if single {
 		if sq.Dollar {
@@ -196,28 +199,19 @@ func placeOf(n syntax.Node, stack []syntax.Node, text string, at int) (ctx int, 
 		}
 		return ctxSingle, "", ""
 	}
-	child = n
-	for i := len(stack) - 1; i >= 0; i-- {
-		switch p := stack[i].(type) {
-		case *syntax.DblQuoted:
-			return ctxDouble, "", ""
-		case *syntax.CmdSubst, *syntax.ProcSubst:
-			return ctxBare, "", ""
-		case *syntax.Redirect:
-			if child == p.Hdoc {
-				if quotedDelimiter(p.Word) {
-					return 0, "this ${{ }} is in a quoted here-document, where no variable is expanded", "unquote the delimiter (<<EOF), or " + hintEnv
-				}
-				return ctxDouble, "", ""
-			}
+	if top >= 0 {
+		if c := ctxOf(r.stack[top], n); c.decided {
+			return c.ctx, c.reason, c.hint
 		}
-		child = stack[i]
+		if c := r.ctxAt(top); c.decided {
+			return c.ctx, c.reason, c.hint
+		}
 	}
 	return ctxBare, "", ""
 }
 
 // refused says why a value cannot stand below node p (on the way to child).
-func refused(p, child syntax.Node) (reason, hint string) {
+func (r *reader) refused(p, child syntax.Node) (reason, hint string) {
 	switch p := p.(type) {
 	case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop,
 		*syntax.BinaryArithm, *syntax.UnaryArithm, *syntax.ParenArithm:
@@ -248,14 +242,30 @@ func refused(p, child syntax.Node) (reason, hint string) {
 			return "this ${{ }} is part of a variable's name", "a value cannot name a variable; " + hintEnv
 		case child == p.Index:
 			return "this ${{ }} is an array index, which bash evaluates as arithmetic", hintArithm
+		case child == p.Value && p.Name != nil && codeVariables[p.Name.Value]:
+			return "this ${{ }} is assigned to " + p.Name.Value + ", which names or holds code that runs", hintEval
 		}
 	case *syntax.ArrayElem:
 		if child == p.Index {
 			return "this ${{ }} is an array index, which bash evaluates as arithmetic", hintArithm
 		}
 	case *syntax.CallExpr:
-		return refusedArg(p, child)
+		if reason, hint := r.refusedArg(p, child); reason != "" {
+			return reason, hint
+		}
+		return r.refusedCall(p, child)
+	case *syntax.Stmt:
+		return r.refusedInput(p, child)
+	case *syntax.BinaryCmd:
+		if (p.Op == syntax.Pipe || p.Op == syntax.PipeAll) && child == p.X {
+			if by := r.stdinEvaluator(p.Y); by != "" {
+				return "this ${{ }} is piped into " + by + ", which runs what it reads as code", hintEval
+			}
+		}
 	case *syntax.DeclClause:
+		if a, ok := child.(*syntax.Assign); ok && a.Naked && a.Value != nil {
+			return "this ${{ }} is an argument of " + p.Variant.Value + ", which reads it as NAME=value and evaluates a subscript in it as code", hintEval
+		}
 		for _, a := range p.Args {
 			if a.Naked && a.Value != nil && strings.HasPrefix(a.Value.Lit(), "-") && strings.ContainsAny(a.Value.Lit(), "in") {
 				return "this ${{ }} is assigned by " + p.Variant.Value + " " + a.Value.Lit() + ", which evaluates values or subscripts as arithmetic", hintArithm
@@ -280,27 +290,18 @@ func refused(p, child syntax.Node) (reason, hint string) {
 	return "", ""
 }
 
-// refusedArg says why a value cannot be argument child of a command: one
-// that runs its argument as code (eval, bash -c), or takes it as a
-// variable's name, whose subscript bash evaluates as arithmetic (read,
-// unset, printf -v).
-func refusedArg(call *syntax.CallExpr, child syntax.Node) (reason, hint string) {
-	k := -1
-	for i, a := range call.Args {
-		if a == child {
-			k = i
-		}
-	}
+// refusedArg says why a value cannot be argument child of a builtin that
+// takes it as a variable's name, whose subscript bash evaluates as
+// arithmetic (read, unset, printf -v). Commands that run their arguments
+// as code are refusedCall's.
+func (r *reader) refusedArg(call *syntax.CallExpr, child syntax.Node) (reason, hint string) {
+	k := r.argIndex(call, child)
 	if k < 1 {
 		return "", ""
 	}
 	name := call.Args[0].Lit()
 	prev := call.Args[k-1].Lit()
 	switch {
-	case name == "eval":
-		return "this ${{ }} is an argument of eval, which runs it as shell code", hintEnv
-	case prev == "-c" && (name == "bash" || name == "sh" || name == "dash" || name == "zsh" || name == "ksh"):
-		return "this ${{ }} is in the script of " + name + " -c, which runs it as shell code", "pass it as an argument after the script: " + name + " -c 'echo \"$1\"' _ \"${{ … }}\""
 	case name == "read" || name == "unset" || name == "mapfile" || name == "readarray" || name == "getopts",
 		prev == "-v" && (name == "printf" || name == "wait"):
 		return "this ${{ }} is a variable name for " + name + ", whose subscript bash evaluates as code", "a value cannot name a variable; " + hintEnv

@@ -16,6 +16,10 @@ type Limits struct {
 	// file may hold once its aliases are expanded: it bounds both large
 	// files and alias bombs ("billion laughs").
 	Nodes int
+	// PromptBytes is the largest prompt a turn is sent: its rendered
+	// template, reads and output instruction (limits.prompt_bytes). The
+	// engine refuses a turn over it, naming the node and the read.
+	PromptBytes int
 }
 
 // The default limits: far above any flow written by hand (the examples are
@@ -25,6 +29,9 @@ const (
 	DefaultFileBytes = 8 << 20
 	DefaultDepth     = 100
 	DefaultNodes     = 2_000_000
+	// DefaultPromptBytes is 1 MiB: about 250,000 tokens, past every
+	// model's context window.
+	DefaultPromptBytes = 1 << 20
 )
 
 // WithDefaults returns l with every unset (zero or negative) limit at its
@@ -38,6 +45,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.Nodes <= 0 {
 		l.Nodes = DefaultNodes
+	}
+	if l.PromptBytes <= 0 {
+		l.PromptBytes = DefaultPromptBytes
 	}
 	return l
 }

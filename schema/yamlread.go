@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -13,10 +14,11 @@ import (
 // reader decodes document types from YAML nodes, keeping positions and
 // collecting every problem instead of stopping at the first.
 type reader struct {
-	file  string
-	diags *Diagnostics
-	src   []byte // the text parsed, to check the positions the parser reports
-	lines []int  // the offset of each line's start in src, built on first use
+	file   string
+	diags  *Diagnostics
+	src    []byte // the text parsed, to check the positions the parser reports
+	lines  []int  // the offset of each line's start in src, built on first use
+	cursor cursor // where offset last was, to go on from there
 }
 
 func (r *reader) pos(n ast.Node) Pos {
@@ -218,7 +220,7 @@ func (r *reader) str(n ast.Node, what string) String {
 		r.errorf(n, CodeType, "write "+what+" as a single value", "%s must be a string, not %s", what, describe(n))
 		return String{Pos: r.pos(n)}
 	}
-	s := String{Value: scalarText(n), Pos: r.pos(n)}
+	s := String{Value: scalarText(n), Pos: r.pos(n), memo: &posMemo{}}
 	switch v := n.(type) {
 	case *ast.LiteralNode:
 		// The content token's own position is unreliable (column 0, and the
@@ -370,11 +372,17 @@ func (r *reader) plainValue(n ast.Node) any {
 	case *ast.BoolNode:
 		return v.Value
 	case *ast.IntegerNode:
-		f, _ := strconv.ParseFloat(v.GetToken().Value, 64)
-		if f == float64(int64(f)) {
-			return int64(f)
+		// Exact: through a float64, integers past 2^53 were rounded.
+		switch x := v.Value.(type) {
+		case int64:
+			return x
+		case uint64:
+			if x <= math.MaxInt64 {
+				return int64(x)
+			}
 		}
-		return f
+		r.errorf(v, CodeRange, "write it as a string (quoted), or a smaller number", "%s is a whole number too large to keep exactly (past 9223372036854775807)", v.GetToken().Value)
+		return nil
 	case *ast.FloatNode:
 		return v.Value
 	case *ast.SequenceNode:

@@ -251,6 +251,7 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 	v.SetDefault("limits.file_bytes", schema.DefaultFileBytes)
 	v.SetDefault("limits.depth", schema.DefaultDepth)
 	v.SetDefault("limits.nodes", schema.DefaultNodes)
+	v.SetDefault("limits.prompt_bytes", schema.DefaultPromptBytes) // what one turn is sent
 	v.SetEnvPrefix("FLOW")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
 	v.AutomaticEnv()
@@ -322,6 +323,7 @@ func (a *app) loadOptions() flows.Options {
 	return flows.Options{ProjectAgents: a.cfg.GetBool("project_agents"), DefaultDriver: a.cfg.GetString("driver"),
 		Drivers: a.drivers.Names(), DriverTools: a.drivers.Tools(), Limits: schema.Limits{
 			FileBytes: a.cfg.GetInt("limits.file_bytes"), Depth: a.cfg.GetInt("limits.depth"), Nodes: a.cfg.GetInt("limits.nodes"),
+			PromptBytes: a.cfg.GetInt("limits.prompt_bytes"),
 		}}
 }
 

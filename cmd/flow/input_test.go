@@ -101,3 +101,28 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// Integers in --input and -i stay exact past 2^53 (9007199254740993 became
+// …992 through a float64), and a whole number past int64 is refused, naming
+// where it stands, rather than rounded (issue 23).
+func TestInputIntegersAreExact(t *testing.T) {
+	fl := loadInputFlows(t)
+	in, err := parseInput(fl["list"], runFlags{input: "[9007199254740993, -9223372036854775807, 2.5]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := in.([]any); got[0] != int64(9007199254740993) || got[1] != int64(-9223372036854775807) || got[2] != 2.5 {
+		t.Errorf("--input read %#v", got)
+	}
+	in, err = parseInput(fl["object"], runFlags{inputKV: []string{"count=9007199254740993"}})
+	if err != nil || in.(map[string]any)["count"] != int64(9007199254740993) {
+		t.Errorf("-i count= read %#v (%v)", in, err)
+	}
+	_, err = parseInput(fl["object"], runFlags{input: `{"name": "a", "tags": [1, 18446744073709551616]}`})
+	if err == nil || !strings.Contains(err.Error(), "18446744073709551616 at tags[1] is a whole number too large") || !strings.HasPrefix(err.Error(), "--input") {
+		t.Errorf("a whole number past int64: %v", err)
+	}
+	if _, err := parseInput(fl["list"], runFlags{input: "[1] [2]"}); err == nil {
+		t.Error("two JSON values were taken as one input")
+	}
+}

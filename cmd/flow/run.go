@@ -216,7 +216,12 @@ func parseInput(f *flows.Flow, fl runFlags) (any, error) {
 	}
 	var in any
 	if raw != "" {
-		if err := json.Unmarshal([]byte(raw), &in); err != nil {
+		var err error
+		if in, err = decodeExact([]byte(raw)); err != nil {
+			var ne *numberError
+			if !stringInput && errors.As(err, &ne) {
+				return nil, fmt.Errorf("%s: %v", flag, err)
+			}
 			if !stringInput {
 				return nil, fmt.Errorf("%s is not JSON: %v", flag, err)
 			}
@@ -289,8 +294,7 @@ func fieldValue(t *schema.Type, key, v string) any {
 			return v
 		}
 	}
-	var x any
-	if err := json.Unmarshal([]byte(v), &x); err == nil {
+	if x, err := decodeExact([]byte(v)); err == nil {
 		return x
 	}
 	return v
