@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -36,6 +37,14 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 	"cost":       func(u rundir.Usage) string { return rundir.CostText(u) },
 	"pathEscape": url.PathEscape,
 	"short":      short,
+	"markdown":   markdown,
+	"lines": func(s string) string {
+		if n := strings.Count(strings.TrimRight(s, "\n"), "\n") + 1; n != 1 {
+			return fmt.Sprintf("%d lines", n)
+		}
+		return "1 line"
+	},
+	"left": func(t time.Time) string { return time.Until(t).Round(time.Second).String() },
 }).ParseFS(pageFiles, "pages/*.tmpl"))
 
 // short renders a visit's output in at most 160 characters.
