@@ -17,7 +17,9 @@ func TestShowNestsVisitsByPath(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var facts []*rundir.Fact
 	start := func(v string) { facts = append(facts, &rundir.Fact{Type: rundir.FactStart, Visit: v, Time: at}) }
-	end := func(v string) { facts = append(facts, &rundir.Fact{Type: rundir.FactEnd, Visit: v, Time: at, OK: &ok, Output: "x"}) }
+	end := func(v string) {
+		facts = append(facts, &rundir.Fact{Type: rundir.FactEnd, Visit: v, Time: at, OK: &ok, Output: "x"})
+	}
 	start("fix")
 	start("fix[1]/rounds")
 	start("fix[2]/rounds")
