@@ -67,7 +67,9 @@ func runTimeline(visits []VisitView, start, end time.Time) *Timeline {
 		tl.Hidden = len(leaves) - timelineRows
 		leaves = leaves[:timelineRows]
 	}
-	x := func(t time.Time) int { return timelineLabel + int(float64(timelineBars)*float64(t.Sub(start))/float64(span)) }
+	x := func(t time.Time) int {
+		return timelineLabel + int(float64(timelineBars)*float64(t.Sub(start))/float64(span))
+	}
 	for i, v := range leaves {
 		x1, x2 := x(v.Started), x(stop(v))
 		tl.Rows = append(tl.Rows, TimeRow{Y: 22 + i*timelineRow, X: x1, W: max(x2-x1, 2), Visit: v.Visit, State: v.Status,
