@@ -27,6 +27,8 @@ type htmlData struct {
 	Rows, ParamRows []htmlRow
 	NodeColumns     []string
 	Nodes           [][]string
+	TaskColumns     []string
+	Tasks           [][]string
 }
 
 type htmlRow struct {
@@ -39,7 +41,10 @@ type htmlRow struct {
 // the chart is inline SVG.
 func htmlReport(r *Report) ([]byte, error) {
 	d := htmlData{R: r, Counts: r.Cells.text(), Updated: r.Updated.Format(time.DateTime), C: drawChart(r),
-		Columns: r.columns(), NodeColumns: nodeColumns}
+		Columns: r.columns(), NodeColumns: nodeColumns, TaskColumns: taskColumns}
+	for _, t := range r.Tasks {
+		d.Tasks = append(d.Tasks, t.cells())
+	}
 	for _, row := range r.Assignments {
 		d.Rows = append(d.Rows, htmlRow{Label: row.Assignment, Pinned: row.Pinned, Cells: r.cells(row)})
 	}
