@@ -25,8 +25,8 @@ type Outcome struct {
 	Usage   rundir.Usage `json:"usage"`
 	// Attempts counts agent visits' tries, retries included. (A turn, as
 	// in usage.json, is the model's: Usage.Turns, as drivers report it.)
-	Attempts int `json:"attempts"`
-	WallMS  int64        `json:"wall_ms"`
+	Attempts int   `json:"attempts"`
+	WallMS   int64 `json:"wall_ms"`
 	// EmptyAnswers counts agent turns that ended with no answer.
 	EmptyAnswers int       `json:"empty_answers,omitempty"`
 	Nodes        []NodeUse `json:"nodes,omitempty"`

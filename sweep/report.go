@@ -80,7 +80,7 @@ type Row struct {
 	CostPerSuccess *float64 `json:"cost_per_success"`
 	NoSuccess      bool     `json:"no_success,omitempty"`
 	// PerRun is the mean of the cost basis per run (Report.Basis).
-	PerRun   *float64       `json:"per_run"`
+	PerRun *float64 `json:"per_run"`
 	// Turns are the model's turns as usage.json counts them (the
 	// drivers' reports); Attempts the agent visits' tries, retries
 	// included.
