@@ -46,8 +46,14 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 		}
 		return t.In(loc).Format("2006-01-02 15:04:05 MST")
 	},
-	"add":      func(a, b int) int { return a + b },
-	"half":     func(a int) int { return a / 2 },
+	"add": func(a, b int) int { return a + b },
+	// zone is a schedule's zone by name; the server's if it will not load.
+	"zone": func(name string) *time.Location {
+		if loc, err := time.LoadLocation(name); err == nil && name != "" {
+			return loc
+		}
+		return time.Local
+	},
 	"markdown": markdown,
 	"lines": func(s string) string {
 		if n := strings.Count(strings.TrimRight(s, "\n"), "\n") + 1; n != 1 {

@@ -38,7 +38,7 @@ nodes:
     parallel:
       lint: [{id: lint, run: [echo, lint]}]
       test: [{id: test, run: [echo, test]}]
-`})
+`, "yearly.yaml": "name: yearly\nschedule: {cron: \"0 9 1 1 *\", tz: Asia/Tokyo}\nnodes: [{id: hello, run: [echo, hi]}]\n"})
 	s := startServe(t, flowBinary(t), dir)
 	_, m := s.call("POST", "/api/flows/grid/runs", "")
 	id := m["id"].(string)
@@ -125,6 +125,17 @@ nodes:
 	if code, _ := s.call("GET", href, ""); code != 200 {
 		t.Errorf("GET %s = %d", href, code)
 	}
+	started, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`time[data-local]`)))
+	if !strings.Contains(started, " UTC ") || !strings.HasSuffix(started, " here)") {
+		t.Errorf("the start should name its zone and give the browser's time: %q", started)
+	}
 	shot("done.png")
+	// The index gives a schedule's next fire in the schedule's zone.
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS(`tr[data-flow="yearly"] time`))); err != nil {
+		fail("the index: %v", err)
+	}
+	if next, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`tr[data-flow="yearly"] time`))); !strings.Contains(next, "-01-01 09:00:00 JST") {
+		t.Errorf("the next fire should be in the schedule's zone: %q", next)
+	}
 	s.sigterm()
 }
