@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -155,4 +156,38 @@ func (s *stopOnStart) Run(ctx context.Context, c *Command) (*CommandResult, erro
 		return nil, context.Cause(ctx)
 	}
 	return fakeCommands{}.Run(ctx, c)
+}
+
+// TestAskInterpolatesAndShows: the question renders its ${{ }} from the
+// nodes before it, and show: hands the asker those nodes' outputs whole:
+// text as it is, typed values as JSON.
+func TestAskInterpolatesAndShows(t *testing.T) {
+	long := strings.Repeat("a line of the release notes\n", 2000) // over AnswerLimit: kept in a file
+	p := load(t, "ask", "name: ask\n"+agents+`nodes:
+  - {id: notes, agent: worker, prompt: write}
+  - {id: facts, agent: judge, prompt: count, output: {changes: integer}}
+  - id: publish
+    ask: "Publish ${{ facts.output.changes }} changes?"
+    show: [notes, facts]
+    options: [publish, hold]
+`)
+	d := &fakeDriver{answer: func(t *Turn) (string, error) {
+		if t.Agent.Name == "judge" {
+			return `{"changes": 3}`, nil
+		}
+		return long, nil
+	}}
+	asker := &scriptedAsker{answer: "publish", by: "alice"}
+	res, _ := execute(t, p, d, Options{Asker: asker})
+	if !res.OK || res.Output != "publish" {
+		t.Fatalf("run: %+v", res)
+	}
+	q := asker.asked[0]
+	if q.Text != "Publish 3 changes?" {
+		t.Errorf("question = %q, want the changes interpolated", q.Text)
+	}
+	if len(q.Shown) != 2 || q.Shown[0].Node != "notes" || q.Shown[0].Text != long || q.Shown[1].Node != "facts" ||
+		!strings.Contains(q.Shown[1].Text, `"changes": 3`) {
+		t.Errorf("shown = %+v, want notes whole and facts as JSON", q.Shown)
+	}
 }

@@ -100,7 +100,7 @@ func (r *runner) dispatch(ctx context.Context, fr *frame, n *flows.Node, vars ma
 	case schema.KindFlow:
 		return r.call(ctx, fr, n, vars, path)
 	case schema.KindAsk:
-		return r.ask(ctx, n, path)
+		return r.ask(ctx, n, vars, path)
 	}
 	return &outcome{fail: &Failure{Kind: schema.FailCondition, Message: "unknown node kind " + string(n.Kind)}}
 }

@@ -812,3 +812,68 @@ input: {items: [integer]}
 		}
 	}
 }
+
+// TestResumeDoesNotJournalEndedBlocksAgain: a resume enters a loop or a
+// map that ended well only to rebuild its value; the journal keeps one
+// start and one end of it (flow show's wall time, /metrics' count), and
+// the events announce it replayed, not run.
+func TestResumeDoesNotJournalEndedBlocksAgain(t *testing.T) {
+	p := load(t, "again", "name: again\n"+agents+`nodes:
+  - id: fan
+    map: "[1, 2]"
+    max: 2
+    do:
+      - id: rounds
+        loop: {until: "true", max: 2}
+        do: [{id: mark, agent: worker, prompt: "${{ item }}"}]
+  - {id: after, agent: judge, prompt: go}
+`)
+	failing := &fakeDriver{answer: func(t *Turn) (string, error) {
+		if t.Visit == "after" {
+			return "", errors.New("server said 500")
+		}
+		time.Sleep(5 * time.Millisecond)
+		return "done", nil
+	}}
+	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": failing}, RunsDir: t.TempDir(), RunID: "r1"})
+	if err != nil || res.OK {
+		t.Fatalf("first attempt: %v %+v", err, res.Failure)
+	}
+	var events []*Event
+	var mu sync.Mutex
+	res, err = Resume(context.Background(), res.Dir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": &fakeDriver{}},
+		OnEvent: func(e *Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
+	if err != nil || !res.OK {
+		t.Fatalf("resume: %v %+v", err, res.Failure)
+	}
+	facts, err := rundir.ReadJournal(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := map[string]int{}
+	for _, f := range facts {
+		if f.Type == rundir.FactStart {
+			starts[f.Visit]++
+		}
+	}
+	for _, v := range []string{"fan", "fan[1]/rounds", "fan[2]/rounds", "fan[1]/rounds#1/mark"} {
+		if starts[v] != 1 {
+			t.Errorf("%s started %d times in the journal, want 1", v, starts[v])
+		}
+	}
+	if starts["after"] != 2 {
+		t.Errorf("after started %d times, want 2 (it ran again)", starts["after"])
+	}
+	for _, v := range rundir.Visits(facts) {
+		if v.Start.Visit == "fan" && v.End.WallMS < 5 {
+			t.Errorf("the map's wall time is %dms: its first attempt's end was replaced", v.End.WallMS)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range events {
+		if e.Visit == "fan[1]/rounds" && e.Type != rundir.EventVisitReplayed {
+			t.Errorf("the ended loop got a %s event on resume, want only %s", e.Type, rundir.EventVisitReplayed)
+		}
+	}
+}

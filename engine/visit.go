@@ -55,10 +55,16 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	fr = fr.withBudget(n.Budget, path)
 	start := r.rt.Now()
-	if err := r.dir.Fact(&Fact{Type: rundir.FactStart, Time: start, Visit: path, Node: n.ID, Kind: n.Kind}); err != nil {
-		return nodeValue(&outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}})
+	// A block that ended well in an earlier attempt is entered again only
+	// to rebuild its value from its children's replays: it is not journaled
+	// (or counted) a second time unless it now ends otherwise.
+	again := r.ended[path]
+	reentry := again != nil && again.Succeeded() && !isLeaf(n)
+	if !reentry {
+		if err := r.journalStart(n, path, start); err != nil {
+			return nodeValue(&outcome{fail: err})
+		}
 	}
-	r.emit(&Event{Time: start, Type: rundir.EventVisitStart, Visit: path, Node: n.ID, Kind: n.Kind})
 	var o *outcome
 	if ctx.Err() != nil {
 		o = &outcome{fail: cancelled(ctx, path)}
@@ -70,6 +76,21 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	if o.fail != nil && o.fail.Visit == path && !o.fail.Pos.IsValid() {
 		o.fail.Pos = n.Pos
+	}
+	if reentry {
+		if o.fail == nil {
+			if n.Isolation && o.worktree == nil {
+				o.worktree = flows.ZeroWorktree(n, 0)
+			}
+			ok := true
+			r.emit(&Event{Type: rundir.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok})
+			r.closeOwned(ctx, path)
+			return nodeValue(o)
+		}
+		// It ends otherwise this time: journaled as a visit of its own.
+		if err := r.journalStart(n, path, start); err != nil && o.fail == nil {
+			o.fail = err
+		}
 	}
 	if o.home != "" {
 		// What an agent CLI wrote into the home itself has not passed
@@ -166,4 +187,13 @@ func evalBool(e *flows.Expr, vars map[string]any) (bool, error) {
 
 func condition(err error) *outcome {
 	return &outcome{fail: &Failure{Kind: schema.FailCondition, Message: err.Error()}}
+}
+
+// journalStart journals and announces a visit's start.
+func (r *runner) journalStart(n *flows.Node, path string, start time.Time) *Failure {
+	if err := r.dir.Fact(&Fact{Type: rundir.FactStart, Time: start, Visit: path, Node: n.ID, Kind: n.Kind}); err != nil {
+		return &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
+	}
+	r.emit(&Event{Time: start, Type: rundir.EventVisitStart, Visit: path, Node: n.ID, Kind: n.Kind})
+	return nil
 }

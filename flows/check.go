@@ -150,6 +150,18 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 	case schema.KindAsk:
 		n.Output = schema.StringType
 		n.Question = d.Ask.Value
+		if d.Ask.Set() {
+			n.Ask = c.template(d.Ask, sc)
+		}
+		for _, a := range d.Show {
+			if !addressRE.MatchString(a.Value) || !isNodeAddress(a.Value, sc) {
+				c.diags.Add(a.Pos, schema.CodeReads, "show names nodes that ran before the ask: "+strings.Join(nodeIDs(sc), ", "), "show %q is not a node before this ask", a.Value)
+				continue
+			}
+			if e := c.compile(a, a.Value, 0, sc, nil); e != nil {
+				n.Show = append(n.Show, &Read{Address: a.Value, Expr: e, IsNode: true})
+			}
+		}
 		for _, o := range d.Options {
 			n.Options = append(n.Options, o.Value)
 		}
@@ -382,4 +394,20 @@ func (c *checker) costWarnings(nodes []*Node, underCost bool) {
 		}
 		c.costWarnings(n.Body, under)
 	}
+}
+
+// nodeIDs lists the node ids in scope, nearest first, for a hint.
+func nodeIDs(sc *scope) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, name := range sc.names() {
+		if !seen[name] && isNodeAddress(name, sc) {
+			seen[name] = true
+			ids = append(ids, name)
+		}
+	}
+	if len(ids) == 0 {
+		return []string{"(none yet)"}
+	}
+	return ids
 }

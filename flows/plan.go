@@ -102,7 +102,11 @@ type Node struct {
 	Input  *Expr
 
 	// ask
-	Question   string
+	Question string    // the ask: as written
+	Ask      *Template // the ask: compiled, rendered when the visit comes
+	// Show is the ask's `show:`: node values the person sees in full
+	// before the question.
+	Show       []*Read
 	Options    []string
 	Default    string
 	HasDefault bool

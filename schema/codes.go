@@ -32,7 +32,7 @@ const (
 	CodeName         Code = "name"          // a flow's name is not its file's stem, or an agent or field name is not valid
 	CodeRange        Code = "range"         // a number is below its floor
 	CodeRead         Code = "read"          // a file cannot be read
-	CodeReads        Code = "reads"         // an item of reads: is not an address
+	CodeReads        Code = "reads"         // an item of reads: is not an address, or of show: not a node
 	CodeReservedID   Code = "reserved-id"   // an id is a name that expressions use
 	CodeTemplate     Code = "template"      // a ${{ is not closed
 	CodeType         Code = "type"          // a value has the wrong shape, a type is unknown, or a map: yields no list

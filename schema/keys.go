@@ -8,7 +8,7 @@ var (
 	nodeKindKeys = []string{"agent", "run", "choice", "parallel", "map", "loop", "flow", "ask"}
 	nodeKeys     = append(append([]string{"id"}, nodeKindKeys...),
 		"prompt", "reads", "output", "memory", "retry", "timeout", "on_fail", "budget", "env",
-		"fail_fast", "max", "concurrency", "do", "input", "options", "default",
+		"fail_fast", "max", "concurrency", "do", "input", "options", "default", "show",
 		"isolation", "land", "repo")
 	loopKeys     = []string{"until", "max"}
 	budgetKeys   = []string{"tokens", "cost"}

@@ -32,7 +32,7 @@ var kindKeys = map[Kind][]string{
 	KindMap:      {"map", "max", "concurrency", "fail_fast", "do", "isolation", "land", "repo"},
 	KindLoop:     {"loop", "do", "isolation", "land", "repo"},
 	KindFlow:     {"flow", "input", "isolation", "land", "repo"},
-	KindAsk:      {"ask", "options", "default", "timeout"},
+	KindAsk:      {"ask", "options", "default", "timeout", "show"},
 }
 
 var commonNodeKeys = []string{"id", "budget", "on_fail"}
@@ -95,6 +95,9 @@ type Node struct {
 	Ask     String
 	Options []String
 	Default String
+	// Show lists the nodes whose outputs the person sees in full before
+	// answering (docs/flow-files.md).
+	Show []String
 }
 
 // EnvVar is one entry of a run node's env.
@@ -326,6 +329,8 @@ func (r *reader) nodeField(nd *Node, e entry, label string) {
 		nd.Options = r.strings(e.value, "options")
 	case "default":
 		nd.Default = r.str(e.value, "default")
+	case "show":
+		nd.Show = r.strings(e.value, "show")
 	}
 }
 

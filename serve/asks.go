@@ -15,15 +15,18 @@ import (
 // Ask is a question a served run waits on, as the page and GET /api/asks
 // show it.
 type Ask struct {
-	Run        string    `json:"run"`
-	Flow       string    `json:"flow"`
-	Visit      string    `json:"visit"`
-	Question   string    `json:"question"`
-	Options    []string  `json:"options,omitempty"`
-	Default    string    `json:"default,omitempty"`
-	HasDefault bool      `json:"has_default"`
-	Since      time.Time `json:"since"`
-	Deadline   time.Time `json:"deadline,omitzero"` // when the default is taken (or the visit fails timeout)
+	Run      string `json:"run"`
+	Flow     string `json:"flow"`
+	Visit    string `json:"visit"`
+	Question string `json:"question"`
+	// Shown is what the ask's `show:` names, whole: the page renders it
+	// as Markdown, safely.
+	Shown      []engine.Shown `json:"shown,omitempty"`
+	Options    []string       `json:"options,omitempty"`
+	Default    string         `json:"default,omitempty"`
+	HasDefault bool           `json:"has_default"`
+	Since      time.Time      `json:"since"`
+	Deadline   time.Time      `json:"deadline,omitzero"` // when the default is taken (or the visit fails timeout)
 
 	answer chan engine.Answer
 }
@@ -52,7 +55,7 @@ type asker struct {
 // engine ends it at the ask's timeout, or when the run stops.
 func (a *asker) Ask(ctx context.Context, q *engine.Question) (engine.Answer, error) {
 	k := askKey{a.run, q.Visit}
-	p := &Ask{Run: a.run, Flow: a.flow, Visit: q.Visit, Question: q.Text, Options: q.Options, Default: q.Default,
+	p := &Ask{Run: a.run, Flow: a.flow, Visit: q.Visit, Question: q.Text, Shown: q.Shown, Options: q.Options, Default: q.Default,
 		HasDefault: q.HasDefault, Since: time.Now(), answer: make(chan engine.Answer, 1)}
 	if q.Timeout > 0 {
 		p.Deadline = p.Since.Add(q.Timeout)

@@ -8,7 +8,10 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -36,6 +39,29 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 	"cost":       func(u rundir.Usage) string { return rundir.CostText(u) },
 	"pathEscape": url.PathEscape,
 	"short":      short,
+	// zoned is a time in a zone, named: the schedule's zone on a run's page.
+	"zoned": func(t time.Time, loc *time.Location) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.In(loc).Format("2006-01-02 15:04:05 MST")
+	},
+	"add": func(a, b int) int { return a + b },
+	// zone is a schedule's zone by name; the server's if it will not load.
+	"zone": func(name string) *time.Location {
+		if loc, err := time.LoadLocation(name); err == nil && name != "" {
+			return loc
+		}
+		return time.Local
+	},
+	"markdown": markdown,
+	"lines": func(s string) string {
+		if n := strings.Count(strings.TrimRight(s, "\n"), "\n") + 1; n != 1 {
+			return fmt.Sprintf("%d lines", n)
+		}
+		return "1 line"
+	},
+	"left": func(t time.Time) string { return time.Until(t).Round(time.Second).String() },
 }).ParseFS(pageFiles, "pages/*.tmpl"))
 
 // short renders a visit's output in at most 160 characters.
@@ -109,7 +135,38 @@ func (s *Server) pageRun(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("reading run %s: %v", id, err), http.StatusInternalServerError)
 		return
 	}
-	s.render(w, "run", map[string]any{"Title": "run " + id, "Run": v, "Self": []*RunView{v}})
+	data := map[string]any{"Title": "run " + id, "Run": v, "Self": []*RunView{v}, "Zone": time.Local}
+	if e := s.catalog.get(v.Flow); e != nil && e.Plan != nil {
+		data["Graph"] = flowGraph(e.Plan.Root, v.Visits)
+		if sc := e.Plan.Root.Schedule; sc != nil {
+			data["Zone"] = sc.Location
+		}
+	}
+	end := v.Ended
+	if end.IsZero() {
+		end = time.Now()
+	}
+	data["Timeline"] = runTimeline(v.Visits, v.Started, end)
+	if dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "report.html")); err == nil {
+			data["Report"] = "/runs/" + id + "/report.html"
+		}
+	}
+	s.render(w, "run", data)
+}
+
+// pageReport serves a run's report.html, the page its directory keeps.
+func (s *Server) pageReport(w http.ResponseWriter, r *http.Request) {
+	_, dir, ok := s.runDir(w, r)
+	if !ok {
+		return
+	}
+	if dir == "" {
+		http.Error(w, "the run has no directory yet", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.ServeFile(w, r, filepath.Join(dir, "report.html"))
 }
 
 // Handler is the server's HTTP interface: the pages, the API, the event
@@ -120,6 +177,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.pageIndex)
 	mux.HandleFunc("GET /runs/{id}", s.pageRun)
+	mux.HandleFunc("GET /runs/{id}/report.html", s.pageReport)
 	mux.HandleFunc("GET /events", s.pageEvents)
 	mux.HandleFunc("GET /login", s.login)
 	mux.HandleFunc("POST /login", s.login)

@@ -17,6 +17,8 @@ type Choice struct {
 	Assignment string `json:"assignment"`
 	Best       string `json:"best"` // the assignment with the highest success rate
 	Reason     string `json:"reason"`
+	// Warnings are the report's: what the choice was made without.
+	Warnings []string `json:"-"`
 }
 
 // frontier marks the rows on the Pareto frontier of cost (PerRun, lower is

@@ -23,8 +23,10 @@ type Outcome struct {
 	Failure string       `json:"failure,omitempty"`
 	Message string       `json:"message,omitempty"`
 	Usage   rundir.Usage `json:"usage"`
-	Turns   int          `json:"turns"` // agent turns, retries included
-	WallMS  int64        `json:"wall_ms"`
+	// Attempts counts agent visits' tries, retries included. (A turn, as
+	// in usage.json, is the model's: Usage.Turns, as drivers report it.)
+	Attempts int   `json:"attempts"`
+	WallMS   int64 `json:"wall_ms"`
 	// EmptyAnswers counts agent turns that ended with no answer.
 	EmptyAnswers int       `json:"empty_answers,omitempty"`
 	Nodes        []NodeUse `json:"nodes,omitempty"`
@@ -57,7 +59,7 @@ func readOutcome(dir string, score *flows.Score) (*Outcome, *rundir.RunInfo, err
 		return nil, nil, err
 	}
 	o := &Outcome{Status: info.Status, Usage: info.Usage, WallMS: info.WallMS, Overspend: info.Overspend}
-	o.Nodes, o.Turns, o.EmptyAnswers = nodeUses(info.Facts)
+	o.Nodes, o.Attempts, o.EmptyAnswers = nodeUses(info.Facts)
 	switch info.Status {
 	case rundir.StatusSucceeded:
 		o.Success, o.Score = true, 1
@@ -91,9 +93,9 @@ func scoreRun(o *Outcome, dir string, score *flows.Score) {
 }
 
 // nodeUses totals the leaf visits of a run per node, agent and model, in
-// the order the nodes first ended; it also counts agent turns and empty
+// the order the nodes first ended; it also counts agent attempts and empty
 // answers.
-func nodeUses(facts []*rundir.Fact) (uses []NodeUse, turns, empty int) {
+func nodeUses(facts []*rundir.Fact) (uses []NodeUse, attempts, empty int) {
 	at := map[[3]string]int{}
 	for _, f := range facts {
 		if f.Type != rundir.FactEnd || (f.Kind != schema.KindAgent && f.Kind != schema.KindRun && f.Kind != schema.KindAsk) {
@@ -115,11 +117,11 @@ func nodeUses(facts []*rundir.Fact) (uses []NodeUse, turns, empty int) {
 			u.Usage.Add(*f.Usage)
 		}
 		if f.Kind == schema.KindAgent {
-			turns += f.Attempts
+			attempts += f.Attempts
 			if f.Error != nil && strings.Contains(f.Error.Message, "no answer") {
 				empty++
 			}
 		}
 	}
-	return slices.Clip(uses), turns, empty
+	return slices.Clip(uses), attempts, empty
 }

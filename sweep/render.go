@@ -146,7 +146,7 @@ func (r *Report) perRun(v *float64) string {
 func (r *Report) columns() []string {
 	k := strconv.Itoa(r.K)
 	return []string{"assignment", "params", "n", "successes", "success (95% CI)", "mean score", "pass@" + k, "pass^" + k,
-		"input", "output", "cache read", "cache write", "cost", "cost per success", r.Basis + " per run", "turns",
+		"input", "output", "cache read", "cache write", "cost", "cost per success", r.Basis + " per run", "turns", "agent attempts",
 		"wall p50", "wall p95", "failures", "empty answers", "vs baseline", "frontier", "pinned",
 		"cache hit ratio", "re-runs", "quota"}
 }
@@ -155,7 +155,7 @@ func (r *Report) cells(row *Row) []string {
 	return []string{row.Assignment, row.Params, strconv.Itoa(row.N), strconv.Itoa(row.Successes), row.interval(),
 		frac(row.MeanScore), frac(row.PassAtK), frac(row.PassHatK),
 		tokens(row.Input, row.N), tokens(row.Output, row.N), tokens(row.CacheRead, row.N), tokens(row.CacheWrite, row.N),
-		dollars(row.Cost, row.N), row.costPerSuccess(), r.perRun(row.PerRun), strconv.Itoa(row.Turns),
+		dollars(row.Cost, row.N), row.costPerSuccess(), r.perRun(row.PerRun), tokens(row.Turns, row.N), strconv.Itoa(row.Attempts),
 		ms(row.WallP50), ms(row.WallP95), row.failures(), strconv.Itoa(row.Empty), row.vsBaseline(), yes(row.Frontier), yes(row.Pinned),
 		frac(row.CacheHitRatio), strconv.Itoa(row.Reruns), strconv.Itoa(row.Quota)}
 }
@@ -203,11 +203,23 @@ func markdown(r *Report) ([]byte, error) {
 	if r.Pin != nil {
 		fmt.Fprintf(&b, "\nChosen (`flow pin %s` writes it into the flow): **%s** — %s.\n", r.Sweep, r.Pin.Assignment, r.Pin.Reason)
 	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n")
+		for _, w := range r.Warnings {
+			fmt.Fprintf(&b, "> **Warning:** %s.\n", w)
+		}
+	}
 	if len(r.ByParams) > 0 {
 		b.WriteString("\n## By parameters\n\n")
 		table(&b, r.columns(), rowsOf(r, r.ByParams))
 	}
 	providers(&b, r)
+	b.WriteString("\n## Per task\n\n")
+	var tasks [][]string
+	for _, t := range r.Tasks {
+		tasks = append(tasks, t.cells())
+	}
+	table(&b, taskColumns, tasks)
 	b.WriteString("\n## Per node\n\n")
 	var nodes [][]string
 	for _, n := range r.Nodes {

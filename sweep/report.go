@@ -41,7 +41,12 @@ type Report struct {
 	// sweep varies parameters.
 	ByParams []*Row     `json:"by_params,omitempty"`
 	Nodes    []*NodeRow `json:"nodes"`
-	Pin      *Choice    `json:"pin,omitempty"`
+	// Tasks are the rows per assignment and task: which task fails where.
+	Tasks []*TaskRow `json:"tasks"`
+	Pin   *Choice    `json:"pin,omitempty"`
+	// Warnings say what the figures leave out: an incomplete grid, a
+	// partial cost.
+	Warnings []string `json:"warnings,omitempty"`
 	// Providers are the rate limiters' figures per provider key; Quota
 	// the providers' messages of the quotas that ended cells.
 	Providers []ProviderRow `json:"providers,omitempty"`
@@ -87,8 +92,12 @@ type Row struct {
 	CostPerSuccess *float64 `json:"cost_per_success"`
 	NoSuccess      bool     `json:"no_success,omitempty"`
 	// PerRun is the mean of the cost basis per run (Report.Basis).
-	PerRun   *float64       `json:"per_run"`
-	Turns    int            `json:"turns"`
+	PerRun *float64 `json:"per_run"`
+	// Turns are the model's turns as usage.json counts them (the
+	// drivers' reports); Attempts the agent visits' tries, retries
+	// included.
+	Turns    *int64         `json:"turns"`
+	Attempts int            `json:"attempts"`
 	WallP50  *float64       `json:"wall_p50_ms"`
 	WallP95  *float64       `json:"wall_p95_ms"`
 	Failures map[string]int `json:"failures"`
@@ -188,6 +197,11 @@ func Build(f *File) *Report {
 	r.Pin = choose(r.Assignments, byAssignment, r.Basis)
 	r.Nodes = nodeRows(f.Assignments, byAssignment)
 	infraRows(r, f)
+	r.Tasks = taskRows(f)
+	r.Warnings = warnings(f, r)
+	if r.Pin != nil {
+		r.Pin.Warnings = r.Warnings
+	}
 	return r
 }
 
@@ -222,7 +236,7 @@ func row(assignment, params string, cells []*Cell, k int) *Row {
 		o := c.Outcome
 		usage.Add(o.Usage)
 		walls = append(walls, o.WallMS)
-		r.Turns += o.Turns
+		r.Attempts += o.Attempts
 		r.Empty += o.EmptyAnswers
 		score += o.Score
 		key := c.Params + "\x00" + c.Task
@@ -236,7 +250,7 @@ func row(assignment, params string, cells []*Cell, k int) *Row {
 		}
 		perTask[key] = t
 	}
-	r.Input, r.Output, r.CacheRead, r.CacheWrite, r.Cost = usage.Input, usage.Output, usage.CacheRead, usage.CacheWrite, usage.Cost
+	r.Input, r.Output, r.CacheRead, r.CacheWrite, r.Cost, r.Turns = usage.Input, usage.Output, usage.CacheRead, usage.CacheWrite, usage.Cost, usage.Turns
 	if r.N > 0 {
 		rate := float64(r.Successes) / float64(r.N)
 		low, high := Wilson(r.Successes, r.N)
@@ -274,7 +288,7 @@ func row(assignment, params string, cells []*Cell, k int) *Row {
 			name string
 			nil  bool
 		}{{"input", r.Input == nil}, {"output", r.Output == nil}, {"cache_read", r.CacheRead == nil},
-			{"cache_write", r.CacheWrite == nil}, {"cost", r.Cost == nil}, {"cost_per_success", r.Cost == nil}} {
+			{"cache_write", r.CacheWrite == nil}, {"cost", r.Cost == nil}, {"cost_per_success", r.Cost == nil}, {"turns", r.Turns == nil}} {
 			if f.nil {
 				r.NotReported = append(r.NotReported, f.name)
 			}
@@ -296,7 +310,7 @@ func basis(byAssignment map[string][]*Cell) string {
 		tokens = tokens && (u.Input != nil || u.Output != nil)
 	}
 	switch {
-	case cost:
+	case cost && !partialCosts(byAssignment):
 		return "cost"
 	case tokens:
 		return "tokens"

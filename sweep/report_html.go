@@ -30,6 +30,8 @@ type htmlData struct {
 	Rows, ParamRows []htmlRow
 	NodeColumns     []string
 	Nodes           [][]string
+	TaskColumns     []string
+	Tasks           [][]string
 }
 
 type htmlRow struct {
@@ -43,7 +45,10 @@ type htmlRow struct {
 func htmlReport(r *Report) ([]byte, error) {
 	d := htmlData{R: r, Counts: r.Cells.text(), Updated: r.Updated.Format(time.DateTime), C: drawChart(r),
 		Spent:   rundir.TokensText(r.Spent) + " tokens, cost " + rundir.CostText(r.Spent),
-		Columns: r.columns(), NodeColumns: nodeColumns}
+		Columns: r.columns(), NodeColumns: nodeColumns, TaskColumns: taskColumns}
+	for _, t := range r.Tasks {
+		d.Tasks = append(d.Tasks, t.cells())
+	}
 	for _, row := range r.Assignments {
 		d.Rows = append(d.Rows, htmlRow{Label: row.Assignment, Pinned: row.Pinned, Cells: r.cells(row)})
 	}

@@ -25,7 +25,7 @@ func fileOf(repeat int, perRun map[string]*float64, wins map[string][][]bool) *F
 		for ti, reps := range w {
 			for ri, ok := range reps {
 				o := &Outcome{Status: rundir.StatusSucceeded, Success: ok, Score: 1, WallMS: int64(100 * (ri + 1)),
-					Usage: rundir.Usage{Cost: perRun[label], Input: count64(10)}, Turns: 2}
+					Usage: rundir.Usage{Cost: perRun[label], Input: count64(10)}, Attempts: 2}
 				status := StatusSucceeded
 				if !ok {
 					o.Score, o.Failure, status = 0, FailScore, StatusFailed
@@ -69,8 +69,8 @@ func TestReportStatistics(t *testing.T) {
 	if math.Abs(*row.Cost-0.27) > 1e-12 || math.Abs(*row.CostPerSuccess-0.045) > 1e-12 {
 		t.Errorf("cost %v, per success %v", *row.Cost, *row.CostPerSuccess)
 	}
-	if row.Failures[FailScore] != 3 || row.Turns != 18 {
-		t.Errorf("failures %v, turns %d", row.Failures, row.Turns)
+	if row.Failures[FailScore] != 3 || row.Attempts != 18 || row.Turns != nil {
+		t.Errorf("failures %v, attempts %d, turns %v (none reported)", row.Failures, row.Attempts, row.Turns)
 	}
 	if *row.WallP50 != 200 || math.Abs(*row.WallP95-300) > 1e-9 {
 		t.Errorf("wall p50 %v, p95 %v", *row.WallP50, *row.WallP95)
@@ -182,5 +182,74 @@ func TestNotReportedInEveryFormat(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"cost": null`) {
 		t.Error("json: cost is not null")
+	}
+}
+
+// TestReportExplainsItself: the per-task table says small fails only on
+// mul; a budget-skipped cell makes the choice a warned one (in the report
+// and on the Choice flow pin prints); a run whose second agent reported no
+// cost is warned of and not compared by cost; "turns" is usage.json's.
+func TestReportExplainsItself(t *testing.T) {
+	f := &File{ID: "s", Flow: "f", Spec: Spec{Repeat: 2}}
+	f.Assignments = []Assignment{{Label: "small", Model: "small"}, {Label: "large", Model: "large"}}
+	agent := func(c *float64) NodeUse {
+		return NodeUse{Node: "code", Kind: "agent", Visits: 1, Usage: rundir.Usage{Cost: c, Input: count64(5)}}
+	}
+	for _, a := range []string{"small", "large"} {
+		for _, task := range []string{"add", "mul"} {
+			for rep := 1; rep <= 2; rep++ {
+				ok := a == "large" || task == "add"
+				o := &Outcome{Status: rundir.StatusSucceeded, Success: ok, Attempts: 1,
+					Usage: rundir.Usage{Cost: cost(0.01), Input: count64(10), Turns: count64(3)},
+					Nodes: []NodeUse{agent(cost(0.01))}}
+				status := StatusSucceeded
+				if !ok {
+					o.Status, o.Failure, status = rundir.StatusFailed, "provider", StatusFailed
+				}
+				if a == "large" && task == "mul" && rep == 1 {
+					o.Nodes = append(o.Nodes, agent(nil)) // the reviewer's driver reported no cost
+				}
+				c := &Cell{Index: len(f.Cells) + 1, Assignment: a, Task: task, Repeat: rep, Status: status, Outcome: o}
+				if a == "large" && task == "mul" && rep == 2 {
+					c.Status, c.Outcome, c.Note = StatusSkipped, nil, "the sweep's budget is spent"
+				}
+				f.Cells = append(f.Cells, c)
+			}
+		}
+	}
+	r := Build(f)
+	tasks := map[string]*TaskRow{}
+	for _, tr := range r.Tasks {
+		tasks[tr.Assignment+"/"+tr.Task] = tr
+	}
+	if tr := tasks["small/mul"]; tr == nil || tr.N != 2 || tr.Successes != 0 || tr.Failures["provider"] != 2 {
+		t.Errorf("small on mul: %+v, want 0 of 2, both provider", tr)
+	}
+	if tr := tasks["small/add"]; tr == nil || tr.Successes != 2 || tasks["large/mul"].N != 1 {
+		t.Errorf("tasks: %+v", r.Tasks)
+	}
+	joined := strings.Join(r.Warnings, "\n")
+	if !strings.Contains(joined, "incomplete grid: 1 of 8 cells did not end (1 skipped by a budget") ||
+		!strings.Contains(joined, "partial cost: in 1 run(s) of large") {
+		t.Errorf("warnings:\n%s", joined)
+	}
+	if r.Basis != "tokens" {
+		t.Errorf("a partial cost compared as full: basis %q, want tokens", r.Basis)
+	}
+	if r.Pin == nil || len(r.Pin.Warnings) != len(r.Warnings) {
+		t.Errorf("the choice should carry the warnings: %+v", r.Pin)
+	}
+	if row := r.Assignments[0]; row.Turns == nil || *row.Turns != 12 || row.Attempts != 4 {
+		t.Errorf("small: turns %v (usage.json's), attempts %d", row.Turns, row.Attempts)
+	}
+	md, _ := markdown(r)
+	for _, want := range []string{"## Per task", "| small | mul |  | 2 | 0 | provider 2 |", "> **Warning:** incomplete grid"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	page, _ := htmlReport(r)
+	if !strings.Contains(string(page), `id="tasks"`) || !strings.Contains(string(page), "data-warning") {
+		t.Error("report.html lacks the per-task table or the warnings")
 	}
 }

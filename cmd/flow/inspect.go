@@ -117,9 +117,10 @@ func (a *app) showCmd() *cobra.Command {
 	return cmd
 }
 
-// visitRows renders the visits in the order they started, indented by depth.
+// visitRows renders the visits under their parents (rundir.Tree), each
+// indented by its depth, siblings in the order they started.
 func visitRows(facts []*rundir.Fact) []string {
-	visits := rundir.Visits(facts)
+	visits := rundir.Tree(rundir.Visits(facts))
 	rows := make([]string, 0, len(visits))
 	for _, visit := range visits {
 		v := visit.Start.Visit
@@ -145,7 +146,7 @@ func visitRows(facts []*rundir.Fact) []string {
 			}
 			detail = fmtMS(e.WallMS) + "  " + detail
 		}
-		rows = append(rows, fmt.Sprintf("%s%s %s  %s", strings.Repeat("  ", strings.Count(v, "/")), mark, safeLine(v), safeLine(detail)))
+		rows = append(rows, fmt.Sprintf("%s%s %s  %s", strings.Repeat("  ", visit.Depth), mark, safeLine(v), safeLine(detail)))
 	}
 	return rows
 }

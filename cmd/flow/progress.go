@@ -284,17 +284,26 @@ type terminalAsker struct {
 }
 
 func (t *terminalAsker) Ask(ctx context.Context, q *engine.Question) (engine.Answer, error) {
-	ans, err := t.ask(ctx, q.Visit, q.Text, q.Options, q.Default)
+	ans, err := t.ask(ctx, q.Visit, q.Text, q.Shown, q.Options, q.Default)
 	return engine.Answer{Value: ans, By: "terminal"}, err
 }
 
-func (t *terminalAsker) ask(ctx context.Context, visit, question string, options []string, def string) (string, error) {
+// ask prints what the ask shows, whole, then asks until it gets an answer
+// it can take. Everything printed went through safeText: an agent wrote it.
+func (t *terminalAsker) ask(ctx context.Context, visit, question string, shown []engine.Shown, options []string, def string) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if lv, ok := t.view.(*liveView); ok {
 		lv.hold(true)
 		defer lv.hold(false)
 	}
+	for _, s := range shown {
+		fmt.Fprintf(t.out, "── %s ──\n%s\n", safeLine(s.Node), strings.TrimRight(safeText(s.Text), "\n"))
+	}
+	if len(shown) > 0 {
+		fmt.Fprintln(t.out, "──")
+	}
+	question = safeText(question)
 	hint := ""
 	if len(options) > 0 {
 		hint = " [" + strings.Join(options, "/") + "]"

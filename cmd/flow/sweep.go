@@ -284,6 +284,9 @@ func (a *app) pin(s *sweep.Sweep) error {
 		return &exitError{code: exitFailed, msg: "flow pin: " + err.Error()}
 	}
 	fmt.Fprintf(a.stderr, "pinned %s (%s) into %s: %s\n", choice.Assignment, choice.Reason, s.Snapshot().FlowFile, line)
+	for _, w := range choice.Warnings {
+		fmt.Fprintf(a.stderr, "warning: %s\n", w)
+	}
 	return nil
 }
 

@@ -136,12 +136,20 @@ func (a *app) printSummary(r *sweep.Report) {
 		}
 		fmt.Fprintf(a.stdout, "%-30s %d/%d  %-18s cost %s%s\n", row.Assignment, row.Successes, row.N, rate, cost, mark)
 	}
+	for _, t := range r.Tasks {
+		if t.Successes < t.N && len(r.Tasks) > 1 {
+			fmt.Fprintf(a.stdout, "  %s fails task %s: %d of %d succeeded\n", t.Assignment, t.Task, t.Successes, t.N)
+		}
+	}
 	if r.Pin != nil {
 		fmt.Fprintf(a.stdout, "chosen: %s — %s\n", r.Pin.Assignment, r.Pin.Reason)
 	}
 	fmt.Fprintf(a.stderr, "spent %s tokens, cost %s\n", rundir.TokensText(r.Spent), rundir.CostText(r.Spent))
 	for _, o := range r.Overspend {
 		fmt.Fprintf(a.stderr, "overspent: %s\n", safeText(o.String()))
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(a.stdout, "warning: %s\n", w)
 	}
 }
 
