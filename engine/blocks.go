@@ -210,7 +210,7 @@ func (r *runner) orderOf(n *flows.Node, count int) *order {
 	if !n.Isolates {
 		return nil
 	}
-	return newOrder(count)
+	return newOrder(r.rt, count)
 }
 
 // isolated runs item (or branch) i of a map or parallel at path, in its

@@ -151,15 +151,16 @@ func begin(ctx context.Context, plan *flows.Plan, opts *Options) (*rundir.Writer
 	return w, snap, nil
 }
 
-// Walk runs plan with its facts and events going to rec, for a runtime
-// other than Execute's (a Temporal workflow walks the plan it rebuilt
-// from the run's snapshot). opts.RunID names the run; earlier holds the
-// facts of earlier attempts when the run resumes, as for Resume. Walk
-// neither creates a run directory nor ends processes: rec and
-// opts.Leaves own where facts and processes live. Isolated scopes
-// (working copies) need a run directory in this process: a plan with
-// them is refused unless rec is one.
-func Walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, earlier []*Fact) (*Result, error) {
+// Walk runs plan on host, for a host other than Execute's (a Temporal
+// workflow walks the plan it rebuilt from the run's snapshot): every
+// effect of the walk is one of host's; opts.Runtime and opts.Leaves are
+// not read. opts.RunID names the run; earlier holds the facts of earlier
+// attempts when the run resumes, as for Resume. Walk neither creates a
+// run directory nor ends processes: host owns where facts and processes
+// live. Isolated scopes need the host's Workspace: a plan with them is
+// refused on a host that has none.
+func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlier []*Fact) (*Result, error) {
+	opts.Runtime, opts.Leaves = host, host
 	input, err := checkInput(plan.Root, opts.Input, true)
 	if err != nil {
 		return nil, err
@@ -167,12 +168,12 @@ func Walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, ear
 	if err := opts.check(plan); err != nil {
 		return nil, err
 	}
-	if _, local := rec.(*rundir.Writer); !local {
+	if host.Workspace() == nil {
 		if n := isolatedNode(plan); n != nil {
 			return nil, &RefusedError{Msg: fmt.Sprintf("%s: isolation: worktree needs the run's working copy on this machine; run it with flow run, not on remote workers", n.Pos)}
 		}
 	}
-	return walk(ctx, plan, opts, rec, input, earlier)
+	return walk(ctx, plan, opts, host, input, earlier)
 }
 
 // isolatedNode is a node of p with isolation, or nil.
@@ -258,15 +259,15 @@ func runLocal(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Wri
 			err = fmt.Errorf("closing run directory: %w", cerr)
 		}
 	}()
-	return walk(ctx, plan, opts, w, input, earlier, notes...)
+	return walk(ctx, plan, opts, NewHost(Parts{Runtime: opts.Runtime, Leaves: opts.Leaves, Recorder: w, Redactor: w.Secrets(), Workspace: w}), input, earlier, notes...)
 }
 
 // walk runs the plan, each fact and event into rec, and its output into
 // rec's Finish.
-func walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, input any, earlier []*Fact, notes ...string) (*Result, error) {
-	r := &runner{plan: plan, opts: opts, dir: rec, rt: opts.Runtime, leaves: opts.Leaves, live: opts.Live,
-		sessions: map[rundir.Scope]*session{}, ledger: newLedger(opts.Runtime), wt: newWorktrees(opts.repos)}
-	r.local, _ = rec.(*rundir.Writer)
+func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input any, earlier []*Fact, notes ...string) (*Result, error) {
+	rec := host
+	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
+		sessions: map[rundir.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(opts.repos)}
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
 	}
@@ -294,30 +295,15 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, inp
 	// has: it goes to output.json, not into the journal a second time.
 	endErr := rec.Fact(&Fact{Type: rundir.FactRun, Time: end, RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend})
 	r.emit(&Event{Type: rundir.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown, Overspend: res.Overspend})
-	var valuesErr error
-	if vr, ok := rec.(ValuesRecorder); ok {
-		valuesErr = vr.WriteValues(values)
-	}
-	return res, errors.Join(endErr, valuesErr, rec.Finish(out))
+	return res, errors.Join(endErr, rec.WriteValues(values), rec.Finish(out))
 }
 
-// secrets are the run directory's redactor, or nil where the walk records
-// elsewhere (a workflow: its leaves redact on their workers).
-func (r *runner) secrets() *secret.Redactor {
-	if r.local == nil {
-		return nil
-	}
-	return r.local.Secrets()
-}
+// secrets are the host's redactor, or nil where the leaves redact where
+// they run.
+func (r *runner) secrets() *secret.Redactor { return r.redactor }
 
-// redactHome redacts what was written into the home of path since start,
-// in a run directory of this process.
-func (r *runner) redactHome(path string, since time.Time) error {
-	if r.local == nil {
-		return nil
-	}
-	return r.local.RedactHome(path, since)
-}
+// redactHome redacts what was written into the home of path since start.
+func (r *runner) redactHome(path string, since time.Time) error { return r.dir.RedactHome(path, since) }
 
 // redactFailure returns f with its messages redacted, as a copy when it
 // held a secret.
@@ -338,13 +324,16 @@ func redactFailure(secrets *secret.Redactor, f *Failure) *Failure {
 // runner is one run in progress. Its maps are guarded by mu; everything else
 // is set before the run starts and read-only after.
 type runner struct {
-	plan   *flows.Plan
-	opts   Options
-	dir    Recorder
-	local  *rundir.Writer // dir, when it is a run directory in this process (nil in a workflow)
-	rt     Runtime
-	leaves LeafRunner
-	live   Semaphore // the run-wide cap on live agent turns
+	plan *flows.Plan
+	opts Options
+	dir  Recorder
+	// redactor and workspace are the host's (Host.Redactor, Host.Workspace).
+	redactor  *secret.Redactor
+	workspace Workspace
+	blind     bool // the host's turns cannot be watched live (Parts.Blind)
+	rt        Runtime
+	leaves    LeafRunner
+	live      Semaphore // the run-wide cap on live agent turns
 
 	mu       sync.Mutex
 	sessions map[rundir.Scope]*session

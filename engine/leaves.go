@@ -32,22 +32,21 @@ type Recorder interface {
 	Fact(f *Fact) error
 	// Event records an event; events are for watching, errors are ignored.
 	Event(e *Event) error
-	// Home names the home of a visit or memory scope at path: a directory
-	// for LocalLeaves, or what a remote LeafRunner resolves where the
-	// leaf runs.
+	// Home names the home of a visit or memory scope at path, as the
+	// LeafRunner of the same host takes it: a Turn's or Command's Home.
 	Home(path string) string
+	// RedactHome redacts what leaves wrote into the home of path since
+	// the visit started; a host whose leaves redact where they run does
+	// nothing.
+	RedactHome(path string, since time.Time) error
+	// WriteValues keeps a run's node values when it ends: each top-level
+	// node's value by id and the input, as the expressions after the last
+	// node see them (values.json in a run directory, the workflow's
+	// result on Temporal). A sweep's score reads them; a block's output
+	// is in no fact, so they cannot be had again without walking the run.
+	WriteValues(values map[string]any) error
 	// Finish records the run's output once it ended.
 	Finish(output any) error
-}
-
-// A ValuesRecorder is a Recorder that also keeps a run's node values when
-// it ends: each top-level node's value by id and the input, as the
-// expressions after the last node see them (values.json in a run
-// directory, the workflow's result on Temporal). A sweep's score reads
-// them; a block's output is in no fact, so they cannot be had again
-// without walking the run.
-type ValuesRecorder interface {
-	WriteValues(values map[string]any) error
 }
 
 // LocalLeaves runs leaves in this process: agent turns through the driver

@@ -9,15 +9,6 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// A BlindLeafRunner runs turns where the walker cannot watch them live (a
-// Temporal worker): Turn.Watch never reaches the turn, so each turn is
-// bound by what it reserved, which Turn.TokensLeft carries.
-type BlindLeafRunner interface {
-	LeafRunner
-	// Blind marks the LeafRunner; it does nothing.
-	Blind()
-}
-
 // ledger is what a run knows of the price of a turn — every agent's
 // completed turns so far — and which of its budgets ended above their
 // bound (docs/resume-and-budgets.md). A resume rebuilds it from the
@@ -181,7 +172,7 @@ func (r *runner) book(ctx context.Context, fr *frame, agent, visit string) (*boo
 	if len(fr.meters) == 0 {
 		return nil, nil
 	}
-	_, blind := r.leaves.(BlindLeafRunner)
+	blind := r.blind
 	b := &booking{h: &hold{visit: visit, blind: blind}, meters: fr.meters}
 	want, floor, priced := r.ledger.price(agent)
 	if !priced {

@@ -40,6 +40,17 @@ type Runtime interface {
 	// NewSemaphore returns a semaphore of n slots (the run-wide cap on
 	// live turns).
 	NewSemaphore(n int) Semaphore
+	// NewLatch returns a latch, closed: the landing order of isolated
+	// scopes waits on one per item.
+	NewLatch() Latch
+}
+
+// Latch is a Runtime's one-way gate: once opened it stays open. Wait
+// returns context.Cause(ctx) if ctx ends before it opens.
+type Latch interface {
+	Open()
+	IsOpen() bool
+	Wait(ctx context.Context) error
 }
 
 // Mutex is a Runtime's mutex. Lock returns context.Cause(ctx) if ctx ends
@@ -106,6 +117,31 @@ func (LocalRuntime) NewMutex() Mutex { return chanSemaphore(make(chan struct{}, 
 
 // NewSemaphore returns a semaphore of n channel slots.
 func (LocalRuntime) NewSemaphore(n int) Semaphore { return chanSemaphore(make(chan struct{}, n)) }
+
+// NewLatch returns a latch of a channel that opening closes.
+func (LocalRuntime) NewLatch() Latch { return chanLatch(make(chan struct{})) }
+
+type chanLatch chan struct{}
+
+func (l chanLatch) Open() { close(l) }
+
+func (l chanLatch) IsOpen() bool {
+	select {
+	case <-l:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l chanLatch) Wait(ctx context.Context) error {
+	select {
+	case <-l:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
 
 // chanSemaphore is a semaphore (and, of one slot, a mutex) whose waits
 // end with ctx.

@@ -228,9 +228,9 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 		sc.head = sc.base
 	}
 	if sc.path == "" {
-		sc.path = r.local.Worktree(sc.name)
+		sc.path = r.workspace.Worktree(sc.name)
 	}
-	if err := r.local.KeepOutOfGit(); err != nil {
+	if err := r.workspace.KeepOutOfGit(); err != nil {
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	if sc.branch == "" {
@@ -241,7 +241,7 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 	}
 	sc.open, sc.made, sc.gone = true, true, false
 	rec := &rundir.Worktree{Scope: sc.name, Repo: rp.git.Top, Path: sc.path, Branch: sc.branch, Base: sc.base, Commit: sc.head}
-	if err := r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: time.Now(), Worktree: rec}); err != nil {
+	if err := r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: r.rt.Now(), Worktree: rec}); err != nil {
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	return sc.path, nil
@@ -294,7 +294,7 @@ func (r *runner) remove(ctx context.Context, sc *wtScope, dropBranch bool) error
 		return fmt.Errorf("removing the worktree of %s: %w", sc.name, err)
 	}
 	sc.gone, sc.open = true, false
-	return r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: time.Now(), Worktree: &rundir.Worktree{Scope: sc.name, Removed: true}})
+	return r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: r.rt.Now(), Worktree: &rundir.Worktree{Scope: sc.name, Removed: true}})
 }
 
 // value is how a scope appears as x.worktree.
