@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/flowrun/flow/flows"
@@ -267,7 +266,7 @@ func runLocal(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Wri
 func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input any, earlier []*Fact, notes ...string) (*Result, error) {
 	rec := host
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
-		sessions: map[rundir.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(opts.repos)}
+		mu: host.NewLock(), sessions: map[rundir.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.repos)}
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
 	}
@@ -280,7 +279,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	for _, n := range notes {
 		r.emit(&Event{Type: rundir.EventNote, Message: n})
 	}
-	fr := (&frame{calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
+	fr := (&frame{rt: host, calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
 	values := map[string]any{"input": input} // the root sequence adds each node's value by id
 	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, values, "")
 	r.closeOwned(ctx, "_flow")
@@ -335,7 +334,7 @@ type runner struct {
 	leaves    LeafRunner
 	live      Semaphore // the run-wide cap on live agent turns
 
-	mu       sync.Mutex
+	mu       Locker
 	sessions map[rundir.Scope]*session
 	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
 	ledger   *ledger          // what turns cost, and the budgets they overspent

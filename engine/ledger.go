@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"slices"
-	"sync"
 
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -16,7 +15,7 @@ import (
 type ledger struct {
 	first Mutex // held by the run's one unpriced turn under a budget
 
-	mu    sync.Mutex
+	mu    Locker
 	turns map[string]*turnHistory
 	over  []*meter
 }
@@ -29,7 +28,7 @@ type turnHistory struct {
 }
 
 func newLedger(rt Runtime) *ledger {
-	return &ledger{first: rt.NewMutex(), turns: map[string]*turnHistory{}}
+	return &ledger{first: rt.NewMutex(), turns: map[string]*turnHistory{}, mu: rt.NewLock()}
 }
 
 // note records a completed turn of agent.
@@ -173,7 +172,7 @@ func (r *runner) book(ctx context.Context, fr *frame, agent, visit string) (*boo
 		return nil, nil
 	}
 	blind := r.blind
-	b := &booking{h: &hold{visit: visit, blind: blind}, meters: fr.meters}
+	b := &booking{h: &hold{visit: visit, blind: blind, mu: r.rt.NewLock()}, meters: fr.meters}
 	want, floor, priced := r.ledger.price(agent)
 	if !priced {
 		if err := r.ledger.first.Lock(ctx); err != nil {
@@ -217,10 +216,10 @@ func (b *booking) watch() (func(live int64) bool, int64) {
 		if live <= 0 {
 			return false
 		}
-		b.h.live.Store(live)
+		b.h.setLive(live)
 		for _, m := range b.meters {
 			if m.crossed(b.h, live) {
-				b.h.stopped.Store(true)
+				b.h.stop()
 				return true
 			}
 		}
@@ -237,7 +236,7 @@ func (r *runner) settle(b *booking, u *Usage, stopped bool) {
 		return
 	}
 	if stopped {
-		b.h.stopped.Store(true)
+		b.h.stop()
 	}
 	for _, m := range b.meters {
 		if m.settle(b.h, u) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/sourcegraph/conc/pool"
@@ -43,6 +44,17 @@ type Runtime interface {
 	// NewLatch returns a latch, closed: the landing order of isolated
 	// scopes waits on one per item.
 	NewLatch() Latch
+	// NewLock returns a lock for the walker's own state, held only for
+	// a short section that waits on nothing (no turn, no other lock of
+	// the host's): a mutex where tasks run at once, nothing where they
+	// take turns (workflow coroutines).
+	NewLock() Locker
+}
+
+// Locker is a Runtime's lock for short sections (Runtime.NewLock).
+type Locker interface {
+	Lock()
+	Unlock()
 }
 
 // Latch is a Runtime's one-way gate: once opened it stays open. Wait
@@ -117,6 +129,9 @@ func (LocalRuntime) NewMutex() Mutex { return chanSemaphore(make(chan struct{}, 
 
 // NewSemaphore returns a semaphore of n channel slots.
 func (LocalRuntime) NewSemaphore(n int) Semaphore { return chanSemaphore(make(chan struct{}, n)) }
+
+// NewLock returns a sync.Mutex.
+func (LocalRuntime) NewLock() Locker { return &sync.Mutex{} }
 
 // NewLatch returns a latch of a channel that opening closes.
 func (LocalRuntime) NewLatch() Latch { return chanLatch(make(chan struct{})) }

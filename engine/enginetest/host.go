@@ -136,6 +136,10 @@ func (l *latch) Wait(ctx context.Context) error {
 	return errDeadlock
 }
 
+// NewLock returns a sync.Mutex: tasks take turns, but a test may read
+// what they guard from another goroutine.
+func (h *Host) NewLock() engine.Locker { return &sync.Mutex{} }
+
 func (h *Host) NewLatch() engine.Latch { return &latch{} }
 
 // Turn answers a turn by the script.

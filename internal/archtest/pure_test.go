@@ -78,11 +78,8 @@ var impureAllowed = []string{
 	"answer.go: import os",
 	"ask.go: import github.com/flowrun/flow/rundir",
 	"budget.go: import github.com/flowrun/flow/rundir",
-	"budget.go: import sync",
-	"budget.go: import sync/atomic",
 	"engine.go: import github.com/flowrun/flow/rundir",
 	"engine.go: import os",
-	"engine.go: import sync",
 	"failure.go: import github.com/flowrun/flow/rundir",
 	"isolate.go: import github.com/flowrun/flow/rundir",
 	"land.go: import github.com/flowrun/flow/rundir",
@@ -90,10 +87,10 @@ var impureAllowed = []string{
 	"leaves.go: time.Now",
 	"leaves.go: time.Since",
 	"ledger.go: import github.com/flowrun/flow/rundir",
-	"ledger.go: import sync",
 	"replay.go: import github.com/flowrun/flow/internal/proc",
 	"replay.go: import github.com/flowrun/flow/rundir",
 	"runtime.go: chan type",
+	"runtime.go: import sync",
 	"runtime.go: import github.com/sourcegraph/conc/pool",
 	"runtime.go: make(chan)",
 	"runtime.go: time.NewTimer",
@@ -101,7 +98,6 @@ var impureAllowed = []string{
 	"visit.go: import github.com/flowrun/flow/rundir",
 	"worktree.go: import github.com/flowrun/flow/internal/gitwork",
 	"worktree.go: import github.com/flowrun/flow/rundir",
-	"worktree.go: import sync",
 }
 
 // TestEnginePure parses the non-test files of package engine and fails on
