@@ -25,7 +25,6 @@ var workflowKnown = []string{
 	"(*github.com/expr-lang/expr/vm.VM).Run: sends to channel",
 	"(*github.com/flowrun/flow/engine.ledger).price: iterates over map",
 	"(*github.com/flowrun/flow/engine.meter).others: iterates over map",
-	"(*github.com/flowrun/flow/engine.runner).waitTurn: receives from channel",
 	"(*github.com/flowrun/flow/engine.wtRepo).init: iterates over map",
 	"(*github.com/flowrun/flow/flows.Catalogue).Agents: iterates over map",
 	"(*github.com/flowrun/flow/flows.Plan).usedAgents: iterates over map",
