@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -49,18 +48,14 @@ func (r *runner) ask(ctx context.Context, n *flows.Node, path string) *outcome {
 	if r.opts.Asker == nil {
 		return &outcome{output: n.Default, answer: &rundir.Answer{Time: r.rt.Now(), Default: true}}
 	}
-	actx := ctx
-	if n.Timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeoutCause(ctx, n.Timeout, errTimeout)
-		defer cancel()
-	}
 	q := &Question{Visit: path, Text: n.Question, Options: n.Options, Default: n.Default, HasDefault: n.HasDefault, Timeout: n.Timeout}
-	ans, err := r.opts.Asker.Ask(actx, q)
+	var ans Answer
+	var err error
+	timedOut := r.within(ctx, n.Timeout, func(actx context.Context) { ans, err = r.opts.Asker.Ask(actx, q) })
 	switch {
 	case ctx.Err() != nil:
 		return &outcome{fail: cancelled(ctx, path)}
-	case err != nil && errors.Is(context.Cause(actx), errTimeout):
+	case err != nil && timedOut:
 		if !n.HasDefault {
 			return &outcome{fail: &Failure{Kind: schema.FailTimeout, Message: fmt.Sprintf("nobody answered within %s, and the ask has no default", n.Timeout)}}
 		}
@@ -71,4 +66,27 @@ func (r *runner) ask(ctx context.Context, n *flows.Node, path string) *outcome {
 		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: fmt.Sprintf("the answer %q is not one of %s", ans.Value, strings.Join(n.Options, ", "))}}
 	}
 	return &outcome{output: ans.Value, answer: &rundir.Answer{By: ans.By, Time: r.rt.Now()}}
+}
+
+// within runs f, and cancels its ctx with cause errTimeout once d passed
+// on the host's clock (d <= 0: never). It says whether d passed first.
+// The wait is the host's Sleep beside f in a group of the host's, so an
+// ask's timeout is a workflow timer on Temporal and a real one here.
+func (r *runner) within(ctx context.Context, d time.Duration, f func(ctx context.Context)) (timedOut bool) {
+	if d <= 0 {
+		f(ctx)
+		return false
+	}
+	r.rt.Group(ctx, 2, 0, errTimeout, func(gctx context.Context, i int) bool {
+		if i == 0 {
+			f(gctx)
+			return true // ends the wait
+		}
+		if r.rt.Sleep(gctx, d) == nil {
+			timedOut = true
+			return true // ends f, with cause errTimeout
+		}
+		return false
+	})
+	return timedOut
 }

@@ -24,7 +24,8 @@ var forbidden = []string{
 }
 
 // impure lists the rules each file of package engine breaks, one line per
-// file and rule: "import os", "time.Now", "go statement", "make(chan)".
+// file and rule: "import os", "time.Now", "go statement", "make(chan)",
+// "context.WithTimeout" (a timer of the process's own).
 func impure(name string, f *ast.File) []string {
 	var out []string
 	for _, im := range f.Imports {
@@ -53,6 +54,12 @@ func impure(name string, f *ast.File) []string {
 				out = append(out, name+": time."+n.Sel.Name)
 			}
 		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "context" && strings.HasPrefix(sel.Sel.Name, "WithTimeout") || ok && id.Name == "context" && strings.HasPrefix(sel.Sel.Name, "WithDeadline") {
+					// A real timer: a timeout is the host's Sleep.
+					out = append(out, name+": context."+sel.Sel.Name)
+				}
+			}
 			if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "make" && len(n.Args) > 0 {
 				if _, ok := n.Args[0].(*ast.ChanType); ok {
 					out = append(out, name+": make(chan)")
@@ -82,8 +89,10 @@ var impureAllowed = []string{
 	"engine.go: import os",
 	"failure.go: import github.com/flowrun/flow/rundir",
 	"isolate.go: import github.com/flowrun/flow/rundir",
+	"land.go: context.WithTimeout",
 	"land.go: import github.com/flowrun/flow/rundir",
 	"leaf.go: import github.com/flowrun/flow/rundir",
+	"leaves.go: context.WithTimeoutCause",
 	"leaves.go: time.Now",
 	"leaves.go: time.Since",
 	"ledger.go: import github.com/flowrun/flow/rundir",
@@ -96,6 +105,7 @@ var impureAllowed = []string{
 	"runtime.go: time.NewTimer",
 	"runtime.go: time.Now",
 	"visit.go: import github.com/flowrun/flow/rundir",
+	"worktree.go: context.WithTimeout",
 	"worktree.go: import github.com/flowrun/flow/internal/gitwork",
 	"worktree.go: import github.com/flowrun/flow/rundir",
 }
