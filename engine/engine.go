@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/flowrun/flow/flows"
@@ -87,69 +85,6 @@ func (r *Result) Status() rundir.Status {
 	return rundir.StatusFailed
 }
 
-// Execute runs plan to its end and returns how it ended. An error means
-// the run could not start (bad input, refused, the run directory); a run that
-// started and failed returns a Result with OK false. Cancelling ctx with
-// cause ErrStopped ends running visits as `stopped`. When Execute returns,
-// every process the run started has ended, daemons a step left included.
-func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, error) {
-	w, snap, err := begin(ctx, plan, &opts)
-	if err != nil {
-		return nil, err
-	}
-	return runLocal(ctx, plan, opts, w, snap.Input, nil)
-}
-
-// Begin does what Execute does before it walks: it checks the input,
-// refuses a run that could not go through, creates the run directory
-// (taking its lock) and writes the snapshot. It is for a caller that has
-// the run walked elsewhere (package temporal) and records it here; the
-// caller closes the Writer.
-func Begin(ctx context.Context, plan *flows.Plan, opts Options) (*rundir.Writer, *rundir.Snapshot, error) {
-	return begin(ctx, plan, &opts)
-}
-
-// Snapshot is the snapshot Execute would record for a run of plan, with
-// opts.RunID as its run (which may be ""), the input checked and the
-// settings resolved, without creating a run directory: for runs that
-// something else starts later (a Temporal Schedule).
-func Snapshot(plan *flows.Plan, opts Options) (*rundir.Snapshot, error) {
-	input, err := checkInput(plan.Root, opts.Input, true)
-	if err != nil {
-		return nil, err
-	}
-	if err := opts.check(plan); err != nil {
-		return nil, err
-	}
-	return rundir.NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings()), nil
-}
-
-func begin(ctx context.Context, plan *flows.Plan, opts *Options) (*rundir.Writer, *rundir.Snapshot, error) {
-	input, err := checkInput(plan.Root, opts.Input, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := opts.check(plan); err != nil {
-		return nil, nil, err
-	}
-	if opts.RunsDir == "" {
-		opts.RunsDir = filepath.Join(opts.WorkDir, ".flow", "runs")
-	}
-	w, err := rundir.Create(opts.RunsDir, opts.RunID, opts.secrets(plan)...)
-	if err != nil {
-		return nil, nil, err
-	}
-	opts.RunID = w.ID()
-	snap := rundir.NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings())
-	snap.Repos = startCommits(ctx, plan, opts.WorkDir)
-	opts.repos = snap.Repos
-	if err := w.WriteSnapshot(snap); err != nil {
-		_ = w.Close()
-		return nil, nil, err
-	}
-	return w, snap, nil
-}
-
 // Walk runs plan on host, for a host other than Execute's (a Temporal
 // workflow walks the plan it rebuilt from the run's snapshot): every
 // effect of the walk is one of host's; opts.Runtime and opts.Leaves are
@@ -204,12 +139,8 @@ func (o *Options) check(plan *flows.Plan) error {
 	if o.Runtime == nil {
 		o.Runtime = LocalRuntime{}
 	}
-	if o.WorkDir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return fmt.Errorf("finding the working directory: %w", err)
-		}
-		o.WorkDir = wd
+	if err := o.defaultWorkDir(); err != nil {
+		return err
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = plan.Root.Concurrency
@@ -221,44 +152,6 @@ func (o *Options) check(plan *flows.Plan) error {
 		o.Backoff = time.Second
 	}
 	return nil
-}
-
-// secrets are the values the run directory must redact besides those of
-// the environment variables named like secrets: the caller's and the
-// values of the variables the agents take their keys from.
-func (o *Options) secrets(plan *flows.Plan) []string {
-	out := slices.Clone(o.Secrets)
-	for _, a := range plan.Agents {
-		if a.APIKeyEnv != "" {
-			out = append(out, os.Getenv(a.APIKeyEnv))
-		}
-	}
-	return out
-}
-
-func (o *Options) snapshotSettings() rundir.Settings {
-	s := rundir.Settings{Model: o.Settings.Model, Models: o.Settings.Models, Concurrency: o.Concurrency, WorkDir: o.WorkDir, Config: o.Config}
-	if o.Settings.Timeout > 0 {
-		s.Timeout = o.Settings.Timeout.String()
-	}
-	if o.Settings.TurnTimeout > 0 {
-		s.TurnTimeout = o.Settings.TurnTimeout.String()
-	}
-	return s
-}
-
-// runLocal walks the plan with w open, closes w, and ends every process
-// the run left. earlier holds the facts of earlier attempts when the run
-// resumes; notes are said as it starts.
-func runLocal(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, input any, earlier []*Fact, notes ...string) (res *Result, err error) {
-	defer func() {
-		// A run ends every process it started, daemons a step left included.
-		endLeftovers(opts.RunID)
-		if cerr := w.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("closing run directory: %w", cerr)
-		}
-	}()
-	return walk(ctx, plan, opts, NewHost(Parts{Runtime: opts.Runtime, Leaves: opts.Leaves, Recorder: w, Redactor: w.Secrets(), Workspace: w}), input, earlier, notes...)
 }
 
 // walk runs the plan, each fact and event into rec, and its output into

@@ -79,15 +79,6 @@ type wtScope struct {
 	landed rundir.Landing // how its last landing went
 }
 
-// startCommits records, before the run starts, the commit checked out in
-// each repository the plan isolates scopes in whose directory is known now:
-// its scopes are made from it, whatever the user commits while the run
-// goes on. A repository that cannot be read now is left out; its first
-// scope fails then, saying why.
-func startCommits(ctx context.Context, plan *flows.Plan, workDir string) map[string]string {
-	return gitwork.Heads(ctx, plan.IsolatedRepos(workDir))
-}
-
 // identity is who commits for a visit of the run.
 func (r *runner) identity(visit string) gitwork.Identity {
 	return gitwork.RunIdentity(r.opts.RunID, visit)

@@ -79,31 +79,37 @@ func impure(name string, f *ast.File) []string {
 // impureAllowed is what package engine still does that its hosts should:
 // a shrinking allowlist while the walker's effects move behind Host. A
 // line here that no longer holds fails the test too, so that the list
-// only shrinks.
+// only shrinks. What remains: local_leaves.go and local_run.go are the
+// local host still in package engine (its runtime, leaves, run directory
+// and processes), bound for engine/local; worktree.go and land.go drive
+// git for isolated scopes, bound for the host's Workspace; the other
+// files import rundir for the vocabulary (facts, failures, usage, events),
+// which moves into engine once nothing in engine imports rundir.
 var impureAllowed = []string{
-	"answer.go: import github.com/flowrun/flow/rundir",
-	"answer.go: import os",
 	"ask.go: import github.com/flowrun/flow/rundir",
 	"budget.go: import github.com/flowrun/flow/rundir",
 	"engine.go: import github.com/flowrun/flow/rundir",
-	"engine.go: import os",
 	"failure.go: import github.com/flowrun/flow/rundir",
 	"isolate.go: import github.com/flowrun/flow/rundir",
 	"land.go: context.WithTimeout",
 	"land.go: import github.com/flowrun/flow/rundir",
 	"leaf.go: import github.com/flowrun/flow/rundir",
-	"leaves.go: context.WithTimeoutCause",
-	"leaves.go: time.Now",
-	"leaves.go: time.Since",
 	"ledger.go: import github.com/flowrun/flow/rundir",
-	"replay.go: import github.com/flowrun/flow/internal/proc",
+	"local_leaves.go: chan type",
+	"local_leaves.go: context.WithTimeoutCause",
+	"local_leaves.go: import github.com/flowrun/flow/rundir",
+	"local_leaves.go: import github.com/sourcegraph/conc/pool",
+	"local_leaves.go: import os",
+	"local_leaves.go: import sync",
+	"local_leaves.go: make(chan)",
+	"local_leaves.go: time.NewTimer",
+	"local_leaves.go: time.Now",
+	"local_leaves.go: time.Since",
+	"local_run.go: import github.com/flowrun/flow/internal/gitwork",
+	"local_run.go: import github.com/flowrun/flow/internal/proc",
+	"local_run.go: import github.com/flowrun/flow/rundir",
+	"local_run.go: import os",
 	"replay.go: import github.com/flowrun/flow/rundir",
-	"runtime.go: chan type",
-	"runtime.go: import sync",
-	"runtime.go: import github.com/sourcegraph/conc/pool",
-	"runtime.go: make(chan)",
-	"runtime.go: time.NewTimer",
-	"runtime.go: time.Now",
 	"visit.go: import github.com/flowrun/flow/rundir",
 	"worktree.go: context.WithTimeout",
 	"worktree.go: import github.com/flowrun/flow/internal/gitwork",
