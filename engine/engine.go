@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/flowrun/flow/flows"
@@ -113,7 +115,7 @@ func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlie
 // isolatedNode is a node of p with isolation, or nil.
 func isolatedNode(p *flows.Plan) *flows.Node {
 	var found *flows.Node
-	for _, f := range p.Flows {
+	for _, f := range flowsInOrder(p) {
 		flows.Walk(f.Nodes, func(n *flows.Node) {
 			if found == nil && n.Isolation {
 				found = n
@@ -293,7 +295,7 @@ func checkInput(f *flows.Flow, in any, closed bool) (any, error) {
 
 func askWithoutDefault(p *flows.Plan) *flows.Node {
 	var found *flows.Node
-	for _, f := range p.Flows {
+	for _, f := range flowsInOrder(p) {
 		flows.Walk(f.Nodes, func(n *flows.Node) {
 			if found == nil && n.Kind == schema.KindAsk && !n.HasDefault {
 				found = n
@@ -304,7 +306,7 @@ func askWithoutDefault(p *flows.Plan) *flows.Node {
 }
 
 func checkDrivers(p *flows.Plan, o Options) error {
-	for _, f := range p.Flows {
+	for _, f := range flowsInOrder(p) {
 		var err error
 		flows.Walk(f.Nodes, func(n *flows.Node) {
 			switch {
@@ -320,4 +322,14 @@ func checkDrivers(p *flows.Plan, o Options) error {
 		}
 	}
 	return nil
+}
+
+// flowsInOrder are p's flows by name, so that a refusal names the same
+// node every time when several would do.
+func flowsInOrder(p *flows.Plan) []*flows.Flow {
+	out := make([]*flows.Flow, 0, len(p.Flows))
+	for _, name := range slices.Sorted(maps.Keys(p.Flows)) {
+		out = append(out, p.Flows[name])
+	}
+	return out
 }
