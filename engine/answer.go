@@ -2,11 +2,7 @@ package engine
 
 import (
 	"fmt"
-	"os"
 	"unicode/utf8"
-
-	"github.com/flowrun/flow/internal/secret"
-	"github.com/flowrun/flow/rundir"
 )
 
 // AnswerLimit is the most of an answer that is held in memory and handed
@@ -27,50 +23,6 @@ type reply struct {
 	text string
 	file string
 	size int64
-}
-
-// bound makes res's answer a reply. A driver that stored a long answer
-// gives its file; an Output longer than AnswerLimit without one is written
-// to a file here, through secrets.
-func bound(res *TurnResult, home, agent string, secrets *secret.Redactor) (reply, error) {
-	if res.File != "" {
-		size := res.Size
-		if size <= 0 {
-			if st, err := os.Stat(res.File); err == nil {
-				size = st.Size()
-			}
-		}
-		return reply{text: utf8Prefix(res.Output, AnswerLimit), file: res.File, size: size}, nil
-	}
-	if len(res.Output) <= AnswerLimit {
-		return reply{text: res.Output}, nil
-	}
-	rp := reply{text: utf8Prefix(res.Output, AnswerLimit), size: int64(len(res.Output))}
-	var err error
-	rp.file, err = rundir.StoreAnswer(home, agent, res.Output, secrets)
-	return rp, err
-}
-
-// settleAnswer makes a completed turn's answer what the walker takes: at most
-// AnswerLimit bytes and the file that holds it whole (bound), or, for a
-// typed answer, the whole answer up to TypedLimit — read back from the
-// driver's file if it stored one — so that it can be parsed wherever the
-// walk happens. A longer typed answer keeps its file, and the walker
-// refuses it.
-func settleAnswer(res *TurnResult, t *Turn) error {
-	if t.OutputSchema != nil && res.File != "" && res.Size <= TypedLimit {
-		b, err := os.ReadFile(res.File)
-		if err != nil {
-			return fmt.Errorf("reading the answer: %w", err)
-		}
-		res.Output, res.File, res.Size = string(b), "", 0
-	}
-	if t.OutputSchema != nil && res.File == "" && len(res.Output) <= TypedLimit {
-		return nil
-	}
-	rp, err := bound(res, t.Home, t.Agent.Name, t.Secrets)
-	res.Output, res.File, res.Size = rp.text, rp.file, rp.size
-	return err
 }
 
 // whole returns the whole answer, for parsing a typed output: a typed

@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -44,6 +42,8 @@ type Question struct {
 type Shown struct {
 	Node string `json:"node"`
 	Text string `json:"text"`
+	// File holds the whole answer when Text is its bounded prefix.
+	File string `json:"file,omitempty"`
 }
 
 // Answer is what an Asker got, and from whom: journaled on the ask's end
@@ -67,23 +67,18 @@ func (r *runner) ask(ctx context.Context, n *flows.Node, vars map[string]any, pa
 		if err != nil {
 			return condition(err)
 		}
-		shown = append(shown, Shown{Node: rd.Address, Text: shownText(v)})
+		shown = append(shown, shownValue(rd.Address, v))
 	}
 	if r.opts.Asker == nil {
 		return &outcome{output: n.Default, answer: &rundir.Answer{Time: r.rt.Now(), Default: true}}
 	}
-	actx := ctx
-	if n.Timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeoutCause(ctx, n.Timeout, errTimeout)
-		defer cancel()
-	}
 	q := &Question{Visit: path, Text: text, Shown: shown, Options: n.Options, Default: n.Default, HasDefault: n.HasDefault, Timeout: n.Timeout}
-	ans, err := r.opts.Asker.Ask(actx, q)
+	var ans Answer
+	timedOut := r.within(ctx, n.Timeout, func(actx context.Context) { ans, err = r.opts.Asker.Ask(actx, q) })
 	switch {
 	case ctx.Err() != nil:
 		return &outcome{fail: cancelled(ctx, path)}
-	case err != nil && errors.Is(context.Cause(actx), errTimeout):
+	case err != nil && timedOut:
 		if !n.HasDefault {
 			return &outcome{fail: &Failure{Kind: schema.FailTimeout, Message: fmt.Sprintf("nobody answered within %s, and the ask has no default", n.Timeout)}}
 		}
@@ -96,16 +91,36 @@ func (r *runner) ask(ctx context.Context, n *flows.Node, vars map[string]any, pa
 	return &outcome{output: ans.Value, answer: &rundir.Answer{By: ans.By, Time: r.rt.Now()}}
 }
 
-// shownText is a node value as an ask shows it: whole, never cut at a
-// turn's answer limit (an oversized answer is read back from its file).
-func shownText(v any) string {
-	nv, ok := v.(map[string]any)
-	if ok && nv != nil {
-		if file, _ := nv["_file"].(string); file != "" {
-			if b, err := os.ReadFile(file); err == nil {
-				return string(b)
-			}
-		}
+// shownValue is a node value as an ask shows it: as a turn's reads give it,
+// and the file that holds an oversized answer whole, which the Asker
+// reads (rundir.WholeAnswer) where the file is: the walker reads no file.
+func shownValue(node string, v any) Shown {
+	s := Shown{Node: node, Text: readText(v, true)}
+	if nv, ok := v.(map[string]any); ok && nv != nil {
+		s.File, _ = nv["_file"].(string)
 	}
-	return readText(v, true)
+	return s
+}
+
+// within runs f, and cancels its ctx with cause errTimeout once d passed
+// on the host's clock (d <= 0: never). It says whether d passed first.
+// The wait is the host's Sleep beside f in a group of the host's, so an
+// ask's timeout is a workflow timer on Temporal and a real one here.
+func (r *runner) within(ctx context.Context, d time.Duration, f func(ctx context.Context)) (timedOut bool) {
+	if d <= 0 {
+		f(ctx)
+		return false
+	}
+	r.rt.Group(ctx, 2, 0, errTimeout, func(gctx context.Context, i int) bool {
+		if i == 0 {
+			f(gctx)
+			return true // ends the wait
+		}
+		if r.rt.Sleep(gctx, d) == nil {
+			timedOut = true
+			return true // ends f, with cause errTimeout
+		}
+		return false
+	})
+	return timedOut
 }

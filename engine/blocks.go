@@ -14,6 +14,7 @@ import (
 // frame is where a visit runs: the chain of flows it is in, the memory
 // scopes it can name, and the budgets above it.
 type frame struct {
+	rt    Runtime // the host's: budgets' meters take their locks from it
 	calls *flows.Calls
 	// scopes maps a memory scope name (an enclosing node's id, or "flow") to
 	// its path, the key of its sessions and its home.
@@ -210,7 +211,7 @@ func (r *runner) orderOf(n *flows.Node, count int) *order {
 	if !n.Isolates {
 		return nil
 	}
-	return newOrder(count)
+	return newOrder(r.rt, count)
 }
 
 // isolated runs item (or branch) i of a map or parallel at path, in its
@@ -362,7 +363,7 @@ func (r *runner) call(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 	if err != nil {
 		return condition(err)
 	}
-	inner := &frame{calls: fr.calls.Call(callee), scopes: map[string]string{"flow": path}, meters: fr.meters,
+	inner := &frame{rt: fr.rt, calls: fr.calls.Call(callee), scopes: map[string]string{"flow": path}, meters: fr.meters,
 		scope: fr.scope, dir: fr.dir, branch: fr.branch, gates: fr.gates}
 	inner = inner.withBudget(callee.Budget, "flow "+callee.Name)
 	out, fail := r.sequence(ctx, inner, callee.Nodes, map[string]any{"input": input}, path)

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
@@ -18,7 +16,7 @@ type meter struct {
 	limit *flows.Budget
 	where string // the visit path (or flow name) that set the budget
 
-	mu      sync.Mutex
+	mu      Locker
 	tokens  int64
 	cost    float64
 	holding map[*hold]spend // the running turns' reservations here
@@ -35,15 +33,40 @@ type spend struct {
 // which the driver's progress raises, shared by every meter above it.
 type hold struct {
 	visit  string
-	priced bool // false: the run's first turn, which nothing could price
-	blind  bool // its LeafRunner cannot watch it live: its reservation is its bound
-	live   atomic.Int64
+	priced bool   // false: the run's first turn, which nothing could price
+	blind  bool   // its LeafRunner cannot watch it live: its reservation is its bound
+	mu     Locker // guards live and stopped, which the driver's progress sets
+	live   int64
 	// stopped: its live tokens crossed a budget, and the turn is stopped.
-	stopped atomic.Bool
+	stopped bool
 }
 
-func newMeter(b *flows.Budget, where string) *meter {
-	return &meter{limit: b, where: where, holding: map[*hold]spend{}}
+func (h *hold) setLive(n int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.live = n
+}
+
+func (h *hold) liveTokens() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.live
+}
+
+func (h *hold) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+}
+
+func (h *hold) isStopped() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stopped
+}
+
+func newMeter(rt Runtime, b *flows.Budget, where string) *meter {
+	return &meter{limit: b, where: where, holding: map[*hold]spend{}, mu: rt.NewLock()}
 }
 
 // others is what the running turns other than h hold: each its
@@ -54,7 +77,7 @@ func (m *meter) others(h *hold) spend {
 		if o == h {
 			continue
 		}
-		s.tokens += max(r.tokens, o.live.Load())
+		s.tokens += max(r.tokens, o.liveTokens())
 		s.cost += r.cost
 	}
 	return s
@@ -131,7 +154,7 @@ func (m *meter) settle(h *hold, u *Usage) bool {
 	defer m.mu.Unlock()
 	delete(m.holding, h)
 	return m.addLocked(u, func() string {
-		if h.stopped.Load() {
+		if h.isStopped() {
 			return fmt.Sprintf("%s was stopped as it crossed the budget, and had spent past it by then", h.visit)
 		}
 		if !h.priced {
@@ -187,6 +210,6 @@ func (f *frame) withBudget(b *flows.Budget, where string) *frame {
 		return f
 	}
 	cp := *f
-	cp.meters = append(append([]*meter{}, f.meters...), newMeter(b, where))
+	cp.meters = append(append([]*meter{}, f.meters...), newMeter(f.rt, b, where))
 	return &cp
 }

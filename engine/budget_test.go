@@ -168,7 +168,7 @@ func TestResumeRebuildsTheLedger(t *testing.T) {
   - {id: d, agent: worker, prompt: x}
   - {id: j, agent: judge, prompt: x}
 `, d)
-	r := &runner{sessions: map[rundir.Scope]*session{}, ledger: newLedger(LocalRuntime{}), wt: newWorktrees(nil)}
+	r := &runner{rt: LocalRuntime{}, mu: LocalRuntime{}.NewLock(), sessions: map[rundir.Scope]*session{}, ledger: newLedger(LocalRuntime{}), wt: newWorktrees(LocalRuntime{}, nil)}
 	r.replay(facts)
 	if s, ty := r.ledger.smallest("worker"), r.ledger.typical("worker"); s != 100 || ty != 300 {
 		t.Fatalf("worker: smallest %d typical %d, want 100 and 300", s, ty)

@@ -1,8 +1,12 @@
 // Package engine runs a compiled flows.Plan: sequences, choices, parallel
 // branches, maps and loops, flow calls and asks; visits, memory scopes,
-// timeouts, retries, budgets and the run-wide cap on live subagents. It
-// records everything through the rundir package, which owns the run
-// directory's format.
+// timeouts, retries, budgets and the run-wide cap on live subagents. Every
+// effect of a walk goes through its Host (host.go): the clock, groups,
+// locks, leaves, the record, the redactor and the working copies; the
+// local host records into the rundir package, which owns the run
+// directory's format, and a Temporal workflow is another host. The local
+// host's code still in this package is in local_run.go and
+// local_leaves.go (docs/decisions.md, "A pure walker").
 //
 // The engine owns every goroutine it starts: each block runs its children in
 // a conc pool that it waits for, and cancellation travels by context with a

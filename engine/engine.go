@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"maps"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/flowrun/flow/flows"
@@ -30,7 +29,7 @@ type Options struct {
 	// resolved by flows.Settings as `flow plan` resolves them.
 	Settings flows.Settings
 	// Concurrency caps the agent turns alive at once in the run; default
-	// the flow's concurrency, else 8 (flows.Plan.Concurrency).
+	// the flow's concurrency, else 8.
 	Concurrency int
 	// Live, when set, is the cap on live agent turns shared with other
 	// runs (a sweep's cells, from the Runtime's NewSemaphore), and
@@ -88,95 +87,32 @@ func (r *Result) Status() rundir.Status {
 	return rundir.StatusFailed
 }
 
-// Execute runs plan to its end and returns how it ended. An error means
-// the run could not start (bad input, refused, the run directory); a run that
-// started and failed returns a Result with OK false. Cancelling ctx with
-// cause ErrStopped ends running visits as `stopped`. When Execute returns,
-// every process the run started has ended, daemons a step left included.
-func Execute(ctx context.Context, plan *flows.Plan, opts Options) (*Result, error) {
-	w, snap, err := begin(ctx, plan, &opts)
-	if err != nil {
-		return nil, err
-	}
-	return runLocal(ctx, plan, opts, w, snap.Input, nil)
-}
-
-// Begin does what Execute does before it walks (prepare, the run directory
-// and its lock, the snapshot), for a caller that has the run walked
-// elsewhere (package temporal) and records it here; it closes the Writer.
-func Begin(ctx context.Context, plan *flows.Plan, opts Options) (*rundir.Writer, *rundir.Snapshot, error) {
-	return begin(ctx, plan, &opts)
-}
-
-// Snapshot is the snapshot Execute would record for a run of plan (its run
-// opts.RunID, maybe ""), prepared, without a run directory: for runs that
-// something else starts later (a Temporal Schedule).
-func Snapshot(plan *flows.Plan, opts Options) (*rundir.Snapshot, error) {
+// Walk runs plan on host, for a host other than Execute's (a Temporal
+// workflow walks the plan it rebuilt from the run's snapshot): every
+// effect of the walk is one of host's; opts.Runtime and opts.Leaves are
+// not read. opts.RunID names the run; earlier holds the facts of earlier
+// attempts when the run resumes, as for Resume. Walk neither creates a
+// run directory nor ends processes: host owns where facts and processes
+// live. Isolated scopes need the host's Workspace: a plan with them is
+// refused on a host that has none.
+func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlier []*Fact) (*Result, error) {
+	opts.Runtime, opts.Leaves = host, host
 	input, err := opts.prepare(plan)
 	if err != nil {
 		return nil, err
 	}
-	return NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings()), nil
-}
-
-func begin(ctx context.Context, plan *flows.Plan, opts *Options) (*rundir.Writer, *rundir.Snapshot, error) {
-	input, err := opts.prepare(plan)
-	if err != nil {
-		return nil, nil, err
-	}
-	if opts.RunsDir == "" {
-		opts.RunsDir = filepath.Join(opts.WorkDir, ".flow", "runs")
-	}
-	w, err := rundir.Create(opts.RunsDir, opts.RunID, opts.secrets(plan)...)
-	if err != nil {
-		return nil, nil, err
-	}
-	opts.RunID = w.ID()
-	snap := NewSnapshot(opts.RunID, plan, input, opts.snapshotSettings())
-	snap.Repos = startCommits(ctx, plan, opts.WorkDir)
-	opts.repos = snap.Repos
-	if err := w.WriteSnapshot(snap); err != nil {
-		_ = w.Close()
-		return nil, nil, err
-	}
-	return w, snap, nil
-}
-
-// Walk runs plan with its facts and events going to rec, for a runtime
-// other than Execute's (a Temporal workflow walks the plan it rebuilt
-// from the run's snapshot). opts.RunID names the run; earlier holds the
-// facts of earlier attempts when the run resumes, as for Resume. Walk
-// neither creates a run directory nor ends processes: rec and
-// opts.Leaves own where facts and processes live. Isolated scopes
-// (working copies) need a run directory in this process: a plan with
-// them is refused unless rec is one.
-func Walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, earlier []*Fact) (*Result, error) {
-	input, err := opts.prepare(plan)
-	if err != nil {
-		return nil, err
-	}
-	if _, local := rec.(*rundir.Writer); !local {
+	if host.Workspace() == nil {
 		if n := isolatedNode(plan); n != nil {
 			return nil, &RefusedError{Msg: fmt.Sprintf("%s: isolation: worktree needs the run's working copy on this machine; run it with flow run, not on remote workers", n.Pos)}
 		}
 	}
-	return walk(ctx, plan, opts, rec, input, earlier)
-}
-
-// NewSnapshot records plan as a run of it starts, with input and s.
-func NewSnapshot(runID string, plan *flows.Plan, input any, s rundir.Settings) *rundir.Snapshot {
-	snap := &rundir.Snapshot{Run: runID, Flow: plan.Root.Name, File: plan.Root.File, Flows: map[string]rundir.SnapshotFlow{},
-		Agents: flows.EncodeAgents(plan.Agents), Input: input, Settings: s}
-	for name, f := range plan.Flows {
-		snap.Flows[name] = rundir.SnapshotFlow{File: f.File, Source: string(f.Doc.Source)}
-	}
-	return snap
+	return walk(ctx, plan, opts, host, input, earlier)
 }
 
 // isolatedNode is a node of p with isolation, or nil.
 func isolatedNode(p *flows.Plan) *flows.Node {
 	var found *flows.Node
-	for _, f := range p.Flows {
+	for _, f := range flowsInOrder(p) {
 		flows.EachNode(f.Nodes, func(n *flows.Node) {
 			if found == nil && n.Isolation {
 				found = n
@@ -196,6 +132,16 @@ func (o *Options) prepare(plan *flows.Plan) (any, error) {
 	return input, o.check(plan)
 }
 
+// NewSnapshot records plan as a run of it starts, with input and s.
+func NewSnapshot(runID string, plan *flows.Plan, input any, s rundir.Settings) *rundir.Snapshot {
+	snap := &rundir.Snapshot{Run: runID, Flow: plan.Root.Name, File: plan.Root.File, Flows: map[string]rundir.SnapshotFlow{},
+		Agents: flows.EncodeAgents(plan.Agents), Input: input, Settings: s}
+	for name, f := range plan.Flows {
+		snap.Flows[name] = rundir.SnapshotFlow{File: f.File, Source: string(f.Doc.Source)}
+	}
+	return snap
+}
+
 // check fills in defaults and refuses a run that could not go through.
 func (o *Options) check(plan *flows.Plan) error {
 	if o.Asker == nil {
@@ -212,12 +158,8 @@ func (o *Options) check(plan *flows.Plan) error {
 	if o.Runtime == nil {
 		o.Runtime = LocalRuntime{}
 	}
-	if o.WorkDir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return fmt.Errorf("finding the working directory: %w", err)
-		}
-		o.WorkDir = wd
+	if err := o.defaultWorkDir(); err != nil {
+		return err
 	}
 	o.Concurrency = plan.Concurrency(o.Concurrency)
 	if o.Backoff <= 0 {
@@ -226,50 +168,12 @@ func (o *Options) check(plan *flows.Plan) error {
 	return nil
 }
 
-// secrets are the values the run directory must redact besides those of
-// the environment variables named like secrets: the caller's and the
-// values of the variables the agents take their keys from.
-func (o *Options) secrets(plan *flows.Plan) []string {
-	out := slices.Clone(o.Secrets)
-	for _, a := range plan.Agents {
-		if a.APIKeyEnv != "" {
-			out = append(out, os.Getenv(a.APIKeyEnv))
-		}
-	}
-	return out
-}
-
-func (o *Options) snapshotSettings() rundir.Settings {
-	s := rundir.Settings{Model: o.Settings.Model, Models: o.Settings.Models, Concurrency: o.Concurrency, WorkDir: o.WorkDir, Config: o.Config}
-	if o.Settings.Timeout > 0 {
-		s.Timeout = o.Settings.Timeout.String()
-	}
-	if o.Settings.TurnTimeout > 0 {
-		s.TurnTimeout = o.Settings.TurnTimeout.String()
-	}
-	return s
-}
-
-// runLocal walks the plan with w open, closes w, and ends every process
-// the run left. earlier holds the facts of earlier attempts when the run
-// resumes; notes are said as it starts.
-func runLocal(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Writer, input any, earlier []*Fact, notes ...string) (res *Result, err error) {
-	defer func() {
-		// A run ends every process it started, daemons a step left included.
-		endLeftovers(opts.RunID)
-		if cerr := w.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("closing run directory: %w", cerr)
-		}
-	}()
-	return walk(ctx, plan, opts, w, input, earlier, notes...)
-}
-
 // walk runs the plan, each fact and event into rec, and its output into
 // rec's Finish.
-func walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, input any, earlier []*Fact, notes ...string) (*Result, error) {
-	r := &runner{plan: plan, opts: opts, dir: rec, rt: opts.Runtime, leaves: opts.Leaves, live: opts.Live,
-		sessions: map[rundir.Scope]*session{}, ledger: newLedger(opts.Runtime), wt: newWorktrees(opts.repos)}
-	r.local, _ = rec.(*rundir.Writer)
+func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input any, earlier []*Fact, notes ...string) (*Result, error) {
+	rec := host
+	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
+		mu: host.NewLock(), sessions: map[rundir.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.repos)}
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
 	}
@@ -282,7 +186,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, inp
 	for _, n := range notes {
 		r.emit(&Event{Type: rundir.EventNote, Message: n})
 	}
-	fr := (&frame{calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
+	fr := (&frame{rt: host, calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
 	values := map[string]any{"input": input} // the root sequence adds each node's value by id
 	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, values, "")
 	r.closeOwned(ctx, "_flow")
@@ -297,30 +201,15 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, rec Recorder, inp
 	// has: it goes to output.json, not into the journal a second time.
 	endErr := rec.Fact(&Fact{Type: rundir.FactRun, Time: end, RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend})
 	r.emit(&Event{Type: rundir.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown, Overspend: res.Overspend})
-	var valuesErr error
-	if vr, ok := rec.(ValuesRecorder); ok {
-		valuesErr = vr.WriteValues(values)
-	}
-	return res, errors.Join(endErr, valuesErr, rec.Finish(out))
+	return res, errors.Join(endErr, rec.WriteValues(values), rec.Finish(out))
 }
 
-// secrets are the run directory's redactor, or nil where the walk records
-// elsewhere (a workflow: its leaves redact on their workers).
-func (r *runner) secrets() *secret.Redactor {
-	if r.local == nil {
-		return nil
-	}
-	return r.local.Secrets()
-}
+// secrets are the host's redactor, or nil where the leaves redact where
+// they run.
+func (r *runner) secrets() *secret.Redactor { return r.redactor }
 
-// redactHome redacts what was written into the home of path since start,
-// in a run directory of this process.
-func (r *runner) redactHome(path string, since time.Time) error {
-	if r.local == nil {
-		return nil
-	}
-	return r.local.RedactHome(path, since)
-}
+// redactHome redacts what was written into the home of path since start.
+func (r *runner) redactHome(path string, since time.Time) error { return r.dir.RedactHome(path, since) }
 
 // redactFailure returns f with its messages redacted, as a copy when it
 // held a secret.
@@ -341,15 +230,18 @@ func redactFailure(secrets *secret.Redactor, f *Failure) *Failure {
 // runner is one run in progress. Its maps are guarded by mu; everything else
 // is set before the run starts and read-only after.
 type runner struct {
-	plan   *flows.Plan
-	opts   Options
-	dir    Recorder
-	local  *rundir.Writer // dir, when it is a run directory in this process (nil in a workflow)
-	rt     Runtime
-	leaves LeafRunner
-	live   Semaphore // the run-wide cap on live agent turns
+	plan *flows.Plan
+	opts Options
+	dir  Recorder
+	// redactor and workspace are the host's (Host.Redactor, Host.Workspace).
+	redactor  *secret.Redactor
+	workspace Workspace
+	blind     bool // the host's turns cannot be watched live (Parts.Blind)
+	rt        Runtime
+	leaves    LeafRunner
+	live      Semaphore // the run-wide cap on live agent turns
 
-	mu       sync.Mutex
+	mu       Locker
 	sessions map[rundir.Scope]*session
 	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
 	ledger   *ledger          // what turns cost, and the budgets they overspent
@@ -415,7 +307,7 @@ func checkInput(f *flows.Flow, in any, closed bool) (any, error) {
 
 func askWithoutDefault(p *flows.Plan) *flows.Node {
 	var found *flows.Node
-	for _, f := range p.Flows {
+	for _, f := range flowsInOrder(p) {
 		flows.EachNode(f.Nodes, func(n *flows.Node) {
 			if found == nil && n.Kind == schema.KindAsk && !n.HasDefault {
 				found = n
@@ -426,7 +318,7 @@ func askWithoutDefault(p *flows.Plan) *flows.Node {
 }
 
 func checkDrivers(p *flows.Plan, o Options) error {
-	for _, f := range p.Flows {
+	for _, f := range flowsInOrder(p) {
 		var err error
 		flows.EachNode(f.Nodes, func(n *flows.Node) {
 			switch {
@@ -442,4 +334,14 @@ func checkDrivers(p *flows.Plan, o Options) error {
 		}
 	}
 	return nil
+}
+
+// flowsInOrder are p's flows by name, so that a refusal names the same
+// node every time when several would do.
+func flowsInOrder(p *flows.Plan) []*flows.Flow {
+	out := make([]*flows.Flow, 0, len(p.Flows))
+	for _, name := range slices.Sorted(maps.Keys(p.Flows)) {
+		out = append(out, p.Flows[name])
+	}
+	return out
 }

@@ -22,7 +22,9 @@ func (r *runner) work(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 			return &outcome{fail: fail, worktree: flows.NoWorktree()}
 		}
 		if sc.memory {
-			sc.use.Lock()
+			if err := sc.use.Lock(ctx); err != nil {
+				return &outcome{fail: cancelled(ctx, path), worktree: flows.NoWorktree()}
+			}
 			defer sc.use.Unlock()
 		}
 		o := r.inWorktree(ctx, fr, sc, n, vars, path)

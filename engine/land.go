@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
@@ -16,12 +15,12 @@ import (
 // before i has ended — and with it, every landing in it. Scopes therefore
 // land in item order and branch declaration order, whichever finished
 // first, and a run lands the same history every time.
-type order struct{ done []chan struct{} }
+type order struct{ done []Latch }
 
-func newOrder(n int) *order {
-	o := &order{done: make([]chan struct{}, n)}
+func newOrder(rt Runtime, n int) *order {
+	o := &order{done: make([]Latch, n)}
 	for i := range o.done {
-		o.done[i] = make(chan struct{})
+		o.done[i] = rt.NewLatch()
 	}
 	return o
 }
@@ -30,7 +29,7 @@ func newOrder(n int) *order {
 // items skipped by fail_fast.
 func (o *order) finish(i int) {
 	if o != nil {
-		close(o.done[i])
+		o.done[i].Open()
 	}
 }
 
@@ -54,15 +53,12 @@ func (f *frame) withGate(o *order, i int) *frame {
 func (r *runner) waitTurn(ctx context.Context, fr *frame, visit string) *Failure {
 	for _, g := range fr.gates {
 		for j := 0; j < g.i; j++ {
-			select {
-			case <-g.o.done[j]:
-			default:
-				r.emit(&Event{Type: rundir.EventProgress, Visit: visit, Activity: "waiting to land after the items before it"})
-				select {
-				case <-g.o.done[j]:
-				case <-ctx.Done():
-					return cancelled(ctx, visit)
-				}
+			if g.o.done[j].IsOpen() {
+				continue
+			}
+			r.emit(&Event{Type: rundir.EventProgress, Visit: visit, Activity: "waiting to land after the items before it"})
+			if g.o.done[j].Wait(ctx) != nil {
+				return cancelled(ctx, visit)
 			}
 		}
 	}
@@ -146,7 +142,7 @@ func (r *runner) land(ctx context.Context, fr *frame, sc *wtScope, visit string,
 	default:
 		rec.Land = rundir.Landed
 	}
-	if err := r.dir.Fact(&Fact{Type: rundir.FactLand, Time: time.Now(), Visit: visit, Worktree: rec, Error: fail}); err != nil {
+	if err := r.dir.Fact(&Fact{Type: rundir.FactLand, Time: r.rt.Now(), Visit: visit, Worktree: rec, Error: fail}); err != nil {
 		return nil, &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	if fail != nil {

@@ -3,20 +3,10 @@ package engine
 import (
 	"context"
 	"slices"
-	"sync"
 
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
-
-// A BlindLeafRunner runs turns where the walker cannot watch them live (a
-// Temporal worker): Turn.Watch never reaches the turn, so each turn is
-// bound by what it reserved, which Turn.TokensLeft carries.
-type BlindLeafRunner interface {
-	LeafRunner
-	// Blind marks the LeafRunner; it does nothing.
-	Blind()
-}
 
 // ledger is what a run knows of the price of a turn — every agent's
 // completed turns so far — and which of its budgets ended above their
@@ -25,7 +15,7 @@ type BlindLeafRunner interface {
 type ledger struct {
 	first Mutex // held by the run's one unpriced turn under a budget
 
-	mu    sync.Mutex
+	mu    Locker
 	turns map[string]*turnHistory
 	over  []*meter
 }
@@ -38,7 +28,7 @@ type turnHistory struct {
 }
 
 func newLedger(rt Runtime) *ledger {
-	return &ledger{first: rt.NewMutex(), turns: map[string]*turnHistory{}}
+	return &ledger{first: rt.NewMutex(), turns: map[string]*turnHistory{}, mu: rt.NewLock()}
 }
 
 // note records a completed turn of agent.
@@ -181,8 +171,8 @@ func (r *runner) book(ctx context.Context, fr *frame, agent, visit string) (*boo
 	if len(fr.meters) == 0 {
 		return nil, nil
 	}
-	_, blind := r.leaves.(BlindLeafRunner)
-	b := &booking{h: &hold{visit: visit, blind: blind}, meters: fr.meters}
+	blind := r.blind
+	b := &booking{h: &hold{visit: visit, blind: blind, mu: r.rt.NewLock()}, meters: fr.meters}
 	want, floor, priced := r.ledger.price(agent)
 	if !priced {
 		if err := r.ledger.first.Lock(ctx); err != nil {
@@ -226,10 +216,10 @@ func (b *booking) watch() (func(live int64) bool, int64) {
 		if live <= 0 {
 			return false
 		}
-		b.h.live.Store(live)
+		b.h.setLive(live)
 		for _, m := range b.meters {
 			if m.crossed(b.h, live) {
-				b.h.stopped.Store(true)
+				b.h.stop()
 				return true
 			}
 		}
@@ -246,7 +236,7 @@ func (r *runner) settle(b *booking, u *Usage, stopped bool) {
 		return
 	}
 	if stopped {
-		b.h.stopped.Store(true)
+		b.h.stop()
 	}
 	for _, m := range b.meters {
 		if m.settle(b.h, u) {

@@ -22,7 +22,7 @@ func TestRateLimitAndQuotaKinds(t *testing.T) {
 		"broke": &rundir.QuotaError{Message: "You exceeded your current quota"},
 	}}
 	rec := &memoryRecorder{}
-	if _, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir(), Leaves: leaves}, rec, nil); err != nil {
+	if _, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: LocalRuntime{}, Leaves: leaves, Recorder: rec}), nil); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]*Failure{}

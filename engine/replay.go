@@ -1,88 +1,26 @@
 package engine
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/internal/proc"
 	"github.com/flowrun/flow/rundir"
 )
 
-// Resume continues the run in dir from its first unended visit (docs/resume-and-budgets.md):
-// it runs the run's snapshot (the flows and agents as they were read, the
-// same input and model), and every visit that ended keeps its recorded
-// outcome and is not run again. Processes the dead engine left are ended
-// first. load says where agents come from and which drivers exist; opts
-// gives the drivers, the live view and a new --timeout (Settings.Timeout)
-// if any; its RunID, RunsDir, Input and Settings.Model and Models are the
-// run's own.
-func Resume(ctx context.Context, dir string, load flows.Options, opts Options) (*Result, error) {
-	info, err := rundir.Inspect(dir)
-	if err != nil {
-		return nil, err
-	}
-	if !info.Resumable {
-		return nil, &RefusedError{Msg: fmt.Sprintf("run %s cannot be resumed: %s", info.ID, info.Why)}
-	}
-	snap, err := rundir.ReadSnapshot(dir)
-	if err != nil {
-		return nil, err
-	}
-	plan, diags := flows.Reload(snap.File, snap.Sources(), snap.Agents, snap.Settings.WorkDir, load)
-	if diags.HasErrors() {
-		return nil, &RefusedError{Msg: fmt.Sprintf("the snapshot of run %s does not load any more:\n%s", info.ID, diags.Error())}
-	}
-	timeout, turnTimeout := snap.Settings.Durations()
-	if opts.Settings.Timeout == 0 {
-		opts.Settings.Timeout = timeout
-	}
-	opts.Settings.Model, opts.Settings.Models, opts.Settings.TurnTimeout = snap.Settings.Model, snap.Settings.Models, turnTimeout
-	opts.Input, opts.WorkDir, opts.Config = snap.Input, snap.Settings.WorkDir, snap.Settings.Config
-	opts.RunID, opts.RunsDir, opts.repos = info.ID, filepath.Dir(dir), snap.Repos
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = snap.Settings.Concurrency
-	}
-	input, err := opts.prepare(plan)
-	if err != nil {
-		return nil, err
-	}
-	w, earlier, err := rundir.Reopen(dir, opts.secrets(plan)...)
-	if err != nil {
-		return nil, err
-	}
-	notes := []string{fmt.Sprintf("resuming run %s (%s, %s)", info.ID, info.Flow, info.Status)}
-	for _, f := range snap.Changed() {
-		notes = append(notes, f+" changed since the run started; resuming the run's snapshot of it")
-	}
-	if n := endLeftovers(info.ID); n > 0 {
-		notes = append(notes, fmt.Sprintf("ended %d process(es) left by the interrupted run", n))
-	}
-	return runLocal(ctx, plan, opts, w, input, earlier, notes...)
-}
-
-// endLeftovers ends every process still carrying the run's tag: daemons a
-// step left, or what a dead engine's visits were running.
-// It returns how many it found.
-func endLeftovers(runID string) int {
-	n, _ := proc.KillTagged(runID, proc.DefaultGrace)
-	return n
-}
-
 // replay indexes the last end fact of each visit of earlier attempts and
 // takes back their sessions, their spending and what their turns cost
-// (each agent's smallest and typical turn). It returns the notes of
-// rundir's Confine: worktrees the journal names outside the run.
+// (each agent's smallest and typical turn). It returns the notes of the
+// workspace's Confine: worktrees the journal names outside the run.
 func (r *runner) replay(facts []*Fact) (notes []string) {
 	if facts == nil {
 		return nil
 	}
 	r.ended = map[string]*Fact{}
 	ws := rundir.Worktrees(facts)
-	notes = r.local.Confine(ws)
+	if r.workspace != nil {
+		notes = r.workspace.Confine(ws)
+	}
 	for _, w := range ws {
 		r.wt.earlier[w.Scope] = w
 		// A memory scope's worktree goes when its owner ends, also when

@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"time"
-
-	"github.com/sourcegraph/conc/pool"
 )
 
 // Runtime is where a walk happens: the few things the walker does that
@@ -40,6 +38,28 @@ type Runtime interface {
 	// NewSemaphore returns a semaphore of n slots (the run-wide cap on
 	// live turns).
 	NewSemaphore(n int) Semaphore
+	// NewLatch returns a latch, closed: the landing order of isolated
+	// scopes waits on one per item.
+	NewLatch() Latch
+	// NewLock returns a lock for the walker's own state, held only for
+	// a short section that waits on nothing (no turn, no other lock of
+	// the host's): a mutex where tasks run at once, nothing where they
+	// take turns (workflow coroutines).
+	NewLock() Locker
+}
+
+// Locker is a Runtime's lock for short sections (Runtime.NewLock).
+type Locker interface {
+	Lock()
+	Unlock()
+}
+
+// Latch is a Runtime's one-way gate: once opened it stays open. Wait
+// returns context.Cause(ctx) if ctx ends before it opens.
+type Latch interface {
+	Open()
+	IsOpen() bool
+	Wait(ctx context.Context) error
 }
 
 // Mutex is a Runtime's mutex. Lock returns context.Cause(ctx) if ctx ends
@@ -55,73 +75,3 @@ type Semaphore interface {
 	Acquire(ctx context.Context) error
 	Release()
 }
-
-// LocalRuntime is the Runtime of a run in this process, the default. Its
-// zero value is ready to use, and it holds nothing.
-type LocalRuntime struct{}
-
-var _ Runtime = LocalRuntime{}
-
-// Now is time.Now.
-func (LocalRuntime) Now() time.Time { return time.Now() }
-
-// Sleep waits on a timer.
-func (LocalRuntime) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
-}
-
-// Group runs the tasks in a conc pool that it waits for. conc's own
-// cancellation has no cause, and a visit must tell `cancelled` from
-// `stopped`, so the group cancels with failFast itself.
-func (LocalRuntime) Group(ctx context.Context, count, limit int, failFast error, task func(ctx context.Context, i int) bool) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	p := pool.New().WithContext(ctx)
-	if limit > 0 {
-		p = p.WithMaxGoroutines(limit)
-	}
-	for i := range count {
-		p.Go(func(ctx context.Context) error {
-			if failFast != nil && ctx.Err() != nil {
-				return nil // skipped: a sibling failed first
-			}
-			if task(ctx, i) && failFast != nil {
-				cancel(failFast)
-			}
-			return nil
-		})
-	}
-	_ = p.Wait() // tasks report failures through their own results, never as errors
-}
-
-// NewMutex returns a mutex of one channel slot.
-func (LocalRuntime) NewMutex() Mutex { return chanSemaphore(make(chan struct{}, 1)) }
-
-// NewSemaphore returns a semaphore of n channel slots.
-func (LocalRuntime) NewSemaphore(n int) Semaphore { return chanSemaphore(make(chan struct{}, n)) }
-
-// chanSemaphore is a semaphore (and, of one slot, a mutex) whose waits
-// end with ctx.
-type chanSemaphore chan struct{}
-
-func (s chanSemaphore) Acquire(ctx context.Context) error {
-	select {
-	case s <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-func (s chanSemaphore) Release() { <-s }
-
-func (s chanSemaphore) Lock(ctx context.Context) error { return s.Acquire(ctx) }
-
-func (s chanSemaphore) Unlock() { s.Release() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flowrun/flow/schema"
 )
@@ -55,6 +56,9 @@ func (m *memoryRecorder) Event(*Event) error      { return nil }
 func (m *memoryRecorder) Home(path string) string { return path }
 func (m *memoryRecorder) Finish(out any) error    { m.output = out; return nil }
 
+func (m *memoryRecorder) RedactHome(string, time.Time) error { return nil }
+func (m *memoryRecorder) WriteValues(map[string]any) error   { return nil }
+
 func TestWalkThroughALeafRunnerMapsItsErrorsToKinds(t *testing.T) {
 	p := load(t, "seam", `name: seam
 budget: {tokens: 100}
@@ -75,7 +79,7 @@ budget: {tokens: 100}
 		"cmdslow": fmt.Errorf("leaf: %w", ErrTimeout),
 	}}
 	rec := &memoryRecorder{}
-	res, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir(), Leaves: leaves}, rec, nil)
+	res, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: LocalRuntime{}, Leaves: leaves, Recorder: rec}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ type Turn struct {
 	// a budget above it, counting what ended turns spent and what the other
 	// running turns hold; the LeafRunner then stops the turn (ErrBudget).
 	// TokensLeft is the most the turn may spend as it starts (0: no token
-	// budget): for a BlindLeafRunner (a Temporal worker), which cannot call
+	// budget): on a blind Host (a Temporal worker, Parts.Blind), which cannot call
 	// Watch, the turn's reservation (docs/resume-and-budgets.md). Drivers
 	// ignore both.
 	Watch      func(live int64) bool

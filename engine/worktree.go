@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/flowrun/flow/flows"
@@ -20,7 +19,7 @@ import (
 // are in. Its maps are guarded by mu; each repository and scope guards its
 // own state.
 type worktrees struct {
-	mu     sync.Mutex
+	mu     Locker
 	repos  map[string]*wtRepo  // by the directory a scope named
 	scopes map[string]*wtScope // by scope name
 	// starts maps a repository's top-level directory to the commit the run
@@ -35,8 +34,8 @@ type worktrees struct {
 	owned map[string][]*wtScope
 }
 
-func newWorktrees(starts map[string]string) *worktrees {
-	return &worktrees{repos: map[string]*wtRepo{}, scopes: map[string]*wtScope{}, starts: starts,
+func newWorktrees(rt Runtime, starts map[string]string) *worktrees {
+	return &worktrees{mu: rt.NewLock(), repos: map[string]*wtRepo{}, scopes: map[string]*wtScope{}, starts: starts,
 		earlier: map[string]*rundir.Worktree{}, landed: map[string]*Fact{}, owned: map[string][]*wtScope{}}
 }
 
@@ -44,7 +43,7 @@ func newWorktrees(starts map[string]string) *worktrees {
 // flow/<run-id> is made then, at the commit the run started from.
 type wtRepo struct {
 	dir  string
-	mu   sync.Mutex // guards the rest; held while the repository is opened
+	mu   Mutex // guards the rest; held while the repository is opened
 	done bool
 	git  *gitwork.Repo
 	base string
@@ -64,9 +63,9 @@ type wtScope struct {
 
 	// use makes a memory scope's worktree serve one visit at a time, from
 	// its first change to its checkpoint.
-	use sync.Mutex
+	use Mutex
 
-	mu     sync.Mutex // guards the rest
+	mu     Locker // guards the rest
 	repo   *wtRepo
 	branch string
 	path   string
@@ -78,15 +77,6 @@ type wtScope struct {
 	files  []string       // every file the scope changed
 	failed bool           // its last visit failed: keep it for the user
 	landed rundir.Landing // how its last landing went
-}
-
-// startCommits records, before the run starts, the commit checked out in
-// each repository the plan isolates scopes in whose directory is known now:
-// its scopes are made from it, whatever the user commits while the run
-// goes on. A repository that cannot be read now is left out; its first
-// scope fails then, saying why.
-func startCommits(ctx context.Context, plan *flows.Plan, workDir string) map[string]string {
-	return gitwork.Heads(ctx, plan.IsolatedRepos(workDir))
 }
 
 // identity is who commits for a visit of the run.
@@ -108,7 +98,7 @@ func (r *runner) scope(name, land, repoDir string, memory bool, owner string) *w
 		}
 		return sc
 	}
-	sc := &wtScope{name: name, land: land, memory: memory, owner: owner, repoDir: repoDir}
+	sc := &wtScope{mu: r.rt.NewLock(), use: r.rt.NewMutex(), name: name, land: land, memory: memory, owner: owner, repoDir: repoDir}
 	if rec := r.wt.earlier[name]; rec != nil {
 		sc.branch, sc.path, sc.base, sc.head, sc.gone = rec.Branch, rec.Path, rec.Base, rec.Commit, rec.Removed
 		sc.made = rec.Path != ""
@@ -164,11 +154,13 @@ func (r *runner) repo(ctx context.Context, dir string) (*wtRepo, error) {
 	r.wt.mu.Lock()
 	rp := r.wt.repos[dir]
 	if rp == nil {
-		rp = &wtRepo{dir: dir}
+		rp = &wtRepo{mu: r.rt.NewMutex(), dir: dir}
 		r.wt.repos[dir] = rp
 	}
 	r.wt.mu.Unlock()
-	rp.mu.Lock()
+	if err := rp.mu.Lock(ctx); err != nil {
+		return nil, err
+	}
 	defer rp.mu.Unlock()
 	if rp.done {
 		return rp, rp.err
@@ -228,9 +220,9 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 		sc.head = sc.base
 	}
 	if sc.path == "" {
-		sc.path = r.local.Worktree(sc.name)
+		sc.path = r.workspace.Worktree(sc.name)
 	}
-	if err := r.local.ReadyWorktree(sc.path); err != nil {
+	if err := r.workspace.ReadyWorktree(sc.path); err != nil {
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	if sc.branch == "" {
@@ -241,7 +233,7 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 	}
 	sc.open, sc.made, sc.gone = true, true, false
 	rec := &rundir.Worktree{Scope: sc.name, Repo: rp.git.Top, Path: sc.path, Branch: sc.branch, Base: sc.base, Commit: sc.head}
-	if err := r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: time.Now(), Worktree: rec}); err != nil {
+	if err := r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: r.rt.Now(), Worktree: rec}); err != nil {
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	return sc.path, nil
@@ -294,7 +286,7 @@ func (r *runner) remove(ctx context.Context, sc *wtScope, dropBranch bool) error
 		return fmt.Errorf("removing the worktree of %s: %w", sc.name, err)
 	}
 	sc.gone, sc.open = true, false
-	return r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: time.Now(), Worktree: &rundir.Worktree{Scope: sc.name, Removed: true}})
+	return r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: r.rt.Now(), Worktree: &rundir.Worktree{Scope: sc.name, Removed: true}})
 }
 
 // value is how a scope appears as x.worktree.

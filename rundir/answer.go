@@ -70,3 +70,17 @@ func StoreAnswer(home, agent, answer string, secrets *secret.Redactor) (string, 
 	}
 	return f.Name(), nil
 }
+
+// WholeAnswer is an answer as a person reads it before approving (an
+// ask's `show:`): the file that holds it whole when there is one and it
+// can be read as a regular file, else text, its bounded prefix.
+func WholeAnswer(text, file string) string {
+	if file == "" {
+		return text
+	}
+	b, err := ReadRegular(file)
+	if err != nil {
+		return text
+	}
+	return string(b)
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/rundir"
 )
 
 // Ask is a question a served run waits on, as the page and GET /api/asks
@@ -55,7 +56,11 @@ type asker struct {
 // engine ends it at the ask's timeout, or when the run stops.
 func (a *asker) Ask(ctx context.Context, q *engine.Question) (engine.Answer, error) {
 	k := askKey{a.run, q.Visit}
-	p := &Ask{Run: a.run, Flow: a.flow, Visit: q.Visit, Question: q.Text, Shown: q.Shown, Options: q.Options, Default: q.Default,
+	shown := make([]engine.Shown, len(q.Shown))
+	for i, s := range q.Shown { // whole, from the answer file (never its path)
+		shown[i] = engine.Shown{Node: s.Node, Text: rundir.WholeAnswer(s.Text, s.File)}
+	}
+	p := &Ask{Run: a.run, Flow: a.flow, Visit: q.Visit, Question: q.Text, Shown: shown, Options: q.Options, Default: q.Default,
 		HasDefault: q.HasDefault, Since: time.Now(), answer: make(chan engine.Answer, 1)}
 	if q.Timeout > 0 {
 		p.Deadline = p.Since.Add(q.Timeout)

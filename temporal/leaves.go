@@ -21,12 +21,10 @@ type leaves struct {
 	timing Timing
 }
 
-var _ engine.BlindLeafRunner = leaves{}
-
-// Blind says the walker cannot watch a turn on a worker live: each turn
-// is bound by what it reserved (docs/temporal.md), which TokensLeft
-// carries to the worker.
-func (leaves) Blind() {}
+// The walker cannot watch a turn on a worker live: the workflow's host
+// is blind (engine.Parts.Blind), each turn bound by what it reserved
+// (docs/temporal.md), which TokensLeft carries to the worker.
+var _ engine.LeafRunner = leaves{}
 
 // options are a leaf's activity options: its own timeout is applied on
 // the worker (a timeout is a value), so the activity gets it plus grace;

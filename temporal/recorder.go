@@ -1,6 +1,8 @@
 package temporal
 
 import (
+	"time"
+
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/rundir"
 )
@@ -16,7 +18,7 @@ type recorder struct {
 	values map[string]any // the run's node values, for the mirror's values.json
 }
 
-var _ engine.ValuesRecorder = (*recorder)(nil)
+var _ engine.Recorder = (*recorder)(nil)
 
 func (r *recorder) Fact(f *rundir.Fact) error {
 	r.facts = append(r.facts, f)
@@ -28,6 +30,9 @@ func (r *recorder) Event(*rundir.Event) error { return nil }
 // Home names a home by its path in the run: the worker that runs the leaf
 // resolves it in its own run directory.
 func (r *recorder) Home(path string) string { return path }
+
+// RedactHome does nothing: a home is on the worker that ran the leaf.
+func (r *recorder) RedactHome(string, time.Time) error { return nil }
 
 func (r *recorder) Finish(output any) error {
 	r.output = output

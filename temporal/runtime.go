@@ -100,6 +100,35 @@ func (rt runtime) NewSemaphore(n int) engine.Semaphore {
 	return semaphore{workflow.NewSemaphore(rt.root, int64(n))}
 }
 
+// NewLock returns a lock that does nothing: coroutines run one at a
+// time and switch only where they block, which a short section never
+// does.
+func (rt runtime) NewLock() engine.Locker { return noLock{} }
+
+type noLock struct{}
+
+func (noLock) Lock()   {}
+func (noLock) Unlock() {}
+
+// NewLatch returns a latch that coroutines await.
+func (rt runtime) NewLatch() engine.Latch { return &latch{} }
+
+// latch is a flag that workflow.Await waits on: coroutines run one at a
+// time, so it needs no lock.
+type latch struct{ open bool }
+
+func (l *latch) Open() { l.open = true }
+
+func (l *latch) IsOpen() bool { return l.open }
+
+func (l *latch) Wait(ctx context.Context) error {
+	w := workflowOf(ctx)
+	if err := workflow.Await(w, func() bool { return l.open }); err != nil {
+		return settle(ctx, w)
+	}
+	return nil
+}
+
 type mutex struct{ m workflow.Mutex }
 
 func (m mutex) Lock(ctx context.Context) error {

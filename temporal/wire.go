@@ -92,7 +92,7 @@ type RunOutput struct {
 	Output  any             `json:"output"`
 	Failure *rundir.Failure `json:"error,omitempty"`
 	Usage   rundir.Usage    `json:"usage"`
-	// Values are the run's node values (engine.ValuesRecorder), which the
+	// Values are the run's node values (engine.Recorder.WriteValues), which the
 	// mirror writes to values.json.
 	Values map[string]any `json:"values,omitempty"`
 	// Overspend names each budget the run ended above (its end fact's).

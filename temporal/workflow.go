@@ -51,9 +51,12 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		Concurrency: snap.Settings.Concurrency,
 		Config:      snap.Settings.Config,
 		Backoff:     timing.Backoff,
-		Runtime:     runtime{root: ctx},
-		Leaves:      leaves{queue: info.TaskQueueName, timing: timing},
 	}
+	// The workflow's host: its coroutines and clock, its leaves as
+	// activities on workers that cannot be watched live (blind), its
+	// facts in its state; no redactor (leaves redact on their workers)
+	// and no workspace (working copies need the run's machine).
+	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: leaves{queue: info.TaskQueueName, timing: timing}, Recorder: rec, Blind: true})
 	// The workflow's cancellation stops the walk with the cause a Ctrl-C
 	// gives, from a coroutine: deterministic.
 	root, stop := context.WithCancelCause(context.Background())
@@ -62,7 +65,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		c.Done().Receive(c, nil)
 		stop(engine.ErrStopped)
 	})
-	res, err := engine.Walk(withWorkflow(root, ctx), plan, opts, rec, in.Earlier)
+	res, err := engine.Walk(withWorkflow(root, ctx), plan, opts, host, in.Earlier)
 	if res == nil {
 		var ie *engine.InputError
 		var re *engine.RefusedError

@@ -298,6 +298,7 @@ func (t *terminalAsker) ask(ctx context.Context, visit, question string, shown [
 		defer lv.hold(false)
 	}
 	for _, s := range shown {
+		s.Text = rundir.WholeAnswer(s.Text, s.File)
 		fmt.Fprintf(t.out, "── %s ──\n%s\n", safeLine(s.Node), strings.TrimRight(safeText(s.Text), "\n"))
 	}
 	if len(shown) > 0 {

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"github.com/flowrun/flow/internal/secret"
+	"github.com/flowrun/flow/rundir"
+)
+
+// Host is where every effect of a walk happens: the walker decides what
+// a run does and means, its Host decides where that happens. The clock,
+// sleeps, groups of branches and items, mutexes and semaphores (Runtime),
+// agent turns and commands (LeafRunner), facts, events and values
+// (Recorder), the redactor, and the working copies of isolated scopes
+// (Workspace). The local host is this process and its run directory
+// (package engine/local); a Temporal workflow is another (package
+// temporal). What differs between hosts is only where an effect happens,
+// never what it means (docs/decisions.md, "A pure walker").
+type Host interface {
+	Runtime
+	LeafRunner
+	Recorder
+	// Redactor is what the host redacts in what the walker hands back to
+	// its caller (the result, its failure); nil where leaves redact where
+	// they run.
+	Redactor() *secret.Redactor
+	// Workspace is where isolated scopes get their working copies, or nil
+	// on a host that has none: a plan with isolation is then refused
+	// before the walk.
+	Workspace() Workspace
+	// Blind says the host's turns cannot be watched live (Parts.Blind).
+	Blind() bool
+}
+
+// Workspace holds the working copies of a run's isolated scopes.
+type Workspace interface {
+	// Worktree is the directory of scope's working copy.
+	Worktree(scope string) string
+	// KeepOutOfGit keeps the run's own files out of the repositories its
+	// working copies are made from.
+	KeepOutOfGit() error
+	// ReadyWorktree makes the workspace ready to hold the working copy at
+	// path, refusing a path that is not the workspace's own (a journal is
+	// data: it may name any directory).
+	ReadyWorktree(path string) error
+	// Confine drops the path of every recorded worktree of ws that is not
+	// the workspace's own, so that a resume neither reuses nor clears it,
+	// and says so in one note each.
+	Confine(ws []*rundir.Worktree) (notes []string)
+}
+
+// Parts are what NewHost makes a Host of.
+type Parts struct {
+	Runtime Runtime
+	Leaves  LeafRunner
+	Recorder
+	Redactor  *secret.Redactor // nil: leaves redact where they run
+	Workspace Workspace        // nil: no working copies on this host
+	// Blind says the leaves run where the walker cannot watch a turn live
+	// (a Temporal worker): Turn.Watch never reaches the turn, so each turn
+	// is bound by what it reserved, which Turn.TokensLeft carries.
+	Blind bool
+}
+
+// hostOf is a Host made of its parts.
+type hostOf struct {
+	Runtime
+	LeafRunner
+	Recorder
+	p Parts
+}
+
+// NewHost makes a Host of its parts.
+func NewHost(p Parts) Host {
+	return hostOf{Runtime: p.Runtime, LeafRunner: p.Leaves, Recorder: p.Recorder, p: p}
+}
+
+func (h hostOf) Redactor() *secret.Redactor { return h.p.Redactor }
+
+func (h hostOf) Blind() bool { return h.p.Blind }
+
+// Workspace is nil, not a nil value in an interface, when h has none.
+func (h hostOf) Workspace() Workspace {
+	if h.p.Workspace == nil {
+		return nil
+	}
+	return h.p.Workspace
+}

@@ -1,0 +1,123 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// workflowKnown are the findings of workflowcheck (Temporal's determinism
+// checker) over the engine and temporal's workflow code that still hold: a
+// shrinking allowlist while the walker's effects move behind its Host
+// (docs/decisions.md, "A pure walker"). Each line is a function and what it
+// does itself; a line that no longer holds fails the test, so the list
+// only shrinks.
+var workflowKnown = []string{
+	"(*context.cancelCtx).cancel: iterates over map",
+	"(*context.cancelCtx).propagateCancel: receives from channel",
+	"(*context.cancelCtx).propagateCancel: starts goroutine",
+	"(*github.com/expr-lang/expr/checker/nature.structData).findInEmbedded: iterates over map",
+	"(*github.com/expr-lang/expr/vm.VM).Run: receives from channel",
+	"(*github.com/expr-lang/expr/vm.VM).Run: sends to channel",
+	"(*github.com/flowrun/flow/engine.ledger).price: iterates over map",
+	"(*github.com/flowrun/flow/engine.meter).others: iterates over map",
+	"(*github.com/flowrun/flow/engine.wtRepo).init: iterates over map",
+	"(*github.com/flowrun/flow/flows.Catalogue).Agents: iterates over map",
+	"(*github.com/flowrun/flow/flows.Plan).usedAgents: iterates over map",
+	"(*github.com/flowrun/flow/flows.checker).checkBaseline: iterates over map",
+	"(*github.com/flowrun/flow/flows.checker).isolation: iterates over map",
+	"(*github.com/flowrun/flow/flows.compiler).compile: iterates over map",
+	"(*github.com/flowrun/flow/rundir.Snapshot).Load: iterates over map",
+	"(*github.com/flowrun/flow/schema.Type).Normalize: iterates over map",
+	"(*github.com/flowrun/flow/schema.Type).WithDefaults: iterates over map",
+	"(*github.com/flowrun/flow/schema.Type).unknown: iterates over map",
+	"(*os/exec.Cmd).Start: receives from channel",
+	"(*os/exec.Cmd).Start: sends to channel",
+	"(*os/exec.Cmd).Start: starts goroutine",
+	"(*os/exec.Cmd).Wait: receives from channel",
+	"(*os/exec.Cmd).awaitGoroutines: receives from channel",
+	"(*os/exec.Cmd).watchCtx: receives from channel",
+	"(*os/exec.Cmd).watchCtx: sends to channel",
+	"(*runtime.cleanupQueue).createGs: starts goroutine",
+	"(github.com/expr-lang/expr/types.Map).Nature: iterates over map",
+	"github.com/flowrun/flow/internal/gitwork.run: receives from channel",
+	"github.com/flowrun/flow/schema.kindsTaking: iterates over map",
+	"maps.Keys: iterates over map",
+	"maps.Values: iterates over map",
+	"os/exec.Command: accesses non-deterministic var os.Stderr",
+	"runtime.gcBgMarkStartWorkers: receives from channel",
+	"runtime.gcBgMarkStartWorkers: starts goroutine",
+	"runtime.gcBgMarkWorker: sends to channel",
+	"time.Now: declared non-deterministic",
+	"time.Sleep: declared non-deterministic",
+}
+
+// TestWorkflowcheck builds workflowcheck from the tools module (its own
+// go.mod, so that its dependencies stay out of flow's) and runs it over
+// package engine and temporal's workflow code. It takes about a minute,
+// so -short skips it; the test task runs it.
+func TestWorkflowcheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: workflowcheck takes about a minute")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	root := moduleRoot(t)
+	bin := filepath.Join(t.TempDir(), "workflowcheck")
+	build := exec.Command(goBin, "build", "-o", bin, "go.temporal.io/sdk/contrib/tools/workflowcheck")
+	build.Dir = filepath.Join(root, "tools")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building workflowcheck: %v\n%s", err, out)
+	}
+	check := exec.Command(bin, "-test=false", "-json", "./engine/...", "./temporal")
+	check.Dir = root
+	var stderr bytes.Buffer
+	check.Stderr = &stderr
+	out, err := check.Output()
+	if err != nil {
+		t.Fatalf("workflowcheck: %v\n%s", err, stderr.String())
+	}
+	got := workflowFindings(t, out)
+	for _, f := range got {
+		if !slices.Contains(workflowKnown, f) {
+			t.Errorf("workflow code is non-deterministic: %s", f)
+		}
+	}
+	for _, k := range workflowKnown {
+		if !slices.Contains(got, k) {
+			t.Errorf("%q no longer holds: remove it from workflowKnown", k)
+		}
+	}
+}
+
+// workflowFindings reads workflowcheck's -json output into its leaf
+// findings: each function that is non-deterministic by what it does
+// itself, not by what it calls.
+func workflowFindings(t *testing.T, out []byte) []string {
+	t.Helper()
+	var byPkg map[string]map[string][]struct{ Message string }
+	if err := json.Unmarshal(out, &byPkg); err != nil {
+		t.Fatalf("reading workflowcheck's output: %v\n%s", err, out)
+	}
+	var got []string
+	for _, analyzers := range byPkg {
+		for _, diags := range analyzers {
+			for _, d := range diags {
+				for line := range strings.SplitSeq(d.Message, "\n") {
+					fn, reason, ok := strings.Cut(strings.TrimSpace(line), " is non-deterministic, reason: ")
+					if ok && !strings.HasPrefix(reason, "calls non-deterministic function") {
+						got = append(got, fn+": "+reason)
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(got)
+	return slices.Compact(got)
+}
