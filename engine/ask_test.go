@@ -186,7 +186,7 @@ func TestAskInterpolatesAndShows(t *testing.T) {
 	if q.Text != "Publish 3 changes?" {
 		t.Errorf("question = %q, want the changes interpolated", q.Text)
 	}
-	if len(q.Shown) != 2 || q.Shown[0].Node != "notes" || q.Shown[0].Text != long || q.Shown[1].Node != "facts" ||
+	if len(q.Shown) != 2 || q.Shown[0].Node != "notes" || rundir.WholeAnswer(q.Shown[0].Text, q.Shown[0].File) != long || q.Shown[1].Node != "facts" ||
 		!strings.Contains(q.Shown[1].Text, `"changes": 3`) {
 		t.Errorf("shown = %+v, want notes whole and facts as JSON", q.Shown)
 	}

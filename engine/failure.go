@@ -12,6 +12,8 @@ type (
 	Fact = rundir.Fact
 	// Event is one event of the run, as OnEvent and events.jsonl get it.
 	Event = rundir.Event
+	// Worktree is a recorded worktree of an isolated scope.
+	Worktree = rundir.Worktree
 )
 
 // InputError is a run input that does not fit the flow's declared input.

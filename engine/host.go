@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"github.com/flowrun/flow/internal/secret"
-	"github.com/flowrun/flow/rundir"
-)
+import "github.com/flowrun/flow/internal/secret"
 
 // Host is where every effect of a walk happens: the walker decides what
 // a run does and means, its Host decides where that happens. The clock,
@@ -44,7 +41,7 @@ type Workspace interface {
 	// Confine drops the path of every recorded worktree of ws that is not
 	// the workspace's own, so that a resume neither reuses nor clears it,
 	// and says so in one note each.
-	Confine(ws []*rundir.Worktree) (notes []string)
+	Confine(ws []*Worktree) (notes []string)
 }
 
 // Parts are what NewHost makes a Host of.
