@@ -1,0 +1,126 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowrun/flow/rundir"
+)
+
+// overspendAgent is an exec agent whose one call reports 100 input, 20
+// output, 400 cache-read and 30 cache-write tokens (550 billed) and $0.03.
+var overspendAgent = map[string]string{
+	"agents/w.md": "---\nname: w\ndescription: works\ndriver: exec\ncommand: [./w.sh]\n---\nWork.\n",
+	"agents/w.sh": "#!/usr/bin/env bash\ncat >/dev/null\n" +
+		`echo 'FLOW_USAGE {"id":"m1","input":100,"output":20,"cache_read":400,"cache_write":30,"cost":0.03}' >&2` + "\necho done\n",
+}
+
+func withFiles(base map[string]string, more map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range more {
+		out[k] = v
+	}
+	return out
+}
+
+// TestOverspendIsSaidEverywhere: a cost budget of $0.025 that the run's
+// first turn ($0.03, nothing could price it) overspends. The exit status
+// is a failed run's (the second turn is refused), and the summary, flow
+// show, flow run --json's run.end and report.html each say the overspend
+// of $0.0050 and why; each also gives the turn's tokens as billed, cache
+// included (550), the figure Usage.Tokens counts.
+func TestOverspendIsSaidEverywhere(t *testing.T) {
+	t.Parallel()
+	d := newSweepDir(t, withFiles(overspendAgent, map[string]string{
+		"f.yaml": "name: f\nbudget: {cost: 0.025}\nagents: [./agents]\nnodes:\n  - {id: t1, agent: w, prompt: x}\n  - {id: t2, agent: w, prompt: x}\n",
+	}))
+	const said = "overspent by $0.0050 (spent $0.0300 of $0.0250): the run's first turn (t1) could not be priced before it ran"
+	out, code := d.flow("run", "f.yaml")
+	if code != 1 {
+		t.Fatalf("flow run: exit %d, want 1 (the second turn refused for the budget)\n%s", code, out)
+	}
+	if !strings.Contains(out, "overspent: the budget of flow f was "+said) {
+		t.Errorf("the summary does not name the overspend:\n%s", out)
+	}
+	runs, _ := filepath.Glob(filepath.Join(d.dir, "runs", "*"))
+	if len(runs) != 1 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	id := filepath.Base(runs[0])
+	show, code := d.flow("show", id)
+	if code != 0 || !strings.Contains(show, "overspent: the budget of flow f was "+said) || !strings.Contains(show, "tokens 550") {
+		t.Errorf("flow show (exit %d) does not say the overspend and 550 tokens:\n%s", code, show)
+	}
+	html, err := os.ReadFile(filepath.Join(runs[0], "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "data-overspend>Overspent: the budget of flow f was overspent by $0.0050") ||
+		!strings.Contains(string(html), `id="total-tokens">550<`) {
+		t.Errorf("report.html does not say the overspend and 550 tokens")
+	}
+	info, err := rundir.Inspect(runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Usage.Tokens() != 550 || len(info.Overspend) != 1 || info.Overspend[0].LimitCost != 0.025 {
+		t.Errorf("the run records %d tokens and overspend %+v", info.Usage.Tokens(), info.Overspend)
+	}
+
+	js, _ := d.flow("run", "--json", "f.yaml")
+	var end string
+	for _, l := range strings.Split(js, "\n") {
+		if strings.Contains(l, `"type":"run.end"`) {
+			end = l
+		}
+	}
+	if !strings.Contains(end, `"overspend":[{"budget":"flow f"`) || !strings.Contains(end, `"limit_cost":0.025`) ||
+		!strings.Contains(end, `"cache_read":400`) {
+		t.Errorf("flow run --json's run.end does not carry the overspend and the usage:\n%s", end)
+	}
+}
+
+// TestOverspendSurvivesAResume: a run that overspent its cost budget on
+// its first turn and was interrupted later says so, and still says so
+// when a resume finishes it: the resumed attempt counts the earlier one's
+// spend (flow show and the summary), and the turn is not paid twice.
+func TestOverspendSurvivesAResume(t *testing.T) {
+	t.Parallel()
+	d := newSweepDir(t, withFiles(overspendAgent, map[string]string{
+		"f.yaml": "name: f\nbudget: {cost: 0.025}\nagents: [./agents]\nnodes:\n  - {id: t1, agent: w, prompt: x}\n" +
+			"  - {id: nap, run: \"test -f \\\"$STATE/napped\\\" || { touch \\\"$STATE/napped\\\"; sleep 30; }\"}\n  - {id: t2, run: [echo, hi]}\n",
+	}))
+	cmd := d.cmd("run", "f.yaml")
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	await(t, 30*time.Second, "the nap to start", func() bool {
+		_, err := os.Stat(filepath.Join(d.dir, "napped"))
+		return err == nil
+	})
+	_ = cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Wait()
+	if !strings.Contains(log.String(), "overspent: the budget of flow f was overspent by $0.0050") {
+		t.Errorf("the interrupted run does not say its overspend:\n%s", log.String())
+	}
+	runs, _ := filepath.Glob(filepath.Join(d.dir, "runs", "*"))
+	if len(runs) != 1 {
+		t.Fatalf("%d runs\n%s", len(runs), log.String())
+	}
+	out, code := d.flow("resume", filepath.Base(runs[0]))
+	if code != 0 || !strings.Contains(out, "overspent: the budget of flow f was overspent by $0.0050") {
+		t.Errorf("the resumed run (exit %d) does not say the overspend:\n%s", code, out)
+	}
+	show, _ := d.flow("show", filepath.Base(runs[0]))
+	if !strings.Contains(show, "overspent: the budget of flow f was overspent by $0.0050") || !strings.Contains(show, "tokens 550 ") {
+		t.Errorf("flow show of the resumed run:\n%s", show)
+	}
+}
