@@ -202,7 +202,11 @@ func TestTemporalSweepResumeReattachesToItsCells(t *testing.T) {
 	}
 	for _, c := range d.sweeps()[0].Snapshot().Cells {
 		if c.Status != sweep.StatusSucceeded {
-			t.Errorf("cell %d is %s after the resume: %s", c.Index, c.Status, c.Note)
+			why := c.Note
+			if o := c.Outcome; o != nil {
+				why = fmt.Sprintf("%s: %s (run %s, status %s)", o.Failure, o.Message, c.Run, o.Status)
+			}
+			t.Errorf("cell %d is %s after the resume: %s\n%s", c.Index, c.Status, why, out)
 		}
 	}
 	b, _ := os.ReadFile(filepath.Join(d.dir, "ran"))
