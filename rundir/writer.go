@@ -85,6 +85,9 @@ func Reopen(dir string, secrets ...string) (*Writer, []*Fact, error) {
 			return nil, nil, fmt.Errorf("resuming %s: %s is a symbolic link: flow does not write a run's files through links", dir, filepath.Join(dir, sub))
 		}
 	}
+	if err := refuseLinkedHomes(dir); err != nil {
+		return nil, nil, err
+	}
 	if err := acquireLock(dir); err != nil {
 		return nil, nil, err
 	}
