@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +123,70 @@ func TestOverspendSurvivesAResume(t *testing.T) {
 	show, _ := d.flow("show", filepath.Base(runs[0]))
 	if !strings.Contains(show, "overspent: the budget of flow f was overspent by $0.0050") || !strings.Contains(show, "tokens 550 ") {
 		t.Errorf("flow show of the resumed run:\n%s", show)
+	}
+}
+
+// TestBudgetStoppedTurnKeepsItsUsageAndNoKey: where the ledger meets the
+// redactor. An exec agent echoes a key, split over two writes and quoted,
+// and reports 1,820 tokens as it goes; a budget of 1,500 stops it. The
+// stopped turn records its usage, partial, as reported; the overspend is
+// said; every JSONL file of the run still parses line by line and none of
+// the run's files holds the key.
+func TestBudgetStoppedTurnKeepsItsUsageAndNoKey(t *testing.T) {
+	t.Parallel()
+	const key = "sk-QA-3f9a8b7c6d5e4f3a2b1c"
+	d := newSweepDir(t, map[string]string{
+		"agents/leak.md": "---\nname: leak\ndescription: leaks\ndriver: exec\ncommand: [./leak.sh]\n---\nWork.\n",
+		"agents/leak.sh": "#!/usr/bin/env bash\ncat >/dev/null\nprintf 'part: %s' \"${LEAKY_TOKEN:0:7}\"\n" +
+			"printf '%s and \"%s\"\\n' \"${LEAKY_TOKEN:7}\" \"$LEAKY_TOKEN\"\necho \"err side: $LEAKY_TOKEN\" >&2\n" +
+			`echo 'FLOW_USAGE {"id":"m1","input":900,"output":10}' >&2` + "\nsleep 0.3\n" +
+			`echo 'FLOW_USAGE {"id":"m2","input":900,"output":10}' >&2` + "\nsleep 30\necho done\n",
+		"f.yaml": "name: f\nbudget: {tokens: 1500}\nagents: [./agents]\nnodes:\n  - {id: t1, agent: leak, prompt: x}\n",
+	})
+	cmd := d.cmd("run", "f.yaml")
+	cmd.Env = append(cmd.Env, "LEAKY_TOKEN="+key)
+	outb, err := cmd.CombinedOutput()
+	out := string(outb)
+	if err == nil || !strings.Contains(out, "overspent by 320 tokens (spent 1820 of 1500)") {
+		t.Fatalf("the run should be stopped by its budget and say its overspend: %v\n%s", err, out)
+	}
+	if strings.Contains(out, key) {
+		t.Errorf("flow's output shows the key:\n%s", out)
+	}
+	runs, _ := filepath.Glob(filepath.Join(d.dir, "runs", "*"))
+	if len(runs) != 1 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	var u *rundir.Usage
+	for _, f := range journal(t, runs[0]) {
+		if f.Type == rundir.FactEnd && f.Visit == "t1" {
+			u = f.Usage
+		}
+	}
+	if u == nil || u.Tokens() != 1820 || !u.Partial {
+		t.Errorf("the stopped turn recorded %s, want 1820 tokens, partial", showUsage(u))
+	}
+	err = filepath.WalkDir(runs[0], func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), key) || strings.Contains(string(b), key[7:]) {
+			t.Errorf("%s holds the key", p)
+		}
+		if strings.HasSuffix(p, ".jsonl") {
+			for i, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+				if l != "" && !json.Valid([]byte(l)) {
+					t.Errorf("%s:%d is not JSON: %s", p, i+1, l)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
