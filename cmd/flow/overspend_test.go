@@ -190,3 +190,27 @@ func TestBudgetStoppedTurnKeepsItsUsageAndNoKey(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSweepOverspendIsSaid: a sweep budget of 500 tokens whose first cell,
+// which nothing priced, spends 550 (cache included): the other cell is
+// skipped, and the output, report.md and report.json say the overspend of
+// 50 tokens and why.
+func TestSweepOverspendIsSaid(t *testing.T) {
+	t.Parallel()
+	d := newSweepDir(t, withFiles(overspendAgent, map[string]string{
+		"f.yaml": "name: f\nagents: [./agents]\nnodes:\n  - {id: t1, agent: w, prompt: x}\n",
+	}))
+	out, code := d.flow("sweep", "f.yaml", "--model", "a", "--repeat", "2", "--budget-tokens", "500")
+	if code != 1 || !strings.Contains(out, "overspent by 50 tokens (spent 550 of 500)") {
+		t.Fatalf("flow sweep: exit %d, want 1 and the overspend said\n%s", code, out)
+	}
+	s := d.sweeps()[0]
+	r := d.report(s)
+	if len(r.Overspend) != 1 || r.Overspend[0].Tokens != 50 || r.Overspend[0].LimitTokens != 500 || r.Spent.Tokens() != 550 {
+		t.Errorf("report.json: overspend %+v, spent %d", r.Overspend, r.Spent.Tokens())
+	}
+	md, _ := os.ReadFile(filepath.Join(s.Dir(), "report.md"))
+	if !strings.Contains(string(md), "**Overspent:** the budget of sweep "+s.ID()+" was overspent by 50 tokens") {
+		t.Errorf("report.md does not say the overspend:\n%s", md)
+	}
+}
