@@ -45,6 +45,18 @@ func TestServeMetricsTokensEqualTheJournals(t *testing.T) {
 		id, _ := m["id"].(string)
 		await(t, 20*time.Second, "the run of "+flow+" to be "+status, func() bool { return runStatus(s, id) == status })
 		ids = append(ids, id)
+		if flow == "good" {
+			// The API and the run page give the journal's figure: input,
+			// output and cache, 1,000.
+			_, v := s.call("GET", "/api/runs/"+id, "")
+			u, _ := v["usage"].(map[string]any)
+			if u["input"] != 700.0 || u["cache_read"] != 150.0 || u["cache_write"] != 50.0 {
+				t.Errorf("the API gives the usage %v", v["usage"])
+			}
+			if _, page := s.call("GET", "/runs/"+id, ""); !strings.Contains(page["_body"].(string), "1000 tokens") {
+				t.Errorf("the run page does not say 1000 tokens")
+			}
+		}
 	}
 	_, m := s.call("POST", "/api/flows/stopped/runs", "")
 	id, _ := m["id"].(string)
