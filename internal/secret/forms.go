@@ -31,6 +31,7 @@ var flowWords = map[string]bool{}
 
 func init() {
 	for _, w := range strings.Fields(`
+unpriced wall_p50_ms wall_p95_ms
 activity answer_file api_key_env assignment assignments attempts base_url baseline branches by_params
 cache_read cache_write concurrency cost_basis cost_per_success costs_most deadline default_timeout
 description diagnostics empty_answers execution expected fails_most failures finish_reason flow_turn
@@ -45,7 +46,7 @@ cancelled cheapest condition conflict duplicate-id duplicate-key duration fail_f
 frontmatter project_agents provider reserved-id reviewer run.start schedule-input sweep.json template
 terminal timezone too-many unavailable unconverged unknown-key visit.end visit.replayed visit.start
 progress shutdown flow.command flow.facts flow.run flow.turn converged iteration iterations file_bytes
-examples approved questions overspend limit_tokens limit_cost unpriced wall_p50_ms wall_p95_ms`) {
+examples approved questions overspend limit_tokens limit_cost`) {
 		flowWords[w] = true
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/usage"
 )
 
@@ -32,7 +33,7 @@ type reported struct {
 // sent as progress, so a budget watch sees it while the program runs.
 type reports struct {
 	progress func(engine.Progress)
-	lines    *usageLines
+	lines    *agentcli.LineWriter
 
 	mu     sync.Mutex
 	ledger usage.Ledger
@@ -42,14 +43,14 @@ type reports struct {
 
 func newReports(progress func(engine.Progress)) *reports {
 	r := &reports{progress: progress, turns: map[string]int64{}}
-	r.lines = &usageLines{each: r.line}
+	r.lines = agentcli.NewLineWriter(r.line)
 	return r
 }
 
 // Write reads stderr as it comes; it never fails.
 func (r *reports) Write(p []byte) (int, error) { return r.lines.Write(p) }
 
-func (r *reports) line(raw []byte) {
+func (r *reports) line(_ int, raw []byte) {
 	line := strings.TrimSpace(string(raw))
 	body, found := strings.CutPrefix(line, usagePrefix)
 	if !found {

@@ -58,39 +58,3 @@ func TestUsageIsLive(t *testing.T) {
 		t.Errorf("usage = %s, want 510 tokens, partial", show(res.Usage))
 	}
 }
-
-// A stderr line of any length without a newline is not held whole to
-// look for a report in it: the reader holds at most maxUsageLine bytes of
-// a line, and the reports before and after a 50 MB line are still read.
-// On main a 200 MB stderr line took flow's memory past 700 MB.
-func TestUsageReaderIsBounded(t *testing.T) {
-	t.Parallel()
-	var got []string
-	u := &usageLines{each: func(l []byte) { got = append(got, string(l)) }}
-	_, _ = u.Write([]byte("FLOW_USAGE {\"input\":1}\nhal"))
-	chunk := []byte(strings.Repeat("e", 32<<10))
-	most := 0
-	for range (50 << 20) / len(chunk) {
-		_, _ = u.Write(chunk)
-		most = max(most, cap(u.buf))
-	}
-	_, _ = u.Write([]byte("\nFLOW_USAGE {\"input\":2}\n"))
-	_, _ = u.Write([]byte("FLOW_USAGE {\"input\":3}"))
-	u.Flush()
-	if most > 2*maxUsageLine {
-		t.Errorf("the reader held %d bytes of one line, want at most about %d", most, maxUsageLine)
-	}
-	want := []string{"FLOW_USAGE {\"input\":1}\n", "FLOW_USAGE {\"input\":2}\n", "FLOW_USAGE {\"input\":3}"}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("lines = %q, want %q", got, want)
-	}
-	// A line just under the bound is read, split anywhere.
-	got = nil
-	long := "FLOW_USAGE " + strings.Repeat(" ", maxUsageLine-40) + "{\"input\":4}\n"
-	for i := 0; i < len(long); i += 1000 {
-		_, _ = u.Write([]byte(long[i:min(i+1000, len(long))]))
-	}
-	if len(got) != 1 || got[0] != long {
-		t.Errorf("a line of %d bytes was not read whole", len(long))
-	}
-}
