@@ -365,3 +365,73 @@ func TestHostileReopenRefusesLinkedDirs(t *testing.T) {
 		}
 	}
 }
+
+// A resume refuses a run with a link under home/ that leads out of the
+// run directory — a visit's home, or a transcript or live log in it, or a
+// dangling link O_CREAT would follow — and leaves the file it points at
+// alone; a link inside a home to a file of the run is left be.
+func TestHostileReopenRefusesLinksOutOfTheHomes(t *testing.T) {
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "w.log")
+	if err := os.WriteFile(victim, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct{ link, target string }{
+		"a visit's home":     {"home/t2", outside},
+		"a nested home":      {"home/fan#1/each", outside},
+		"a live log":         {"home/t2/w.log", victim},
+		"a dangling link":    {"home/t2/w.jsonl", filepath.Join(outside, "new.jsonl")},
+		"a link to the root": {"home/t2/up", "/"},
+	} {
+		runs := t.TempDir()
+		w, err := Create(runs, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Fact(&Fact{Type: FactRun, Time: time.Now(), RunID: "r1", Status: StatusRunning}); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.Close()
+		link := filepath.Join(runs, "r1", filepath.FromSlash(c.link))
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(c.target, link); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Reopen(filepath.Join(runs, "r1")); err == nil || !strings.Contains(err.Error(), "leads out of the run directory") {
+			t.Errorf("%s linked out: Reopen gave %v", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(runs, "r1", "lock.json")); !os.IsNotExist(err) {
+			t.Errorf("%s: the refusal left the lock behind: %v", name, err)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+		t.Errorf("the file outside was touched: %q", b)
+	}
+
+	runs := t.TempDir()
+	w, err := Create(runs, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Fact(&Fact{Type: FactRun, Time: time.Now(), RunID: "r1", Status: StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	home := filepath.Join(runs, "r1", "home", "t1")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "session.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("session.jsonl", filepath.Join(home, "latest")); err != nil {
+		t.Fatal(err)
+	}
+	w, _, err = Reopen(filepath.Join(runs, "r1"))
+	if err != nil {
+		t.Fatalf("a link inside a home to a file of the run: Reopen gave %v", err)
+	}
+	_ = w.Close()
+}

@@ -68,7 +68,7 @@ func Create(runsDir, id string, secrets ...string) (*Writer, error) {
 			return nil, fmt.Errorf("creating run directory: %w", err)
 		}
 	}
-	return open(filepath.Join(runsDir, id), nil, secrets)
+	return open(filepath.Join(runsDir, id), nil, false, secrets)
 }
 
 // Reopen takes over the directory of an earlier run to continue it (a
@@ -85,6 +85,9 @@ func Reopen(dir string, secrets ...string) (*Writer, []*Fact, error) {
 			return nil, nil, fmt.Errorf("resuming %s: %s is a symbolic link: flow does not write a run's files through links", dir, filepath.Join(dir, sub))
 		}
 	}
+	if err := refuseLinkedHomes(dir); err != nil {
+		return nil, nil, err
+	}
 	if err := acquireLock(dir); err != nil {
 		return nil, nil, err
 	}
@@ -98,21 +101,22 @@ func Reopen(dir string, secrets ...string) (*Writer, []*Fact, error) {
 		_ = releaseLock(dir)
 		return nil, nil, err
 	}
-	w, err := open(dir, facts, secrets)
+	w, err := open(dir, facts, true, secrets)
 	if err != nil {
 		return nil, nil, err
 	}
 	return w, facts, nil
 }
 
-// open opens the run's files, taking the lock unless facts says the
-// caller (Reopen) has it.
-func open(dir string, facts []*Fact, secrets []string) (*Writer, error) {
+// open opens the run's files, taking the lock unless the caller (Reopen)
+// has it: locked, not facts, says so, since a reopened journal may hold
+// no facts yet (a walk on Temporal whose first fact was not mirrored).
+func open(dir string, facts []*Fact, locked bool, secrets []string) (*Writer, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("finding the run directory: %w", err)
 	}
-	if facts == nil {
+	if !locked {
 		if err := acquireLock(abs); err != nil {
 			return nil, err
 		}

@@ -24,8 +24,11 @@ func (d *meteredDriver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnR
 	size := map[string]int64{"ok": 1000, "fail": 200, "big": 100000, "hang": 300}[strings.Fields(t.Prompt)[0]]
 	var tok int64
 	result := func(st engine.Status) *engine.TurnResult {
-		in, out := tok*9/10, tok-tok*9/10
-		return &engine.TurnResult{Status: st, Output: "ok", Usage: engine.Usage{Input: &in, Output: &out}}
+		// Part of it read from and written to the cache: /metrics counts
+		// those too, as the journals do.
+		in, out, cr := tok*7/10, tok/10, tok/10
+		cw := tok - in - out - cr
+		return &engine.TurnResult{Status: st, Output: "ok", Usage: engine.Usage{Input: &in, Output: &out, CacheRead: &cr, CacheWrite: &cw}}
 	}
 	for tok < size {
 		select {
@@ -121,12 +124,17 @@ func TestMetricsTokensEqualTheJournals(t *testing.T) {
 			}
 		}
 	}
-	for typ, n := range want {
-		if got[typ] != n {
-			t.Errorf("/metrics counts %v %s tokens, the journals %v", got[typ], typ, n)
+	for _, typ := range []string{"input", "output", "cache_read", "cache_write"} {
+		if got[typ] != want[typ] {
+			t.Errorf("/metrics counts %v %s tokens, the journals %v", got[typ], typ, want[typ])
 		}
 	}
-	if want["input"]+want["output"] < 1000+200+2500+300 {
+	for typ := range got {
+		if _, known := want[typ]; !known && got[typ] != 0 {
+			t.Errorf("/metrics counts %v tokens of type %q, which the journals do not hold", got[typ], typ)
+		}
+	}
+	if want["input"]+want["output"]+want["cache_read"]+want["cache_write"] < 1000+200+2500+300 || want["cache_write"] == 0 {
 		t.Errorf("the journals hold too little: %v", want)
 	}
 }

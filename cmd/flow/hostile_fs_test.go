@@ -238,3 +238,43 @@ nodes:
 		t.Fatalf("flow gc: %v\n%s", err, out)
 	}
 }
+
+// flow resume of a run with a link in its homes that leads elsewhere — a
+// visit's home, or the live log the exec driver appends to — refuses,
+// saying so, and writes nothing through it. On main the resume appended
+// the agent's output to the linked file, and its transcript into the
+// linked directory.
+func TestHostileResumeRefusesLinksOutOfTheHomes(t *testing.T) {
+	for _, c := range []struct{ name, link string }{{"home", "home/s"}, {"live log", "home/s/once.log"}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			run := failedRun(t, dir)
+			vdir, file := victim(t)
+			target := vdir
+			if c.link == "home/s/once.log" {
+				target = file
+			}
+			p := filepath.Join(run, filepath.FromSlash(c.link))
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "ok"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := flowIn(t, nil, dir, "resume", filepath.Base(run))
+			mustSurvive(t, file)
+			if entries, _ := os.ReadDir(vdir); len(entries) != 1 {
+				t.Errorf("flow resume wrote into the linked directory: %v", entries)
+			}
+			if err == nil || !strings.Contains(out, "leads out of the run directory") {
+				t.Fatalf("flow resume must refuse the link %s, saying so: %v\n%s", c.link, err, out)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -196,4 +197,41 @@ func TestServeRefusesAWorldReadableTokenFile(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "chmod 600") {
 		t.Fatalf("a world-readable token file must be refused (exit 2): %v\n%s", err, out)
 	}
+}
+
+// Idle connections are closed: a client that opens connections and sends
+// nothing, or only part of a request's headers (slowloris), has them
+// closed by the server once the header timeout (10 s) passes, instead of
+// holding them, and their descriptors, for good.
+func TestServeClosesIdleConnections(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFlows(t, dir, map[string]string{"tick.yaml": tickFlow})
+	s := startServe(t, flowBinary(t), dir)
+	addr := strings.TrimPrefix(s.url, "http://")
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}, Timeout: 2 * time.Second}
+	var conns []net.Conn
+	for i := range 6 {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dialing: %v", err)
+		}
+		defer c.Close()
+		if i%2 == 1 {
+			if _, err := c.Write([]byte("GET /api/flows HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		conns = append(conns, c)
+	}
+	start := time.Now()
+	for i, c := range conns {
+		_ = c.SetReadDeadline(start.Add(20 * time.Second))
+		_, err := io.Copy(io.Discard, c) // until the server closes it
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("connection %d is still open after %s", i, time.Since(start))
+		}
+	}
+	t.Logf("the idle connections were closed after %s", time.Since(start))
+	s.sigterm()
 }

@@ -202,13 +202,82 @@ func TestTemporalSweepResumeReattachesToItsCells(t *testing.T) {
 	}
 	for _, c := range d.sweeps()[0].Snapshot().Cells {
 		if c.Status != sweep.StatusSucceeded {
-			t.Errorf("cell %d is %s after the resume: %s", c.Index, c.Status, c.Note)
+			why := c.Note
+			if o := c.Outcome; o != nil {
+				why = fmt.Sprintf("%s: %s (run %s, status %s)", o.Failure, o.Message, c.Run, o.Status)
+			}
+			t.Errorf("cell %d is %s after the resume: %s\n%s", c.Index, c.Status, why, out)
 		}
 	}
 	b, _ := os.ReadFile(filepath.Join(d.dir, "ran"))
 	for _, m := range []string{"m1", "m2"} {
 		if n, e := strings.Count(string(b), "start "+m+"\n"), strings.Count(string(b), "end "+m+"\n"); n != 1 || e != 1 {
 			t.Errorf("the turn on %s started %d and ended %d times, want once: the resume ran it again\n%s", m, n, e, b)
+		}
+	}
+}
+
+// TestTemporalSweepResumeOfCellsNoFactReached: a flow sweep --temporal
+// killed before any fact of its cells came back (no worker had taken
+// them: their journals are empty) leaves the cells started on Temporal;
+// once a worker is up, flow sweep --resume re-attaches to them and every
+// cell succeeds, each turn run once. Before, the resume's reopening of an
+// empty journal took the run's lock against itself and the cell failed —
+// the cause of TestTemporalSweepResumeReattachesToItsCells failing under
+// load, when the sweep died before its first mirror poll.
+func TestTemporalSweepResumeOfCellsNoFactReached(t *testing.T) {
+	srv := devserver.Start(t)
+	d := newSweepDir(t, map[string]string{
+		"agents/slow.md": "---\nname: slow\ndescription: slow\ndriver: exec\ncommand: [./slow.sh]\n---\nWork.\n",
+		"agents/slow.sh": "#!/usr/bin/env bash\ncat >/dev/null\necho \"start $FLOW_MODEL\" >> ran\nsleep 1\necho \"end $FLOW_MODEL\" >> ran\necho done\n",
+		"f.yaml":         "name: f\nagents: [./agents]\nnodes:\n  - {id: work, agent: slow, prompt: go}\n",
+	})
+	cmd := d.cmd("sweep", "f.yaml", "--model", "m1,m2", "--concurrency", "2", "--temporal", srv.Address, "--task-queue", "late")
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		snaps, _ := filepath.Glob(filepath.Join(d.dir, ".flow", "sweeps", "*", "cells", "*", "snapshot.json"))
+		started := 0
+		for _, p := range snaps {
+			if snap, err := rundir.ReadSnapshot(filepath.Dir(p)); err == nil && snap.Temporal != nil {
+				started++
+			}
+		}
+		if started == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("the cells never started on Temporal:\n%s", log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	startWorker(t, d.bin, d.dir, srv.Address, "late")
+	s := d.sweeps()[0]
+	out, code := d.flow("sweep", "--resume", s.ID())
+	if code != 0 {
+		t.Fatalf("flow sweep --resume: exit %d\n%s", code, out)
+	}
+	for _, c := range d.sweeps()[0].Snapshot().Cells {
+		if c.Status != sweep.StatusSucceeded {
+			why := c.Note
+			if o := c.Outcome; o != nil {
+				why = fmt.Sprintf("%s: %s (run %s, status %s)", o.Failure, o.Message, c.Run, o.Status)
+			}
+			t.Errorf("cell %d is %s after the resume: %s\n%s", c.Index, c.Status, why, out)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(d.dir, "ran"))
+	for _, m := range []string{"m1", "m2"} {
+		if n := strings.Count(string(b), "start "+m+"\n"); n != 1 {
+			t.Errorf("the turn on %s started %d times, want once\n%s", m, n, b)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/schema"
 	"github.com/flowrun/flow/sweep"
 )
 
@@ -95,7 +96,12 @@ func (a *app) cellLine(ev sweep.CellEvent) {
 	case c.Outcome != nil:
 		o := c.Outcome
 		what := string(c.Status)
-		if o.Failure != "" {
+		switch {
+		case o.Failure == string(schema.FailRefused) && o.Message != "":
+			// Flow could not run the cell: the reason is not in a run's
+			// journal to read later, so it is said here.
+			what += " (" + o.Failure + ": " + safeLine(o.Message) + ")"
+		case o.Failure != "":
 			what += " (" + o.Failure + ")"
 		}
 		fmt.Fprintf(a.stderr, "%s: %s in %s, tokens %s, cost %s\n", name, what, fmtMS(o.WallMS), rundir.TokensText(o.Usage), rundir.CostText(o.Usage))

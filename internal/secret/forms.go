@@ -31,6 +31,7 @@ var flowWords = map[string]bool{}
 
 func init() {
 	for _, w := range strings.Fields(`
+unpriced wall_p50_ms wall_p95_ms providers requests waited_ms per_minute cache_hit_ratio
 activity answer_file api_key_env assignment assignments attempts base_url baseline branches by_params
 cache_read cache_write concurrency cost_basis cost_per_success costs_most deadline default_timeout
 description diagnostics empty_answers execution expected fails_most failures finish_reason flow_turn
