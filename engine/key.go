@@ -1,0 +1,49 @@
+package engine
+
+import (
+	"path/filepath"
+
+	"github.com/flowrun/flow/flows"
+)
+
+// visitKey is the key of a visit of leaf n (docs/reuse-and-tests.md): the
+// node's static parts, computed when the plan was loaded, with what this
+// walk gives it. A visit in an isolated scope has none: its outcome is
+// its commit too, which a recording does not land again, so it is never
+// reused.
+func (r *runner) visitKey(fr *frame, n *flows.Node, path, model, prompt string, sess *session, c *Command) *flows.VisitKey {
+	if fr.scope != nil || n.Isolation {
+		return nil
+	}
+	run := filepath.Join(r.opts.RunsDir, r.opts.RunID)
+	roots := map[string]string{run: "<run>", r.workDir(fr): "<workdir>"}
+	if abs, err := filepath.Abs(run); err == nil {
+		roots[abs] = "<run>"
+	}
+	in := flows.KeyInput{Path: path, Model: model, Prompt: prompt, Repeat: r.opts.Repeat, Roots: roots}
+	if sess != nil {
+		in.Chain = sess.chain
+	}
+	if c != nil {
+		in.Argv, in.Script, in.Env = c.Argv, c.Script, c.Env
+	}
+	k := n.Key(in)
+	return &k
+}
+
+// chained moves a memory scope's chain on past a visit that succeeded.
+func chained(sess *session, k *flows.VisitKey) {
+	if sess != nil && k != nil {
+		sess.chain = flows.Chain(sess.chain, k.Key)
+	}
+}
+
+// offered is the key a leaf seam may answer from a recording: none for a
+// node that says `reuse: never`, nor for a run node that does not say
+// `reuse: true`.
+func offered(n *flows.Node, k *flows.VisitKey) *flows.VisitKey {
+	if n.Reuse == flows.ReuseNever || (n.Agent == nil && n.Reuse != flows.ReuseAlways) {
+		return nil
+	}
+	return k
+}
