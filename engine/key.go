@@ -38,11 +38,12 @@ func chained(sess *session, k *flows.VisitKey) {
 	}
 }
 
-// offered is the key a leaf seam may answer from a recording: none for a
-// node that says `reuse: never`, nor for a run node that does not say
-// `reuse: true`.
+// offered is the key a leaf seam may answer a turn from a recording
+// with: none for a node that says `reuse: never`. A command's key is
+// always handed on, with Command.Reuse saying whether its node allows it
+// (`flow test --stub-commands` answers every command by key).
 func offered(n *flows.Node, k *flows.VisitKey) *flows.VisitKey {
-	if n.Reuse == flows.ReuseNever || (n.Agent == nil && n.Reuse != flows.ReuseAlways) {
+	if n.Reuse == flows.ReuseNever {
 		return nil
 	}
 	return k

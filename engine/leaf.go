@@ -241,7 +241,7 @@ func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map
 	o := &outcome{timeout: flows.RunTimeout(n), home: path}
 	c.Timeout = o.timeout
 	o.key = r.visitKey(fr, n, path, "", "", nil, c)
-	c.Key = offered(n, o.key)
+	c.Key, c.Reuse = offered(n, o.key), n.Reuse == flows.ReuseAlways
 	res, err := r.leaves.Command(ctx, c)
 	if res != nil {
 		o.worker, o.reused = res.Worker, res.Reused

@@ -33,6 +33,9 @@ var KeyOrder = []string{KeyNode, KeyAgent, KeyDriver, KeyModel, KeyTools, KeySch
 type VisitKey struct {
 	Key   string            `json:"key"`
 	Parts map[string]string `json:"parts"`
+	// Prompt is the turn text the prompt part hashes, with this run's
+	// paths replaced: a miss shows where it differs.
+	Prompt string `json:"prompt,omitempty"`
 }
 
 // KeyInput is what only the walk knows of a visit: the dynamic parts of
@@ -141,7 +144,11 @@ func (n *Node) Key(in KeyInput) VisitKey {
 		}
 	}
 	s := sha256.Sum256([]byte(b.String()))
-	return VisitKey{Key: hex.EncodeToString(s[:]), Parts: parts}
+	vk := VisitKey{Key: hex.EncodeToString(s[:]), Parts: parts}
+	if n.Agent != nil {
+		vk.Prompt = prompt
+	}
+	return vk
 }
 
 // Chain is the memory chain after a visit of key: the next visit of the

@@ -28,6 +28,7 @@ type runFlags struct {
 	model     string
 	timeout   time.Duration
 	json      bool
+	reuse     string
 	temporal  temporalFlags
 }
 
@@ -49,6 +50,8 @@ func (a *app) runCmd() *cobra.Command {
 	fl.StringVar(&f.model, "model", "", "run every agent on this model")
 	fl.DurationVar(&f.timeout, "timeout", 0, "bound on each agent turn (e.g. 90s, 10m)")
 	fl.BoolVar(&f.json, "json", false, "write the event stream as JSON lines")
+	fl.StringVar(&f.reuse, "reuse", "", "answer visits whose key an earlier run recorded from it: last (the default), or RUN[,RUN]")
+	fl.Lookup("reuse").NoOptDefVal = "last"
 	f.temporal.add(fl, "run on Temporal: the walk is a workflow, its visits run on flow workers")
 	return cmd
 }
@@ -66,7 +69,16 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 		return invalid("%v", err)
 	}
 	start := engine.Execute
+	var reused []string
+	if f.reuse != "" {
+		if reused, err = reuseDirs(a.cfg.GetString("runs_dir"), plan.Root.Name, f.reuse); err != nil {
+			return invalid("%v", err)
+		}
+	}
 	if tf := a.temporalSettings(f.temporal); tf.address != "" {
+		if reused != nil {
+			return invalid("--reuse runs the flow in this process; leave out --temporal")
+		}
 		c, err := a.dialTemporal(ctx, tf)
 		if err != nil {
 			return err
@@ -76,6 +88,11 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	}
 	return a.execute(ctx, f.json, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings(f.model, f.timeout), a.cfg.GetString("runs_dir")
+		if reused != nil {
+			if err := reusing(&opts, reused); err != nil {
+				return nil, err
+			}
+		}
 		return start(ctx, plan, opts)
 	})
 }

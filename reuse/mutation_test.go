@@ -1,0 +1,147 @@
+package reuse_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/reuse"
+	"github.com/flowrun/flow/steps/exec"
+	"github.com/flowrun/flow/steps/run"
+)
+
+var baseInput = map[string]any{"topic": "t", "items": []any{"3", "2", "1"}}
+
+// copyTree copies the mutation suite's files into a directory of its own.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		info, _ := d.Info()
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, info.Mode())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func edit(t *testing.T, dir, file, old, new string) {
+	t.Helper()
+	p := filepath.Join(dir, file)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("%s holds no %q", file, old)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runFlow runs big.yaml in dir, reusing the run directories from, and
+// returns its result and the visits that ran live (the side effects).
+func runFlow(t *testing.T, dir string, input any, from ...string) (*engine.Result, []string) {
+	t.Helper()
+	side := filepath.Join(dir, "side")
+	os.Remove(side)
+	t.Setenv("SIDE", side)
+	plan, diags := flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{WorkDir: dir, UserAgentDirs: []string{}})
+	if plan == nil {
+		t.Fatalf("loading: %v", diags)
+	}
+	opts := engine.Options{WorkDir: dir, Input: input, Drivers: map[string]engine.Driver{"exec": exec.New(exec.Options{})}, Commands: run.New()}
+	if len(from) > 0 {
+		set, err := reuse.Open(from...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Leaves = &reuse.Leaves{From: set, Next: engine.LocalLeaves{Drivers: opts.Drivers, Commands: opts.Commands}}
+	}
+	res, err := engine.Execute(context.Background(), plan, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK {
+		t.Fatalf("the run failed: %v", res.Failure.Root())
+	}
+	b, _ := os.ReadFile(side)
+	ran := strings.Fields(string(b))
+	slices.Sort(ran)
+	return res, ran
+}
+
+// TestMutationSuite edits a 34-node flow (a chain, a parallel block, a map
+// whose items finish in reverse order, a loop with a memory scope, a
+// called flow) eight ways, each in a fresh directory elsewhere, and runs
+// it reusing the unedited run: exactly the edited visit and the visits
+// whose inputs it changed run again, counted by their side effects.
+func TestMutationSuite(t *testing.T) {
+	base := copyTree(t, "testdata/mutation")
+	baseRes, all := runFlow(t, base, baseInput)
+	if len(all) != 36 {
+		t.Fatalf("the unedited run had %d side effects, want 36: %v", len(all), all)
+	}
+	b, _ := os.ReadFile(filepath.Join(base, "side"))
+	if order := strings.Fields(string(b)); slices.Index(order, "m[3]/it1") > slices.Index(order, "m[1]/it1") {
+		t.Errorf("the map's items did not finish in reverse order: %v", order)
+	}
+	for _, c := range []struct {
+		name   string
+		mutate func(dir string)
+		input  any
+		want   []string
+	}{
+		{name: "none", want: nil},
+		{name: "prompt", mutate: func(d string) { edit(t, d, "big.yaml", "D three.", "D three, again.") },
+			want: []string{"d3", "d4", "d5", "d6", "last"}},
+		{name: "agent file", mutate: func(d string) { edit(t, d, "agents/b.md", "b-v1", "b-v2") },
+			want: []string{"c3", "last", "par/right/p3", "par/right/p4"}},
+		{name: "model", mutate: func(d string) { edit(t, d, "big.yaml", "models: {m: small}", "models: {m: large}") },
+			want: []string{"last", "par/mid/p5"}},
+		{name: "schema", mutate: func(d string) { edit(t, d, "big.yaml", "output: {n: integer}", "output: {n: number}") },
+			want: []string{"last", "ty", "ty2"}},
+		{name: "run script", mutate: func(d string) { edit(t, d, "big.yaml", "echo built", "echo built again") },
+			want: []string{"after_cmd", "cmd", "last"}},
+		{name: "input value", input: map[string]any{"topic": "u", "items": []any{"3", "2", "1"}},
+			want: []string{"c1", "c2", "c3", "last"}},
+		{name: "map item added", input: map[string]any{"topic": "t", "items": []any{"4", "3", "2", "1"}},
+			want: []string{"after_map", "last", "m[1]/it1", "m[1]/it2"}},
+		{name: "node inserted", mutate: func(d string) {
+			edit(t, d, "big.yaml", "  - {id: c3,", "  - {id: c2b, agent: a, prompt: \"Inserted.\"}\n  - {id: c3,")
+		}, want: []string{"c2b"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyTree(t, "testdata/mutation")
+			if c.mutate != nil {
+				c.mutate(dir)
+			}
+			input := c.input
+			if input == nil {
+				input = baseInput
+			}
+			_, ran := runFlow(t, dir, input, baseRes.Dir)
+			if !slices.Equal(ran, c.want) {
+				t.Errorf("ran live %v, want %v", ran, c.want)
+			}
+		})
+	}
+}
