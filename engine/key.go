@@ -8,15 +8,11 @@ import (
 
 // visitKey is the key of a visit of leaf n (docs/reuse-and-tests.md): the
 // node's static parts, computed when the plan was loaded, with what this
-// walk gives it. A visit in an isolated scope has none: its outcome is
-// its commit too, which a recording does not land again, so it is never
-// reused.
+// walk gives it. A visit in an isolated scope is marked so: its outcome
+// is its commit too, which flow run --reuse does not land again.
 func (r *runner) visitKey(fr *frame, n *flows.Node, path, model, prompt string, sess *session, c *Command) *flows.VisitKey {
-	if fr.scope != nil || n.Isolation {
-		return nil
-	}
 	run := filepath.Join(r.opts.RunsDir, r.opts.RunID)
-	roots := map[string]string{run: "<run>", r.workDir(fr): "<workdir>"}
+	roots := map[string]string{run: "<run>", r.workDir(fr): "<workdir>", r.opts.RunID: "<run-id>"}
 	if abs, err := filepath.Abs(run); err == nil {
 		roots[abs] = "<run>"
 	}
@@ -28,6 +24,7 @@ func (r *runner) visitKey(fr *frame, n *flows.Node, path, model, prompt string, 
 		in.Argv, in.Script, in.Env = c.Argv, c.Script, c.Env
 	}
 	k := n.Key(in)
+	k.Isolated = fr.scope != nil || n.Isolation
 	return &k
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -36,6 +37,10 @@ type VisitKey struct {
 	// Prompt is the turn text the prompt part hashes, with this run's
 	// paths replaced: a miss shows where it differs.
 	Prompt string `json:"prompt,omitempty"`
+	// Isolated says the visit ran in an isolated scope: its outcome is a
+	// commit too, so flow run --reuse runs it again (flow test answers
+	// its turn offline and lands what the turn leaves, docs/reuse-and-tests.md).
+	Isolated bool `json:"isolated,omitempty"`
 }
 
 // KeyInput is what only the walk knows of a visit: the dynamic parts of
@@ -111,10 +116,18 @@ func (n *Node) Key(in KeyInput) VisitKey {
 		k = n.key
 	}
 	prompt := in.Prompt
-	for root, word := range in.Roots {
+	roots := make([]string, 0, len(in.Roots))
+	for root := range in.Roots {
 		if root != "" {
-			prompt = strings.ReplaceAll(prompt, root, word)
+			roots = append(roots, root)
 		}
+	}
+	// The longest first: the run directory before the run id in it.
+	sort.Slice(roots, func(i, j int) bool {
+		return len(roots[i]) > len(roots[j]) || len(roots[i]) == len(roots[j]) && roots[i] < roots[j]
+	})
+	for _, root := range roots {
+		prompt = strings.ReplaceAll(prompt, root, in.Roots[root])
 	}
 	parts := map[string]string{KeyNode: k.node, KeySchema: k.schema}
 	if n.Agent != nil {

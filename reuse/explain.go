@@ -29,7 +29,7 @@ var partNames = map[string]string{
 // when that is it.
 func (s *Set) explain(path string, k *flows.VisitKey, model string) Miss {
 	if k == nil {
-		return Miss{Reason: "it is never reused (reuse: never, or an isolated scope)"}
+		return Miss{Reason: "its node says reuse: never"}
 	}
 	h, ok := s.nearest(path)
 	if !ok || h.fact.Key == nil {

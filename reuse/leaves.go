@@ -63,7 +63,7 @@ func (l *Leaves) miss(visit string, m Miss) error {
 
 // Turn answers t from the recording of its key, else runs it.
 func (l *Leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
-	if t.Key != nil {
+	if t.Key != nil && (!t.Key.Isolated || l.Next == nil) {
 		if h, ok := l.From.lookup(t.Key.Key); ok {
 			return answer(h, t)
 		}
@@ -79,7 +79,7 @@ func (l *Leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 func (l *Leaves) Command(ctx context.Context, c *engine.Command) (*engine.CommandResult, error) {
 	stub := l.Next == nil && l.Commands == nil
 	key := c.Key
-	if !stub && !c.Reuse {
+	if !stub && (!c.Reuse || key != nil && key.Isolated) {
 		key = nil // a command runs again unless its node says reuse: true
 	}
 	if key != nil {

@@ -219,7 +219,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	root.PersistentFlags().Bool("project-agents", false, "load the repository's own agents (.flow/agents, .pi/agents, .claude/agents)")
 	root.AddCommand(a.runCmd(), a.validateCmd(), a.planCmd(), a.schemaCmd(), a.agentsCmd(),
-		a.resumeCmd(), a.runsCmd(), a.showCmd(), a.tailCmd(), a.serveCmd(), a.sweepCmd(), a.pinCmd(), a.gcCmd(), a.workerCmd())
+		a.testCmd(), a.resumeCmd(), a.runsCmd(), a.showCmd(), a.tailCmd(), a.serveCmd(), a.sweepCmd(), a.pinCmd(), a.gcCmd(), a.workerCmd())
 	// cobra adds these when it executes; added now, their arguments are
 	// checked as every other command's.
 	root.InitDefaultHelpCmd()

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// flowTest runs flow test in dir with nothing on PATH: no agent CLI, no
+// shell, nothing a turn could reach the network with.
+func flowTest(t *testing.T, bin, dir string, args ...string) (string, error) {
+	t.Helper()
+	runs := t.TempDir()
+	c := exec.Command(bin, append([]string{"test"}, args...)...)
+	c.Dir = dir
+	c.Env = []string{"PATH=" + t.TempDir(), "HOME=" + runs, "FLOW_RUNS_DIR=" + runs, "TMPDIR=" + runs}
+	out, err := c.CombinedOutput()
+	return string(out), err
+}
+
+// TestFlowTestExamplesOffline replays every example's cassette with the
+// agent CLIs absent from PATH, in a copy of the examples at another path
+// than the one they were recorded at: each passes; an edited prompt fails
+// naming its node, with the diff. The examples' commands are stubbed from
+// the cassette (their output, a git log, changes with every commit);
+// writers is left out (docs/reuse-and-tests.md: its prompt names a
+// repository made at a fresh path each run).
+func TestFlowTestExamplesOffline(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(t.TempDir(), "elsewhere", "clone")
+	if err := os.MkdirAll(clone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples"), filepath.Join(clone, "examples")).CombinedOutput(); err != nil {
+		t.Fatalf("copying the examples: %v\n%s", err, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(clone, "examples", "*.yaml"))
+	bin := flowBinary(t)
+	tested := 0
+	for _, f := range files {
+		name := filepath.Base(f)
+		if name == "writers.yaml" {
+			continue
+		}
+		tested++
+		t.Run(name, func(t *testing.T) {
+			out, err := flowTest(t, bin, clone, "--stub-commands", "examples/"+name)
+			if err != nil || !strings.Contains(out, "passed against") {
+				t.Fatalf("flow test examples/%s: %v\n%s", name, err, out)
+			}
+		})
+	}
+	if tested < 6 {
+		t.Fatalf("only %d examples have cassettes", tested)
+	}
+	p := filepath.Join(clone, "examples", "review.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const old = "Give your verdict."
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("review.yaml holds no %q", old)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), old, "Give your verdict now.", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := flowTest(t, bin, clone, "--stub-commands", "examples/review.yaml")
+	if err == nil {
+		t.Fatalf("flow test passed with an edited prompt:\n%s", out)
+	}
+	for _, want := range []string{"/verdict does not match the recording", "does not match the recording: prompt changed at line", "--- recorded", "+Give your verdict now."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the failure does not say %q:\n%s", want, out)
+		}
+	}
+}
