@@ -10,7 +10,7 @@ import (
 // Placeholder is how `flow plan --reuse` stands in for the answer of a
 // visit that will run: a later visit whose turn text holds it reads a
 // visit that re-runs.
-const Placeholder = "\x00flow-plan: the answer of %s\x00"
+const Placeholder = "⟦flow plan: the answer of %s⟧"
 
 // explainOrder is the order misses are explained in: the most telling
 // difference first (a changed prompt also changes the node's definition).
@@ -60,9 +60,8 @@ func promptMiss(was, now string) Miss {
 		i++
 	}
 	if i < len(b) {
-		if j := strings.Index(b[i], "\x00flow-plan: the answer of "); j >= 0 {
-			rest := b[i][j+len("\x00flow-plan: the answer of "):]
-			return Miss{Reason: fmt.Sprintf("reads `%s` which re-runs", strings.TrimSuffix(rest[:strings.IndexByte(rest+"\x00", 0)], "\x00"))}
+		if visit, ok := reads(b[i]); ok {
+			return Miss{Reason: fmt.Sprintf("reads `%s` which re-runs", visit)}
 		}
 	}
 	reason := fmt.Sprintf("prompt changed at line %d", i+1)
