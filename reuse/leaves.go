@@ -74,12 +74,15 @@ func (l *Leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	return nil, l.miss(t.Visit, l.From.explain(t.Visit, t.Key, t.Model))
 }
 
-// Command answers c from the recording when its node allows it (Key set),
-// else runs it.
+// Command answers c from the recording when its node says reuse: true,
+// else runs it; offline, it runs it for real (Commands), or answers it
+// from the recording whatever its node says (--stub-commands).
 func (l *Leaves) Command(ctx context.Context, c *engine.Command) (*engine.CommandResult, error) {
-	stub := l.Next == nil && l.Commands == nil
+	if l.Next == nil && l.Commands != nil { // flow test: commands run for real
+		return engine.LocalLeaves{Commands: l.Commands}.Command(ctx, c)
+	}
 	key := c.Key
-	if !stub && (!c.Reuse || key != nil && key.Isolated) {
+	if l.Next != nil && (!c.Reuse || key != nil && key.Isolated) {
 		key = nil // a command runs again unless its node says reuse: true
 	}
 	if key != nil {
@@ -87,11 +90,8 @@ func (l *Leaves) Command(ctx context.Context, c *engine.Command) (*engine.Comman
 			return commandAnswer(h)
 		}
 	}
-	switch {
-	case l.Next != nil:
+	if l.Next != nil {
 		return l.Next.Command(ctx, c)
-	case !stub:
-		return engine.LocalLeaves{Commands: l.Commands}.Command(ctx, c)
 	}
 	return nil, l.miss(c.Visit, l.From.explain(c.Visit, key, ""))
 }

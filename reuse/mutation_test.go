@@ -145,3 +145,60 @@ func TestMutationSuite(t *testing.T) {
 		})
 	}
 }
+
+// TestCassetteReplaysElsewhere keeps a run as a cassette, moves it to
+// another directory and replays the flow offline from a third: no agent
+// runs (the drivers are not even given), the run: command runs for real.
+func TestCassetteReplaysElsewhere(t *testing.T) {
+	base := copyTree(t, "testdata/mutation")
+	res, _ := runFlow(t, base, baseInput)
+	kept := filepath.Join(t.TempDir(), "kept.cassette")
+	if err := reuse.WriteCassette(res.Dir, kept); err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(t.TempDir(), "another", "clone.cassette")
+	os.MkdirAll(filepath.Dir(moved), 0o755)
+	if err := os.Rename(kept, moved); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(moved, "journal.jsonl"))
+	if strings.Contains(string(b), base) || strings.Contains(string(b), res.Dir) {
+		t.Errorf("the cassette names the directory it was recorded in")
+	}
+	dir := copyTree(t, "testdata/mutation")
+	side := filepath.Join(dir, "side")
+	t.Setenv("SIDE", side)
+	plan, diags := flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{WorkDir: dir, UserAgentDirs: []string{}})
+	if plan == nil {
+		t.Fatal(diags)
+	}
+	set, err := reuse.Open(moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input, err := reuse.CassetteInput(moved)
+	if err != nil || input == nil {
+		t.Fatalf("the cassette's input: %v %v", input, err)
+	}
+	leaves := &reuse.Leaves{From: set, Commands: run.New()}
+	out, err := engine.Execute(context.Background(), plan, engine.Options{WorkDir: dir, Input: input, Leaves: leaves})
+	if err != nil || !out.OK {
+		t.Fatalf("the replay failed: %v %v %v", err, out.Failure, leaves.Misses())
+	}
+	got, _ := os.ReadFile(side)
+	if strings.TrimSpace(string(got)) != "cmd" {
+		t.Errorf("side effects of the replay: %q, want only the command's", got)
+	}
+	// An edited prompt misses, naming the visit, with a diff.
+	edit(t, dir, "big.yaml", "Continue.", "Continue, please.")
+	plan, _ = flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{WorkDir: dir, UserAgentDirs: []string{}})
+	leaves = &reuse.Leaves{From: set, Commands: run.New()}
+	out, err = engine.Execute(context.Background(), plan, engine.Options{WorkDir: dir, Input: input, Leaves: leaves})
+	if err != nil || out.OK {
+		t.Fatalf("an edited prompt replayed: %v", err)
+	}
+	ms := leaves.Misses()
+	if len(ms) == 0 || ms[0].Visit != "c2" || !strings.Contains(ms[0].Diff, "+Continue, please.") {
+		t.Errorf("misses: %+v", ms)
+	}
+}
