@@ -11,6 +11,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/reuse"
+	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/exec"
 	"github.com/flowrun/flow/steps/run"
 )
@@ -138,9 +139,12 @@ func TestMutationSuite(t *testing.T) {
 			if input == nil {
 				input = baseInput
 			}
-			_, ran := runFlow(t, dir, input, baseRes.Dir)
+			res, ran := runFlow(t, dir, input, baseRes.Dir)
 			if !slices.Equal(ran, c.want) {
 				t.Errorf("ran live %v, want %v", ran, c.want)
+			}
+			if c.name == "none" {
+				checkSaved(t, res)
 			}
 		})
 	}
@@ -200,5 +204,31 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 	ms := leaves.Misses()
 	if len(ms) == 0 || ms[0].Visit != "c2" || !strings.Contains(ms[0].Diff, "+Continue, please.") {
 		t.Errorf("misses: %+v", ms)
+	}
+}
+
+// checkSaved: a run that reused all 35 agent visits (and the command)
+// spent nothing and counts what it saved, in its journal and report.
+func checkSaved(t *testing.T, res *engine.Result) {
+	t.Helper()
+	if res.Usage.Tokens() != 0 {
+		t.Errorf("the reusing run spent %d tokens", res.Usage.Tokens())
+	}
+	facts, err := rundir.ReadJournal(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := rundir.Saved(facts)
+	if sv.Visits != 36 || sv.Usage.Tokens() != 35*15 {
+		t.Errorf("saved %d visits and %d tokens, want 36 and %d", sv.Visits, sv.Usage.Tokens(), 35*15)
+	}
+	for _, f := range facts {
+		if f.Type == rundir.FactEnd && f.Node == "d3" && (f.Reused == nil || f.Reused.Visit != "d3" || f.Usage.Tokens() != 0) {
+			t.Errorf("d3's end does not say it was reused at no cost: %+v", f)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(res.Dir, "report.html"))
+	if want := `36 reused, saving <b id="saved-tokens">` + rundir.TokensText(sv.Usage); !strings.Contains(string(b), want) {
+		t.Errorf("the report does not say %q", want)
 	}
 }

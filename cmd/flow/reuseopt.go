@@ -49,3 +49,17 @@ func reusing(opts *engine.Options, dirs []string) error {
 	opts.Leaves = &reuse.Leaves{From: set, Next: next}
 	return nil
 }
+
+// savedLine says what a run saved by reusing visits, if it reused any.
+func (a *app) savedLine(res *engine.Result) {
+	if res == nil || res.Dir == "" {
+		return
+	}
+	facts, err := rundir.ReadJournal(res.Dir)
+	if err != nil {
+		return
+	}
+	if sv := rundir.Saved(facts); sv.Visits > 0 {
+		fmt.Fprintf(a.stderr, "\treused %d visit(s), saving %s tokens and %s\n", sv.Visits, rundir.TokensText(sv.Usage), rundir.CostText(sv.Usage))
+	}
+}

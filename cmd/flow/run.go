@@ -157,6 +157,7 @@ func (a *app) execute(ctx context.Context, asJSON bool, start func(context.Conte
 // summary says how a run ended. The output goes to stdout as it is when
 // stdout is a pipe (it is data), escaped on a terminal (an agent wrote it).
 func (a *app) summary(res *engine.Result) {
+	defer a.savedLine(res)
 	defer func() {
 		for _, o := range res.Overspend {
 			fmt.Fprintf(a.stderr, "\toverspent: %s\n", safeText(o.String()))
