@@ -80,3 +80,48 @@ func TestFlowTestExamplesOffline(t *testing.T) {
 		}
 	}
 }
+
+// TestReuseDocCommands runs every command line of docs/reuse-and-tests.md's
+// sh blocks, in order, as written, from a copy of the repository's
+// examples: each must exit 0.
+func TestReuseDocCommands(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "reuse-and-tests.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	in := false
+	for _, l := range strings.Split(string(doc), "\n") {
+		switch {
+		case l == "```sh":
+			in = true
+		case l == "```":
+			in = false
+		case in && strings.TrimSpace(l) != "":
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 8 {
+		t.Fatalf("the doc has %d command lines", len(lines))
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"examples", "go.mod", "README.md", "Taskfile.yml"} {
+		if out, err := exec.Command("cp", "-r", filepath.Join(root, f), dir).CombinedOutput(); err != nil {
+			t.Fatalf("copying %s: %v\n%s", f, err, out)
+		}
+	}
+	bin := flowBinary(t)
+	runs := t.TempDir()
+	for _, l := range lines {
+		c := exec.Command("bash", "-c", l)
+		c.Dir = dir
+		c.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), "FLOW_RUNS_DIR="+runs, "TMPDIR="+runs)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", l, err, out)
+		}
+	}
+}
