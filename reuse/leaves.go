@@ -103,11 +103,10 @@ func answer(h hit, t *engine.Turn) (*engine.TurnResult, error) {
 	f := h.fact
 	res := &engine.TurnResult{Status: engine.Completed, Session: f.Session, Size: f.Size,
 		Reused: &rundir.Reused{Run: h.rec.Name, Visit: f.Visit, Saved: f.Usage}}
-	switch v := f.Output.(type) {
-	case string:
+	if v, ok := f.Output.(string); ok && t.OutputSchema == nil {
 		res.Output = v
-	default:
-		b, err := json.Marshal(v)
+	} else { // a typed answer is handed on as JSON, a string too
+		b, err := json.Marshal(f.Output)
 		if err != nil {
 			return nil, fmt.Errorf("%w: the recorded answer of %s: %w", engine.ErrUnavailable, f.Visit, err)
 		}
