@@ -125,3 +125,45 @@ func TestReuseDocCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestRunReuseCLI: flow run --reuse answers every visit of an unedited
+// flow from the last run, says what it saved, and flow show marks the
+// reused visits (the commands run again); flow plan --reuse names what
+// an edit re-runs.
+func TestRunReuseCLI(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"examples", "go.mod", "README.md", "Taskfile.yml"} {
+		if out, err := exec.Command("cp", "-r", filepath.Join(root, f), dir).CombinedOutput(); err != nil {
+			t.Fatalf("copying %s: %v\n%s", f, err, out)
+		}
+	}
+	bin := flowBinary(t)
+	runs := t.TempDir()
+	flow := func(args ...string) string {
+		t.Helper()
+		out, err := command(bin, dir, runs, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("flow %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	flow("run", "examples/fanout.yaml")
+	out := flow("run", "--reuse", "examples/fanout.yaml")
+	if !strings.Contains(out, "reused 4 visit(s)") {
+		t.Errorf("flow run --reuse did not say it reused the 4 agent visits:\n%s", out)
+	}
+	if show := flow("show"); strings.Count(show, "↺") != 4 || !strings.Contains(show, "reused from ") {
+		t.Errorf("flow show does not mark the 4 reused visits:\n%s", show)
+	}
+	p := filepath.Join(dir, "examples", "fanout.yaml")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(b), "Write a short report", "Write a long report", 1)), 0o644)
+	plan := flow("plan", "--reuse", "examples/fanout.yaml")
+	if !strings.Contains(plan, "run    report  prompt changed at line 1") || !strings.Contains(plan, "3 of 7 visits reused") {
+		t.Errorf("flow plan --reuse:\n%s", plan)
+	}
+}
