@@ -1,7 +1,12 @@
 package engine
 
 import (
+	"context"
+	"crypto/rand"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/flowrun/flow/flows"
 )
@@ -10,7 +15,7 @@ import (
 // node's static parts, computed when the plan was loaded, with what this
 // walk gives it. A visit in an isolated scope is marked so: its outcome
 // is its commit too, which flow run --reuse does not land again.
-func (r *runner) visitKey(fr *frame, n *flows.Node, path, model, prompt string, sess *session, c *Command) *flows.VisitKey {
+func (r *runner) visitKey(ctx context.Context, fr *frame, n *flows.Node, path, model, prompt string, sess *session, c *Command) *flows.VisitKey {
 	run := filepath.Join(r.opts.RunsDir, r.opts.RunID)
 	roots := map[string]string{run: "<run>", r.workDir(fr): "<workdir>", r.opts.RunID: "<run-id>"}
 	if abs, err := filepath.Abs(run); err == nil {
@@ -22,6 +27,9 @@ func (r *runner) visitKey(fr *frame, n *flows.Node, path, model, prompt string, 
 	}
 	if c != nil {
 		in.Argv, in.Script, in.Env = c.Argv, c.Script, c.Env
+		if n.Reuse == flows.ReuseAlways {
+			in.Workdir = treeOf(ctx, c.Dir)
+		}
 	}
 	k := n.Key(in)
 	k.Isolated = fr.scope != nil || n.Isolation
@@ -44,4 +52,29 @@ func offered(n *flows.Node, k *flows.VisitKey) *flows.VisitKey {
 		return nil
 	}
 	return k
+}
+
+// treeOf is the identity of dir's content, for a run node that says
+// reuse: true: the git tree of every file in it, untracked ones included
+// and ignored ones and .flow left out, written through an index of its
+// own so that the repository's is not touched. A directory that is not in
+// a git repository has none: a nonce, which no recording matches.
+func treeOf(ctx context.Context, dir string) string {
+	tmp, err := os.MkdirTemp("", "flow-tree-")
+	if err == nil {
+		defer os.RemoveAll(tmp)
+		git := func(args ...string) (string, error) {
+			cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+			cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+filepath.Join(tmp, "index"))
+			out, err := cmd.Output()
+			return strings.TrimSpace(string(out)), err
+		}
+		if _, err = git("add", "-A", "--", ".", ":(exclude).flow"); err == nil {
+			var tree string
+			if tree, err = git("write-tree"); err == nil && tree != "" {
+				return "git-tree " + tree
+			}
+		}
+	}
+	return "none " + rand.Text()
 }

@@ -71,7 +71,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	home := r.dir.Home(homePath)
 	o.home = homePath
-	o.key = r.visitKey(fr, n, path, o.model, prompt, sess, nil)
+	o.key = r.visitKey(ctx, fr, n, path, o.model, prompt, sess, nil)
 	o.usage = &Usage{}
 	delay := r.opts.Backoff
 	for attempt := 1; ; attempt++ {
@@ -240,7 +240,7 @@ func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map
 	c.Home = r.dir.Home(path)
 	o := &outcome{timeout: flows.RunTimeout(n), home: path}
 	c.Timeout = o.timeout
-	o.key = r.visitKey(fr, n, path, "", "", nil, c)
+	o.key = r.visitKey(ctx, fr, n, path, "", "", nil, c)
 	c.Key, c.Reuse = offered(n, o.key), n.Reuse == flows.ReuseAlways
 	res, err := r.leaves.Command(ctx, c)
 	if res != nil {

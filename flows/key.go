@@ -22,11 +22,12 @@ const (
 	KeyMemory    = "memory"    // the memory scope's chain of earlier keys
 	KeyIteration = "iteration" // the enclosing loops' iterations
 	KeyCommand   = "command"   // a run node's argv or script and env
+	KeyWorkdir   = "workdir"   // with reuse: true, the working directory's content
 	KeyRepeat    = "repeat"    // a sweep's repeat
 )
 
 // KeyOrder is the order of the parts of a key.
-var KeyOrder = []string{KeyNode, KeyAgent, KeyDriver, KeyModel, KeyTools, KeySchema, KeyPrompt, KeyMemory, KeyIteration, KeyCommand, KeyRepeat}
+var KeyOrder = []string{KeyNode, KeyAgent, KeyDriver, KeyModel, KeyTools, KeySchema, KeyPrompt, KeyMemory, KeyIteration, KeyCommand, KeyWorkdir, KeyRepeat}
 
 // VisitKey is what determines one visit's outcome: its key, the hash of
 // its parts, and each part's own hash, so that a miss can name the first
@@ -56,6 +57,9 @@ type KeyInput struct {
 	Script string
 	Env    []string
 	Repeat int // a sweep's repeat, 0 or 1 outside one
+	// Workdir is the identity of the working directory's content, for a
+	// run node that says reuse: true ("" for none).
+	Workdir string
 	Roots  map[string]string
 }
 
@@ -143,6 +147,9 @@ func (n *Node) Key(in KeyInput) VisitKey {
 	}
 	if len(in.Argv) > 0 || in.Script != "" || len(in.Env) > 0 {
 		parts[KeyCommand] = hashOf([]any{in.Argv, in.Script, in.Env})
+	}
+	if in.Workdir != "" {
+		parts[KeyWorkdir] = hashOf(in.Workdir)
 	}
 	if in.Repeat > 1 {
 		parts[KeyRepeat] = hashOf(in.Repeat)

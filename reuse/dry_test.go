@@ -32,7 +32,7 @@ func TestDryNamesFirstDifference(t *testing.T) {
 		t.Fatal(err)
 	}
 	dry := &reuse.Dry{From: set}
-	res, err := engine.Execute(context.Background(), plan, engine.Options{WorkDir: dir, Input: baseInput, RunsDir: t.TempDir(), Leaves: dry})
+	res, err := engine.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: baseInput, RunsDir: t.TempDir(), Leaves: dry})
 	if err != nil || !res.OK {
 		t.Fatalf("the dry walk failed: %v %v", err, res.Failure)
 	}

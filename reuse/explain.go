@@ -15,13 +15,14 @@ const Placeholder = "⟦flow plan: the answer of %s⟧"
 // explainOrder is the order misses are explained in: the most telling
 // difference first (a changed prompt also changes the node's definition).
 var explainOrder = []string{flows.KeyPrompt, flows.KeyModel, flows.KeyAgent, flows.KeyDriver, flows.KeyTools,
-	flows.KeySchema, flows.KeyMemory, flows.KeyIteration, flows.KeyCommand, flows.KeyRepeat, flows.KeyNode}
+	flows.KeySchema, flows.KeyMemory, flows.KeyIteration, flows.KeyCommand, flows.KeyWorkdir, flows.KeyRepeat, flows.KeyNode}
 
 var partNames = map[string]string{
 	flows.KeyNode: "the node's definition changed", flows.KeyAgent: "the agent file changed",
 	flows.KeyDriver: "driver changed", flows.KeyTools: "tools changed", flows.KeySchema: "output schema changed",
 	flows.KeyMemory: "an earlier visit of its memory scope changed", flows.KeyIteration: "a new loop iteration",
 	flows.KeyCommand: "command changed", flows.KeyRepeat: "a new repeat",
+	flows.KeyWorkdir: "the working directory's content changed",
 }
 
 // explain names the first input of the visit at path (key k, model) that

@@ -3,6 +3,7 @@ package reuse_test
 import (
 	"context"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -58,6 +59,19 @@ func edit(t *testing.T, dir, file, old, new string) {
 	}
 }
 
+// project is the suite's working directory, a git repository apart from
+// the flow's files (a command with reuse: true is keyed by its content).
+func project(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "project")
+	if _, err := os.Stat(filepath.Join(p, ".git")); err != nil {
+		if out, err := osexec.Command("git", "init", "-q", p).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v\n%s", err, out)
+		}
+	}
+	return p
+}
+
 // runFlow runs big.yaml in dir, reusing the run directories from, and
 // returns its result and the visits that ran live (the side effects).
 func runFlow(t *testing.T, dir string, input any, from ...string) (*engine.Result, []string) {
@@ -69,7 +83,7 @@ func runFlow(t *testing.T, dir string, input any, from ...string) (*engine.Resul
 	if plan == nil {
 		t.Fatalf("loading: %v", diags)
 	}
-	opts := engine.Options{WorkDir: dir, Input: input, Drivers: map[string]engine.Driver{"exec": exec.New(exec.Options{})}, Commands: run.New()}
+	opts := engine.Options{WorkDir: project(t, dir), Input: input, Drivers: map[string]engine.Driver{"exec": exec.New(exec.Options{})}, Commands: run.New()}
 	if len(from) > 0 {
 		set, err := reuse.Open(from...)
 		if err != nil {
@@ -94,7 +108,9 @@ func runFlow(t *testing.T, dir string, input any, from ...string) (*engine.Resul
 // whose items finish in reverse order, a loop with a memory scope, a
 // called flow) eight ways, each in a fresh directory elsewhere, and runs
 // it reusing the unedited run: exactly the edited visit and the visits
-// whose inputs it changed run again, counted by their side effects.
+// whose inputs it changed run again, counted by their side effects. A
+// changed file of the working directory re-runs only the command that
+// says reuse: true (its output is the same, so what reads it is reused).
 func TestMutationSuite(t *testing.T) {
 	base := copyTree(t, "testdata/mutation")
 	baseRes, all := runFlow(t, base, baseInput)
@@ -126,6 +142,8 @@ func TestMutationSuite(t *testing.T) {
 			want: []string{"c1", "c2", "c3", "last"}},
 		{name: "map item added", input: map[string]any{"topic": "t", "items": []any{"4", "3", "2", "1"}},
 			want: []string{"after_map", "last", "m[1]/it1", "m[1]/it2"}},
+		{name: "project file changed", mutate: func(d string) { edit(t, d, "project/README", "The project", "This project") },
+			want: []string{"cmd"}},
 		{name: "node inserted", mutate: func(d string) {
 			edit(t, d, "big.yaml", "  - {id: c3,", "  - {id: c2b, agent: a, prompt: \"Inserted.\"}\n  - {id: c3,")
 		}, want: []string{"c2b"}},
@@ -185,7 +203,7 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 		t.Fatalf("the cassette's input: %v %v", input, err)
 	}
 	leaves := &reuse.Leaves{From: set, Commands: run.New()}
-	out, err := engine.Execute(context.Background(), plan, engine.Options{WorkDir: dir, Input: input, Leaves: leaves})
+	out, err := engine.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: input, Leaves: leaves})
 	if err != nil || !out.OK {
 		t.Fatalf("the replay failed: %v %v %v", err, out.Failure, leaves.Misses())
 	}
@@ -197,7 +215,7 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 	edit(t, dir, "big.yaml", "Continue.", "Continue, please.")
 	plan, _ = flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{WorkDir: dir, UserAgentDirs: []string{}})
 	leaves = &reuse.Leaves{From: set, Commands: run.New()}
-	out, err = engine.Execute(context.Background(), plan, engine.Options{WorkDir: dir, Input: input, Leaves: leaves})
+	out, err = engine.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: input, Leaves: leaves})
 	if err != nil || out.OK {
 		t.Fatalf("an edited prompt replayed: %v", err)
 	}
