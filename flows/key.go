@@ -60,7 +60,7 @@ type KeyInput struct {
 	// Workdir is the identity of the working directory's content, for a
 	// run node that says reuse: true ("" for none).
 	Workdir string
-	Roots  map[string]string
+	Roots   map[string]string
 }
 
 // staticKey is the hash of each part of n that the walk cannot change:
