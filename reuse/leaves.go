@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -113,15 +112,19 @@ func answer(h hit, t *engine.Turn) (*engine.TurnResult, error) {
 		res.Output = string(b)
 	}
 	if f.File != "" {
+		src := h.rec.locate(f.File)
+		if src == "" {
+			return nil, fmt.Errorf("%w: the recorded answer file of %s, %s, is not inside the recording %s", engine.ErrUnavailable, f.Visit, f.File, h.rec.Dir)
+		}
 		dst := filepath.Join(t.Home, filepath.Base(f.File))
-		if err := copyFile(h.rec.locate(f.File), dst); err != nil {
+		if err := copyFile(src, dst); err != nil {
 			return nil, fmt.Errorf("%w: the recorded answer file of %s: %w", engine.ErrUnavailable, f.Visit, err)
 		}
 		res.File = dst
 	}
 	if f.Transcript != "" {
 		res.Transcript = h.rec.locate(f.Transcript)
-	} else if p := rundir.Home(h.rec.Dir, f.Visit); exists(p) {
+	} else if p := rundir.Home(h.rec.Dir, f.Visit); within(h.rec.Dir, p) {
 		res.Transcript = p // the recorded visit's home, where its transcript is
 	}
 	return res, nil
@@ -138,21 +141,12 @@ func commandAnswer(h hit) (*engine.CommandResult, error) {
 }
 
 func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+	b, err := rundir.ReadRegular(src) // not through a link, never a FIFO
 	if err != nil {
 		return err
 	}
-	defer in.Close()
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return os.WriteFile(dst, b, 0o644)
 }

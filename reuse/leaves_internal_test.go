@@ -35,3 +35,23 @@ func TestAnswerFromRecording(t *testing.T) {
 		t.Errorf("the answer file: %s holds %q", res.File, b)
 	}
 }
+
+// TestRecordingFilesStayInside: a recording is data a repository may
+// carry; an answer file it names outside its directory (an absolute path,
+// a climb with "..", a link out) is never read.
+func TestRecordingFilesStayInside(t *testing.T) {
+	ok := true
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	os.WriteFile(outside, []byte("not yours"), 0o644)
+	rec := &Recording{Name: "c", Dir: t.TempDir()}
+	os.MkdirAll(filepath.Join(rec.Dir, "answers"), 0o755)
+	os.Symlink(outside, filepath.Join(rec.Dir, "answers", "link.md"))
+	for _, file := range []string{outside, "../" + filepath.Base(filepath.Dir(outside)) + "/secret.txt", "answers/link.md"} {
+		h := hit{rec, &rundir.Fact{Visit: "v", OK: &ok, Output: "x", File: file, Size: 9}}
+		home := t.TempDir()
+		if res, err := answer(h, &engine.Turn{Home: home}); err == nil {
+			b, _ := os.ReadFile(res.File)
+			t.Errorf("%s: read %q from outside the recording", file, b)
+		}
+	}
+}

@@ -7,7 +7,6 @@ package reuse
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -85,27 +84,38 @@ func (s *Set) nearest(path string) (hit, bool) {
 
 // locate finds a file a recording names: where it was written, or, for a
 // recording moved to another directory (a cassette in another clone),
-// at the same place under the recording's own directory.
+// at the same place under the recording's own directory. A recording is
+// data a repository may carry: a path that is not inside its directory,
+// links followed, is not used ("").
 func (r *Recording) locate(p string) string {
 	if p == "" {
 		return ""
 	}
+	cands := []string{p}
 	if !filepath.IsAbs(p) {
-		if q := filepath.Join(r.Dir, p); exists(q) {
-			return q
-		}
-	}
-	if exists(p) && strings.HasPrefix(filepath.Clean(p), filepath.Clean(r.Dir)) {
-		return p
+		cands[0] = filepath.Join(r.Dir, p)
 	}
 	slash := filepath.ToSlash(p)
 	if i := strings.LastIndex(slash, "/home/"); i >= 0 {
-		return filepath.Join(r.Dir, filepath.FromSlash(slash[i+1:]))
+		cands = append(cands, filepath.Join(r.Dir, filepath.FromSlash(slash[i+1:])))
 	}
-	return p
+	for _, c := range cands {
+		if within(r.Dir, c) {
+			return c
+		}
+	}
+	return ""
 }
 
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+// within reports whether p exists inside dir, symbolic links followed.
+func within(dir, p string) bool {
+	rd, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	rp, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return false
+	}
+	return strings.HasPrefix(rp, rd+string(filepath.Separator))
 }
