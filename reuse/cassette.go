@@ -71,11 +71,20 @@ func WriteCassette(runDir, dir string) error {
 	return writeFile(filepath.Join(dir, cassetteJournal), b.String())
 }
 
-// CassetteInput is the input a cassette was recorded with, nil if it has
-// none.
+// CassetteInput is the input a cassette (or a run) was recorded with, nil
+// if it has none.
 func CassetteInput(dir string) (any, error) {
-	b, err := os.ReadFile(filepath.Join(dir, cassetteInput))
-	if os.IsNotExist(err) {
+	b, err := rundir.ReadRegular(filepath.Join(dir, cassetteInput))
+	if os.IsNotExist(err) { // a run: its first run fact's
+		facts, err := rundir.ReadJournal(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range facts {
+			if f.Type == rundir.FactRun && f.Input != nil {
+				return f.Input, nil
+			}
+		}
 		return nil, nil
 	}
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/reuse"
-	"github.com/flowrun/flow/rundir"
 )
 
 // planReuse says, before any spend, which visits of the flow a run with
@@ -33,13 +32,8 @@ func (a *app) planReuse(ctx context.Context, plan *flows.Plan, spec string, f ru
 		return invalid("%v", err)
 	}
 	if !inputGiven {
-		if info, err := rundir.Inspect(dirs[0]); err == nil {
-			for _, fact := range info.Facts {
-				if fact.Type == rundir.FactRun && fact.Input != nil {
-					input = fact.Input
-					break
-				}
-			}
+		if in, err := reuse.CassetteInput(dirs[0]); err == nil && in != nil {
+			input = in
 		}
 	}
 	set, err := reuse.Open(dirs...)
