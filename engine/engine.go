@@ -57,6 +57,9 @@ type Options struct {
 	Leaves LeafRunner
 	// Runtime is where the walk happens; default LocalRuntime.
 	Runtime Runtime
+	// Repeat is a sweep cell's repeat (from 1): part of every visit key,
+	// since repeats are distinct samples (docs/reuse-and-tests.md).
+	Repeat int
 
 	// repos are the commits the run started at, by repository (the
 	// snapshot's Repos): where isolated scopes begin.

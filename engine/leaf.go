@@ -15,8 +15,9 @@ import (
 // session is one subagent session of a memory scope. Its mutex, the
 // runtime's, makes a session serve one visit at a time (docs/flow-files.md, agent: memory).
 type session struct {
-	mu Mutex
-	id string
+	mu    Mutex
+	id    string
+	chain string // the chain of the keys of the scope's visits so far
 }
 
 func (r *runner) session(key rundir.Scope) *session {
@@ -74,13 +75,14 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	home := r.dir.Home(homePath)
 	o.home = homePath
+	o.key = r.visitKey(ctx, fr, n, path, o.model, prompt, sess, nil)
 	o.usage = &Usage{}
 	delay := r.opts.Backoff
 	for attempt := 1; ; attempt++ {
 		o.attempts = attempt
 		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: n.OutputSchema,
 			Home: home, WorkDir: r.workDir(fr), Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model),
-			Secrets: r.secrets()}
+			Secrets: r.secrets(), Key: offered(n, o.key)}
 		answer, fail := r.turn(ctx, fr, t, o, sess)
 		var out any = answer.text
 		if fail == nil && n.Typed {
@@ -91,6 +93,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		}
 		if fail == nil {
 			o.output, o.file, o.size = out, answer.file, answer.size
+			chained(sess, o.key)
 			return o
 		}
 		retriable := fail.Kind == schema.FailProvider || fail.Kind == schema.FailTimeout || fail.Kind == schema.FailSchema
@@ -139,9 +142,10 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 		if sess != nil && res.Session != "" {
 			sess.id = res.Session
 		}
-		if res.Worker != "" {
+		if res.Worker != "" || res.Reused != nil {
 			o.worker, o.transcript = res.Worker, res.Transcript
 		}
+		o.reused = res.Reused
 	}
 	if ctx.Err() != nil {
 		return reply{}, cancelled(ctx, t.Visit)
@@ -242,9 +246,11 @@ func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map
 	c.Home = r.dir.Home(path)
 	o := &outcome{timeout: flows.RunTimeout(n), home: path}
 	c.Timeout = o.timeout
+	o.key = r.visitKey(ctx, fr, n, path, "", "", nil, c)
+	c.Key, c.Reuse = offered(n, o.key), n.Reuse == flows.ReuseAlways
 	res, err := r.leaves.Command(ctx, c)
-	if res != nil && res.Worker != "" {
-		o.worker = res.Worker
+	if res != nil {
+		o.worker, o.reused = res.Worker, res.Reused
 	}
 	switch {
 	case ctx.Err() != nil:

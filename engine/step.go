@@ -6,6 +6,7 @@ import (
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/secret"
+	"github.com/flowrun/flow/rundir"
 )
 
 // Driver turns one agent turn into a real subagent process or request.
@@ -57,6 +58,9 @@ type Turn struct {
 	// ignore both.
 	Watch      func(live int64) bool
 	TokensLeft int64
+	// Key is the visit's key (docs/reuse-and-tests.md), nil when the
+	// visit may not be reused (an isolated scope).
+	Key *flows.VisitKey
 }
 
 // Status is how a turn ended (docs/drivers.md).
@@ -91,6 +95,9 @@ type TurnResult struct {
 	// Worker names where a remote LeafRunner ran the turn (a Temporal
 	// worker's own task queue); "" in this process.
 	Worker string
+	// Reused names the recorded visit that answered the turn instead of
+	// a driver (package reuse); its Usage is then zero.
+	Reused *rundir.Reused
 }
 
 // Progress is one live update from a running visit: what it is doing now.
@@ -116,6 +123,10 @@ type Command struct {
 	Progress func(Progress) // never nil
 	// Timeout bounds the command; the LeafRunner applies it (ErrTimeout).
 	Timeout time.Duration
+	// Key is the visit's key; Reuse says a recorded result may answer
+	// it (the node says `reuse: true`).
+	Key   *flows.VisitKey
+	Reuse bool
 }
 
 // CommandResult is the output of a `run:` node: a non-zero exit is a value.
@@ -126,6 +137,8 @@ type CommandResult struct {
 	// Worker names where a remote LeafRunner ran the command; not part of
 	// the node's output.
 	Worker string `json:"-"`
+	// Reused names the recorded visit that answered the command.
+	Reused *rundir.Reused `json:"-"`
 }
 
 // ErrUnavailable is wrapped by a Commander or Driver whose program could not

@@ -37,6 +37,10 @@ type outcome struct {
 	// worker and transcript say where a remote LeafRunner ran the leaf
 	// and left its transcript; "" in this process.
 	worker, transcript string
+	// key is a leaf's visit key; reused names the recorded visit that
+	// answered it (docs/reuse-and-tests.md).
+	key    *flows.VisitKey
+	reused *rundir.Reused
 }
 
 // visit runs one node and journals its start and end.
@@ -111,7 +115,8 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	f := &Fact{Type: rundir.FactEnd, Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Output: recorded,
 		Error: o.fail, File: o.file, Size: o.size, Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session,
-		Scope: o.scope, Answer: o.answer, WallMS: wall, Worktree: o.wt, Worker: o.worker, Transcript: o.transcript}
+		Scope: o.scope, Answer: o.answer, WallMS: wall, Worktree: o.wt, Worker: o.worker, Transcript: o.transcript,
+		Key: o.key, Reused: o.reused}
 	if o.timeout > 0 {
 		f.Timeout = o.timeout.String()
 	}

@@ -168,6 +168,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 		n.Default, n.HasDefault = d.Default.Value, d.Default.Set()
 	}
 	c.isolates(n, d, ancestors)
+	n.Reuse = d.Reuse.Value
 	return n
 }
 

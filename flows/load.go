@@ -110,6 +110,7 @@ func LoadSource(file string, src []byte, opts Options) (*Plan, schema.Diagnostic
 	}
 	l.plan.Root = root
 	l.plan.Warnings = warns
+	l.plan.computeKeys()
 	return l.plan, diags
 }
 

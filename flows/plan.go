@@ -110,7 +110,21 @@ type Node struct {
 	Options    []string
 	Default    string
 	HasDefault bool
+
+	// Reuse is the node's `reuse:`: "" (agents reusable, commands not),
+	// ReuseAlways or ReuseNever (docs/reuse-and-tests.md).
+	Reuse string
+
+	// key is the static part of the node's visit key, computed when the
+	// plan is loaded (Key).
+	key *staticKey
 }
+
+// The values of a node's `reuse:`.
+const (
+	ReuseAlways = "true"
+	ReuseNever  = "never"
+)
 
 // Branch is a choice branch (When, or Else) or a named parallel branch.
 type Branch struct {

@@ -3,6 +3,7 @@ package rundir
 import (
 	"time"
 
+	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -86,6 +87,11 @@ type Fact struct {
 	// the transcript's path on that worker's machine.
 	Worker     string `json:"worker,omitempty"`
 	Transcript string `json:"transcript,omitempty"`
+	// Key is a leaf visit's key and its parts (docs/reuse-and-tests.md);
+	// Reused, on the end of a visit answered from an earlier run, names
+	// that run's visit and what it spent (this one spent nothing).
+	Key    *flows.VisitKey `json:"key,omitempty"`
+	Reused *Reused         `json:"reused,omitempty"`
 
 	// Run facts.
 	RunID  string `json:"run,omitempty"`
@@ -158,4 +164,13 @@ func Visits(facts []*Fact) []Visit {
 		}
 	}
 	return visits
+}
+
+// Reused names the recorded visit a reused visit took its outcome from:
+// its run (or cassette), its visit path, and what it spent, which the
+// reusing run saved.
+type Reused struct {
+	Run   string `json:"run"`
+	Visit string `json:"visit"`
+	Saved *Usage `json:"saved,omitempty"`
 }

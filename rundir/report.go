@@ -43,6 +43,10 @@ type page struct {
 	Root                                 *Failure
 	Started, Wall, Tokens, Cost, Written string
 	Visits                               int
+	// Reused counts the visits answered from a recording; SavedTokens
+	// and SavedCost are what they had spent when they ran.
+	Reused                 int
+	SavedTokens, SavedCost string
 	// Rows makes each row as the page is written: a run of thousands of
 	// visits never holds them all.
 	Rows iter.Seq[row]
@@ -62,6 +66,9 @@ func writeReport(dir string, info *RunInfo, facts []*Fact, secrets *secret.Redac
 		Wall: msText(info.WallMS), Tokens: TokensText(info.Usage), Cost: CostText(info.Usage), Written: now.UTC().Format(time.RFC3339)}
 	if info.Failure != nil {
 		p.Root = info.Failure.Root()
+	}
+	if sv := Saved(facts); sv.Visits > 0 {
+		p.Reused, p.SavedTokens, p.SavedCost = sv.Visits, TokensText(sv.Usage), CostText(sv.Usage)
 	}
 	total := float64(max(info.WallMS, 1))
 	visits := Visits(facts)
@@ -93,6 +100,10 @@ func reportRow(v Visit, runStart time.Time, total float64, now time.Time) row {
 			r.Tokens, r.Cost = TokensText(*e.Usage), CostText(*e.Usage)
 		}
 		r.Out = displayText(e.Output) // blocks record no output: their children show it
+		if e.Reused != nil {
+			r.Status = "reused"
+			r.Err = "reused from run " + e.Reused.Run + ", visit " + e.Reused.Visit
+		}
 	}
 	r.Wall = msText(wall)
 	left := float64(v.Start.Time.Sub(runStart).Milliseconds()) / total * 100

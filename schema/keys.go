@@ -9,7 +9,7 @@ var (
 	nodeKeys     = append(append([]string{"id"}, nodeKindKeys...),
 		"prompt", "reads", "output", "memory", "retry", "timeout", "on_fail", "budget", "env",
 		"fail_fast", "max", "concurrency", "do", "input", "options", "default", "show",
-		"isolation", "land", "repo")
+		"isolation", "land", "repo", "reuse")
 	loopKeys     = []string{"until", "max"}
 	budgetKeys   = []string{"tokens", "cost"}
 	scheduleKeys = []string{"cron", "tz", "input", "overlap", "catchup"}

@@ -25,8 +25,8 @@ const (
 
 // kindKeys says which keys besides id, budget and on_fail each kind takes.
 var kindKeys = map[Kind][]string{
-	KindAgent:    {"agent", "prompt", "reads", "output", "memory", "retry", "timeout", "isolation", "land", "repo"},
-	KindRun:      {"run", "env", "timeout", "isolation", "land", "repo"},
+	KindAgent:    {"agent", "prompt", "reads", "output", "memory", "retry", "timeout", "isolation", "land", "repo", "reuse"},
+	KindRun:      {"run", "env", "timeout", "isolation", "land", "repo", "reuse"},
 	KindChoice:   {"choice"},
 	KindParallel: {"parallel", "fail_fast", "isolation", "land", "repo"},
 	KindMap:      {"map", "max", "concurrency", "fail_fast", "do", "isolation", "land", "repo"},
@@ -51,6 +51,7 @@ type Node struct {
 	// working copies (agent, run, parallel, map, loop, flow; docs/worktrees.md)
 	Isolation String // worktree
 	Land      String // merge (default) | rebase | none
+	Reuse     String // true | never (docs/reuse-and-tests.md)
 	Repo      String // the repository to isolate in; default the working directory's
 
 	// agent
@@ -225,6 +226,11 @@ func (r *reader) nodeField(nd *Node, e entry, label string) {
 		nd.Land = r.str(e.value, "land")
 		if !contains([]string{"merge", "rebase", "none"}, nd.Land.Value) {
 			r.errorf(e.value, CodeValue, "use merge (the default), rebase or none", "land is %q", nd.Land.Value)
+		}
+	case "reuse":
+		nd.Reuse = r.str(e.value, "reuse")
+		if !contains([]string{"true", "never"}, nd.Reuse.Value) {
+			r.errorf(e.value, CodeValue, "use reuse: true (a run node's result may be reused) or reuse: never", "reuse is %q", nd.Reuse.Value)
 		}
 	case "repo":
 		nd.Repo = r.str(e.value, "repo")

@@ -253,6 +253,7 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 	eo := r.opts.Engine
 	eo.RunsDir, eo.RunID, eo.Input, eo.Settings, eo.Live, eo.Asker = cells, c.Run, c.Input, a.Settings(r.opts.Settings), r.live, nil
 	eo.OnEvent = r.waits(c, eo.OnEvent)
+	eo.Repeat = c.Repeat // repeats are distinct samples: part of every visit key
 	dir := filepath.Join(cells, c.Run)
 	var err error
 	info, ierr := rundir.Inspect(dir)

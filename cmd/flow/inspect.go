@@ -137,6 +137,9 @@ func visitRows(facts []*rundir.Fact) []string {
 			if e.Model != "" || e.Timeout != "" {
 				detail = "[" + strings.TrimSpace(e.Model+" "+timeoutText(e.Timeout)) + "] " + detail
 			}
+			if e.Reused != nil {
+				mark, detail = "↺", "reused from "+e.Reused.Run+" "+e.Reused.Visit+": "+detail
+			}
 			if e.Usage != nil && e.Usage.Tokens() > 0 {
 				partial := ""
 				if e.Usage.Partial {

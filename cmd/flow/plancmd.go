@@ -16,8 +16,9 @@ import (
 
 func (a *app) planCmd() *cobra.Command {
 	var mermaid, asJSON bool
-	var model string
+	var model, reuseSpec string
 	var timeout time.Duration
+	var in runFlags
 	cmd := &cobra.Command{
 		Use:   "plan FILE",
 		Short: "Show a flow's shape with the worst-case turns and time per node",
@@ -31,6 +32,11 @@ func (a *app) planCmd() *cobra.Command {
 			plan, err := a.load(args[0])
 			if err != nil {
 				return err
+			}
+			if reuseSpec != "" {
+				in.model, in.timeout = model, timeout
+				fl := cmd.Flags()
+				return a.planReuse(cmd.Context(), plan, reuseSpec, in, fl.Changed("input") || fl.Changed("input-file") || fl.Changed("set"), asJSON)
 			}
 			if mermaid {
 				writeMermaid(a.stdout, plan)
@@ -54,6 +60,11 @@ func (a *app) planCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the estimate as JSON")
 	cmd.Flags().StringVar(&model, "model", "", "assume this --model for every agent")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "assume this --timeout for every agent turn")
+	cmd.Flags().StringVar(&reuseSpec, "reuse", "", "say which visits flow run --reuse would reuse (last, or RUN[,RUN]) and why the others would run")
+	cmd.Flags().Lookup("reuse").NoOptDefVal = "last"
+	cmd.Flags().StringVar(&in.input, "input", "", "with --reuse: the input as JSON (default the reused run's)")
+	cmd.Flags().StringVar(&in.inputFile, "input-file", "", "with --reuse: read the input (JSON) from a file")
+	cmd.Flags().StringArrayVarP(&in.inputKV, "set", "i", nil, "with --reuse: one input field, key=value (repeatable)")
 	return cmd
 }
 

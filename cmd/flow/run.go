@@ -29,6 +29,7 @@ type runFlags struct {
 	model     string
 	timeout   time.Duration
 	json      bool
+	reuse     string
 	temporal  temporalFlags
 }
 
@@ -50,6 +51,8 @@ func (a *app) runCmd() *cobra.Command {
 	fl.StringVar(&f.model, "model", "", "run every agent on this model")
 	fl.DurationVar(&f.timeout, "timeout", 0, "bound on each agent turn (e.g. 90s, 10m)")
 	fl.BoolVar(&f.json, "json", false, "write the event stream as JSON lines")
+	fl.StringVar(&f.reuse, "reuse", "", "answer visits whose key an earlier run recorded from it: last (the default), or RUN[,RUN]")
+	fl.Lookup("reuse").NoOptDefVal = "last"
 	f.temporal.add(fl, "run on Temporal: the walk is a workflow, its visits run on flow workers")
 	return cmd
 }
@@ -66,12 +69,22 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	if err != nil {
 		return invalid("%v", err)
 	}
+	var reused []string
+	if f.reuse != "" {
+		if reused, err = reuseDirs(a.cfg.GetString("runs_dir"), plan.Root.Name, f.reuse); err != nil {
+			return invalid("%v", err)
+		}
+	}
 	backend, done, err := a.backend(ctx, f.temporal)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if _, local := backend.(runner.Local); local {
+	_, local := backend.(runner.Local)
+	if reused != nil && !local {
+		return invalid("--reuse runs the flow in this process; leave out --temporal")
+	}
+	if local {
 		// On Temporal the visits run on workers, whose machines have the
 		// CLIs; here they run on this one.
 		if _, err := a.preflight(ctx, plan); err != nil {
@@ -80,6 +93,11 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	}
 	return a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings(f.model, f.timeout), a.cfg.GetString("runs_dir")
+		if reused != nil {
+			if err := reusing(&opts, reused); err != nil {
+				return nil, err
+			}
+		}
 		return backend.Start(ctx, plan, opts)
 	})
 }
@@ -156,6 +174,7 @@ func (a *app) execute(ctx context.Context, asJSON bool, backend runner.Backend, 
 // summary says how a run ended. The output goes to stdout as it is when
 // stdout is a pipe (it is data), escaped on a terminal (an agent wrote it).
 func (a *app) summary(res *engine.Result) {
+	defer a.savedLine(res)
 	defer func() {
 		for _, o := range res.Overspend {
 			fmt.Fprintf(a.stderr, "\toverspent: %s\n", safeText(o.String()))

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/reuse"
+	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/runner"
+	"github.com/flowrun/flow/steps/run"
+)
+
+type testFlags struct {
+	runFlags
+	cassette     string
+	record       bool
+	stubCommands bool
+}
+
+func (a *app) testCmd() *cobra.Command {
+	var f testFlags
+	cmd := &cobra.Command{
+		Use:   "test FILE",
+		Short: "Run a flow offline, every agent turn answered from a recording",
+		Long: "Run a flow with no driver process and no network: every agent turn is\n" +
+			"answered from the cassette (or run) by its visit key, and a turn the\n" +
+			"recording does not hold fails the test, naming the visit and the first\n" +
+			"input that differs, with a diff. run: commands run for real unless\n" +
+			"--stub-commands. With --record the flow runs live and its recording is\n" +
+			"kept as the cassette directory (default FILE's name + .cassette).\n" +
+			"Exit 0 if the flow succeeded, 1 if it failed or missed the recording.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.test(cmd.Context(), args[0], f, cmd.Flags().Changed("input") || cmd.Flags().Changed("input-file") || cmd.Flags().Changed("set"))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.input, "input", "", "the run's input as JSON (default: the input the cassette was recorded with)")
+	fl.StringVar(&f.inputFile, "input-file", "", "read the input (JSON) from a file")
+	fl.StringArrayVarP(&f.inputKV, "set", "i", nil, "one input field, key=value (repeatable)")
+	fl.StringVar(&f.cassette, "cassette", "", "the recording: a cassette directory or a run (default FILE's name + .cassette)")
+	fl.BoolVar(&f.record, "record", false, "run live and keep the recording as the cassette")
+	fl.BoolVar(&f.stubCommands, "stub-commands", false, "answer run: commands from the recording too")
+	fl.BoolVar(&f.json, "json", false, "write the event stream as JSON lines")
+	return cmd
+}
+
+func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven bool) error {
+	plan, err := a.load(file)
+	if err != nil {
+		return err
+	}
+	runsDir := a.cfg.GetString("runs_dir")
+	cassette := f.cassette
+	if cassette == "" {
+		cassette = strings.TrimSuffix(file, filepath.Ext(file)) + ".cassette"
+	} else if dir, ok := rundir.Find(runsDir, cassette); ok && !f.record {
+		cassette = dir
+	}
+	input, err := parseInput(plan.Root, f.runFlags)
+	if err != nil {
+		return invalid("%v", err)
+	}
+	if f.record {
+		var dir string
+		backend := runner.Local{Load: a.loadOptions()}
+		err := a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
+			opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings("", 0), runsDir
+			res, err := backend.Start(ctx, plan, opts)
+			if res != nil {
+				dir = res.Dir
+			}
+			return res, err
+		})
+		if err != nil {
+			return err
+		}
+		if err := reuse.WriteCassette(dir, cassette); err != nil {
+			return fmt.Errorf("keeping the cassette: %w", err)
+		}
+		fmt.Fprintf(a.stderr, "recorded the cassette %s\n", cassette)
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(cassette, "journal.jsonl")); err != nil {
+		return invalid("%s: no cassette or run there; record one with flow test --record %s", cassette, file)
+	}
+	if !inputGiven {
+		if in, err := reuse.CassetteInput(cassette); err != nil {
+			return invalid("%v", err)
+		} else if in != nil {
+			input = in
+		}
+	}
+	set, err := reuse.Open(cassette)
+	if err != nil {
+		return invalid("%v", err)
+	}
+	leaves := &reuse.Leaves{From: set}
+	if !f.stubCommands {
+		leaves.Commands = run.New()
+	}
+	backend := runner.Local{Load: a.loadOptions()}
+	err = a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
+		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings("", 0), runsDir
+		opts.Leaves = leaves
+		return backend.Start(ctx, plan, opts)
+	})
+	for _, m := range leaves.Misses() {
+		fmt.Fprintf(a.stderr, "flow test: %s does not match the recording: %s\n", m.Visit, m.Reason)
+		if m.Diff != "" {
+			fmt.Fprintln(a.stderr, m.Diff)
+		}
+	}
+	if err == nil {
+		fmt.Fprintf(a.stderr, "flow test: %s passed against %s\n", file, cassette)
+	}
+	return err
+}

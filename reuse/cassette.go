@@ -1,0 +1,116 @@
+package reuse
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flowrun/flow/rundir"
+)
+
+// The files of a cassette directory (docs/reuse-and-tests.md).
+const (
+	cassetteJournal = "journal.jsonl" // the recorded leaf visits' ends, as a run journals them
+	cassetteInput   = "input.json"    // the input the recording ran with
+	cassetteAnswers = "answers"       // oversized answers, by visit
+)
+
+// WriteCassette keeps the recording of the run in runDir as the cassette
+// directory dir, which a repository can commit: the ends of the leaf
+// visits that succeeded, with their keys, values and usage; no times,
+// sessions, transcripts or paths of this machine (an answer file is
+// copied in and named relative to the cassette). What the run wrote was
+// already redacted by its writer. dir is replaced whole.
+func WriteCassette(runDir, dir string) error {
+	facts, err := rundir.ReadJournal(runDir)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	rec := &Recording{Name: filepath.Base(runDir), Dir: runDir}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for _, f := range facts {
+		switch {
+		case f.Type == rundir.FactRun && f.Input != nil && f.Status == rundir.StatusRunning && !f.Resumed:
+			in, err := json.MarshalIndent(f.Input, "", "  ")
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, cassetteInput), append(in, '\n'), 0o644); err != nil {
+				return err
+			}
+			continue
+		case f.Type != rundir.FactEnd || !f.Succeeded() || f.Key == nil:
+			continue
+		}
+		kept := rundir.Fact{Type: f.Type, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Agent: f.Agent, OK: f.OK,
+			Output: f.Output, Size: f.Size, Usage: f.Usage, Model: f.Model, Key: f.Key}
+		if f.File != "" {
+			name := filepath.Join(cassetteAnswers, strings.NewReplacer("/", "_", "#", "-", "[", "-", "]", "").Replace(f.Visit)+".md")
+			if err := copyFile(rec.locate(f.File), filepath.Join(dir, name)); err != nil {
+				return fmt.Errorf("copying the answer of %s: %w", f.Visit, err)
+			}
+			kept.File = filepath.ToSlash(name)
+		}
+		if err := enc.Encode(&kept); err != nil {
+			return err
+		}
+	}
+	return writeFile(filepath.Join(dir, cassetteJournal), b.String())
+}
+
+// CassetteInput is the input a cassette (or a run) was recorded with, nil
+// if it has none.
+func CassetteInput(dir string) (any, error) {
+	b, err := rundir.ReadRegular(filepath.Join(dir, cassetteInput))
+	if os.IsNotExist(err) { // a run: its first run fact's
+		facts, err := rundir.ReadJournal(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range facts {
+			if f.Type == rundir.FactRun && f.Input != nil {
+				return f.Input, nil
+			}
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, cassetteInput), err)
+	}
+	return v, nil
+}
+
+func writeFile(path, s string) error {
+	tmp := path + ".tmp" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	w.WriteString(s)
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

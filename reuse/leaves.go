@@ -1,0 +1,152 @@
+package reuse
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/rundir"
+)
+
+// Leaves is a LeafRunner that answers a leaf whose key a recording holds
+// from the recording, and hands every other leaf to Next. With Next nil it
+// is offline (flow test): a miss fails closed, naming the first input that
+// differs from the nearest recorded visit, with a diff.
+type Leaves struct {
+	From *Set
+	Next engine.LeafRunner
+	// Commands runs commands when Next is nil: flow test runs `run:`
+	// nodes for real; nil answers them from the recording too
+	// (--stub-commands), a miss failing closed.
+	Commands engine.Commander
+
+	mu     sync.Mutex
+	misses []Miss
+}
+
+var _ engine.LeafRunner = (*Leaves)(nil)
+
+// Miss is a leaf that no recording answered: the visit, and why.
+type Miss struct {
+	Visit  string
+	Reason string // the first input that differs, e.g. "prompt changed at line 3"
+	Diff   string
+}
+
+// ErrMiss is wrapped by the error of an offline turn no recording
+// answers.
+var ErrMiss = fmt.Errorf("no recording answers this visit")
+
+// Misses are the leaves no recording answered so far.
+func (l *Leaves) Misses() []Miss {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Miss(nil), l.misses...)
+}
+
+func (l *Leaves) miss(visit string, m Miss) error {
+	m.Visit = visit
+	l.mu.Lock()
+	l.misses = append(l.misses, m)
+	l.mu.Unlock()
+	msg := fmt.Sprintf("%v: %s: %s", ErrMiss, visit, m.Reason)
+	if m.Diff != "" {
+		msg += "\n" + m.Diff
+	}
+	return fmt.Errorf("%w: %s", engine.ErrUnavailable, msg)
+}
+
+// Turn answers t from the recording of its key, else runs it.
+func (l *Leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
+	if t.Key != nil && (!t.Key.Isolated || l.Next == nil) {
+		if h, ok := l.From.lookup(t.Key.Key); ok {
+			return answer(h, t)
+		}
+	}
+	if l.Next != nil {
+		return l.Next.Turn(ctx, t)
+	}
+	return nil, l.miss(t.Visit, l.From.explain(t.Visit, t.Key, t.Model))
+}
+
+// Command answers c from the recording when its node says reuse: true,
+// else runs it; offline, it runs it for real (Commands), or answers it
+// from the recording whatever its node says (--stub-commands).
+func (l *Leaves) Command(ctx context.Context, c *engine.Command) (*engine.CommandResult, error) {
+	if l.Next == nil && l.Commands != nil { // flow test: commands run for real
+		return engine.LocalLeaves{Commands: l.Commands}.Command(ctx, c)
+	}
+	key := c.Key
+	if l.Next != nil && (!c.Reuse || key != nil && key.Isolated) {
+		key = nil // a command runs again unless its node says reuse: true
+	}
+	if key != nil {
+		if h, ok := l.From.lookup(key.Key); ok {
+			return commandAnswer(h)
+		}
+	}
+	if l.Next != nil {
+		return l.Next.Command(ctx, c)
+	}
+	return nil, l.miss(c.Visit, l.From.explain(c.Visit, key, ""))
+}
+
+// answer is the recorded end h as this turn's result: its value, a copy
+// of its answer file in this visit's home (so that a read of it names
+// this run's file), its transcript and session, and no usage.
+func answer(h hit, t *engine.Turn) (*engine.TurnResult, error) {
+	f := h.fact
+	res := &engine.TurnResult{Status: engine.Completed, Session: f.Session, Size: f.Size,
+		Reused: &rundir.Reused{Run: h.rec.Name, Visit: f.Visit, Saved: f.Usage}}
+	if v, ok := f.Output.(string); ok && t.OutputSchema == nil {
+		res.Output = v
+	} else { // a typed answer is handed on as JSON, a string too
+		b, err := json.Marshal(f.Output)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the recorded answer of %s: %w", engine.ErrUnavailable, f.Visit, err)
+		}
+		res.Output = string(b)
+	}
+	if f.File != "" {
+		src := h.rec.locate(f.File)
+		if src == "" {
+			return nil, fmt.Errorf("%w: the recorded answer file of %s, %s, is not inside the recording %s", engine.ErrUnavailable, f.Visit, f.File, h.rec.Dir)
+		}
+		dst := filepath.Join(t.Home, filepath.Base(f.File))
+		if err := copyFile(src, dst); err != nil {
+			return nil, fmt.Errorf("%w: the recorded answer file of %s: %w", engine.ErrUnavailable, f.Visit, err)
+		}
+		res.File = dst
+	}
+	if f.Transcript != "" {
+		res.Transcript = h.rec.locate(f.Transcript)
+	} else if p := rundir.Home(h.rec.Dir, f.Visit); within(h.rec.Dir, p) {
+		res.Transcript = p // the recorded visit's home, where its transcript is
+	}
+	return res, nil
+}
+
+func commandAnswer(h hit) (*engine.CommandResult, error) {
+	out, _ := h.fact.Output.(map[string]any)
+	res := &engine.CommandResult{Reused: &rundir.Reused{Run: h.rec.Name, Visit: h.fact.Visit, Saved: h.fact.Usage}}
+	res.Passed, _ = out["passed"].(bool)
+	exit, _ := out["exit"].(float64)
+	res.Exit = int(exit)
+	res.Report, _ = out["report"].(string)
+	return res, nil
+}
+
+func copyFile(src, dst string) error {
+	b, err := rundir.ReadRegular(src) // not through a link, never a FIFO
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}

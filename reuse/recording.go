@@ -1,0 +1,121 @@
+// Package reuse answers leaf visits from recordings (docs/reuse-and-tests.md):
+// the visits of earlier runs, or a cassette a repository keeps, found by
+// their visit keys. It is a LeafRunner around another: a visit whose key
+// a recording holds is answered from it and never sent; the walker only
+// journals that it was reused, from where, at no cost.
+package reuse
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/flowrun/flow/rundir"
+)
+
+// A Recording is one earlier run, or a cassette: the ended, succeeded
+// leaf visits its journal holds, by key.
+type Recording struct {
+	Name string // the run's id, or the cassette's directory name
+	Dir  string
+}
+
+// hit is one recorded visit.
+type hit struct {
+	rec  *Recording
+	fact *rundir.Fact
+}
+
+// Set is the recordings a run may reuse, the first that holds a key
+// answering it.
+type Set struct {
+	byKey  map[string]hit
+	byPath map[string]hit // the latest recorded visit at each path: what a miss is compared with
+	byNode map[string]hit
+}
+
+// Open reads the journals of the run or cassette directories dirs.
+func Open(dirs ...string) (*Set, error) {
+	s := &Set{byKey: map[string]hit{}, byPath: map[string]hit{}, byNode: map[string]hit{}}
+	for _, dir := range dirs {
+		facts, err := rundir.ReadJournal(dir)
+		if err != nil {
+			return nil, fmt.Errorf("reading the recording %s: %w", dir, err)
+		}
+		rec := &Recording{Name: filepath.Base(dir), Dir: dir}
+		for _, f := range facts {
+			if f.Type != rundir.FactEnd || !f.Succeeded() || f.Key == nil || f.Skipped {
+				continue
+			}
+			h := hit{rec, f}
+			if _, ok := s.byKey[f.Key.Key]; !ok {
+				s.byKey[f.Key.Key] = h
+			}
+			if _, ok := s.byPath[f.Visit]; !ok {
+				s.byPath[f.Visit] = h
+			}
+			if _, ok := s.byNode[f.Node]; !ok {
+				s.byNode[f.Node] = h
+			}
+		}
+	}
+	return s, nil
+}
+
+// Len is how many recorded visits s holds.
+func (s *Set) Len() int { return len(s.byKey) }
+
+// lookup finds the recorded visit of key.
+func (s *Set) lookup(key string) (hit, bool) {
+	h, ok := s.byKey[key]
+	return h, ok
+}
+
+// nearest is the recorded visit a miss at path is compared with: the
+// visit at the same path, else one of the same node.
+func (s *Set) nearest(path string) (hit, bool) {
+	if h, ok := s.byPath[path]; ok {
+		return h, true
+	}
+	node := path[strings.LastIndexByte(path, '/')+1:]
+	h, ok := s.byNode[node]
+	return h, ok
+}
+
+// locate finds a file a recording names: where it was written, or, for a
+// recording moved to another directory (a cassette in another clone),
+// at the same place under the recording's own directory. A recording is
+// data a repository may carry: a path that is not inside its directory,
+// links followed, is not used ("").
+func (r *Recording) locate(p string) string {
+	if p == "" {
+		return ""
+	}
+	cands := []string{p}
+	if !filepath.IsAbs(p) {
+		cands[0] = filepath.Join(r.Dir, p)
+	}
+	slash := filepath.ToSlash(p)
+	if i := strings.LastIndex(slash, "/home/"); i >= 0 {
+		cands = append(cands, filepath.Join(r.Dir, filepath.FromSlash(slash[i+1:])))
+	}
+	for _, c := range cands {
+		if within(r.Dir, c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// within reports whether p exists inside dir, symbolic links followed.
+func within(dir, p string) bool {
+	rd, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	rp, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return false
+	}
+	return strings.HasPrefix(rp, rd+string(filepath.Separator))
+}
