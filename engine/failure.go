@@ -14,6 +14,8 @@ type (
 	Event = rundir.Event
 	// Worktree is a recorded worktree of an isolated scope.
 	Worktree = rundir.Worktree
+	// Reused says where a reused visit's outcome came from.
+	Reused = rundir.Reused
 )
 
 // InputError is a run input that does not fit the flow's declared input.

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/flowrun/flow/internal/secret"
+import (
+	"context"
+
+	"github.com/flowrun/flow/internal/secret"
+)
 
 // Host is where every effect of a walk happens: the walker decides what
 // a run does and means, its Host decides where that happens. The clock,
@@ -42,6 +46,9 @@ type Workspace interface {
 	// the workspace's own, so that a resume neither reuses nor clears it,
 	// and says so in one note each.
 	Confine(ws []*Worktree) (notes []string)
+	// Tree is the identity of dir's content (a visit key's part for a run
+	// node that says reuse: true), or "" when it has none.
+	Tree(ctx context.Context, dir string) string
 }
 
 // Parts are what NewHost makes a Host of.

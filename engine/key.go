@@ -2,11 +2,8 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"os"
-	"os/exec"
+	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/flowrun/flow/flows"
 )
@@ -28,7 +25,7 @@ func (r *runner) visitKey(ctx context.Context, fr *frame, n *flows.Node, path, m
 	if c != nil {
 		in.Argv, in.Script, in.Env = c.Argv, c.Script, c.Env
 		if n.Reuse == flows.ReuseAlways {
-			in.Workdir = treeOf(ctx, c.Dir)
+			in.Workdir = r.tree(ctx, c.Dir)
 		}
 	}
 	k := n.Key(in)
@@ -54,27 +51,14 @@ func offered(n *flows.Node, k *flows.VisitKey) *flows.VisitKey {
 	return k
 }
 
-// treeOf is the identity of dir's content, for a run node that says
-// reuse: true: the git tree of every file in it, untracked ones included
-// and ignored ones and .flow left out, written through an index of its
-// own so that the repository's is not touched. A directory that is not in
-// a git repository has none: a nonce, which no recording matches.
-func treeOf(ctx context.Context, dir string) string {
-	tmp, err := os.MkdirTemp("", "flow-tree-")
-	if err == nil {
-		defer os.RemoveAll(tmp)
-		git := func(args ...string) (string, error) {
-			cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-			cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+filepath.Join(tmp, "index"))
-			out, err := cmd.Output()
-			return strings.TrimSpace(string(out)), err
-		}
-		if _, err = git("add", "-A", "--", ".", ":(exclude).flow"); err == nil {
-			var tree string
-			if tree, err = git("write-tree"); err == nil && tree != "" {
-				return "git-tree " + tree
-			}
+// tree is the identity of dir's content, for a run node that says
+// reuse: true: the host's Workspace says it (a git tree). A host that
+// cannot say gives a value no recording matches.
+func (r *runner) tree(ctx context.Context, dir string) string {
+	if r.workspace != nil {
+		if t := r.workspace.Tree(ctx, dir); t != "" {
+			return t
 		}
 	}
-	return "none " + rand.Text()
+	return fmt.Sprintf("none %s %d", dir, r.rt.Now().UnixNano())
 }

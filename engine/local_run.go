@@ -109,7 +109,7 @@ func runLocal(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Wri
 			err = fmt.Errorf("closing run directory: %w", cerr)
 		}
 	}()
-	return walk(ctx, plan, opts, NewHost(Parts{Runtime: opts.Runtime, Leaves: opts.Leaves, Recorder: w, Redactor: w.Secrets(), Workspace: w}), input, earlier, notes...)
+	return walk(ctx, plan, opts, NewHost(Parts{Runtime: opts.Runtime, Leaves: opts.Leaves, Recorder: w, Redactor: w.Secrets(), Workspace: localWorkspace{w}}), input, earlier, notes...)
 }
 
 // Resume continues the run in dir from its first unended visit (docs/resume-and-budgets.md):
@@ -194,3 +194,15 @@ func (o *Options) defaultWorkDir() error {
 	o.WorkDir = wd
 	return nil
 }
+
+// localWorkspace is the run directory's workspace, with the content
+// identity of a directory read through git in this process.
+type localWorkspace struct{ *rundir.Writer }
+
+// Tree is the git tree of dir's content (gitwork.ContentTree).
+func (localWorkspace) Tree(ctx context.Context, dir string) string {
+	return gitwork.ContentTree(ctx, dir)
+}
+
+// LocalWorkspace is the workspace of a run recorded in w, on this machine.
+func LocalWorkspace(w *rundir.Writer) Workspace { return localWorkspace{w} }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/secret"
-	"github.com/flowrun/flow/rundir"
 )
 
 // Driver turns one agent turn into a real subagent process or request.
@@ -97,7 +96,7 @@ type TurnResult struct {
 	Worker string
 	// Reused names the recorded visit that answered the turn instead of
 	// a driver (package reuse); its Usage is then zero.
-	Reused *rundir.Reused
+	Reused *Reused
 }
 
 // Progress is one live update from a running visit: what it is doing now.
@@ -138,7 +137,7 @@ type CommandResult struct {
 	// the node's output.
 	Worker string `json:"-"`
 	// Reused names the recorded visit that answered the command.
-	Reused *rundir.Reused `json:"-"`
+	Reused *Reused `json:"-"`
 }
 
 // ErrUnavailable is wrapped by a Commander or Driver whose program could not

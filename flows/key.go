@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/flowrun/flow/schema"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,17 +33,7 @@ var KeyOrder = []string{KeyNode, KeyAgent, KeyDriver, KeyModel, KeyTools, KeySch
 // VisitKey is what determines one visit's outcome: its key, the hash of
 // its parts, and each part's own hash, so that a miss can name the first
 // part that differs.
-type VisitKey struct {
-	Key   string            `json:"key"`
-	Parts map[string]string `json:"parts"`
-	// Prompt is the turn text the prompt part hashes, with this run's
-	// paths replaced: a miss shows where it differs.
-	Prompt string `json:"prompt,omitempty"`
-	// Isolated says the visit ran in an isolated scope: its outcome is a
-	// commit too, so flow run --reuse runs it again (flow test answers
-	// its turn offline and lands what the turn leaves, docs/reuse-and-tests.md).
-	Isolated bool `json:"isolated,omitempty"`
-}
+type VisitKey = schema.VisitKey
 
 // KeyInput is what only the walk knows of a visit: the dynamic parts of
 // its key. Roots are the paths of this run (its run directory, the

@@ -3,7 +3,6 @@ package rundir
 import (
 	"time"
 
-	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -90,8 +89,8 @@ type Fact struct {
 	// Key is a leaf visit's key and its parts (docs/reuse-and-tests.md);
 	// Reused, on the end of a visit answered from an earlier run, names
 	// that run's visit and what it spent (this one spent nothing).
-	Key    *flows.VisitKey `json:"key,omitempty"`
-	Reused *Reused         `json:"reused,omitempty"`
+	Key    *schema.VisitKey `json:"key,omitempty"`
+	Reused *Reused          `json:"reused,omitempty"`
 
 	// Run facts.
 	RunID  string `json:"run,omitempty"`

@@ -71,3 +71,10 @@ func ReadJournal(dir string) ([]*Fact, error) {
 		}
 	}
 }
+
+// HasJournal reports whether dir holds a journal: a run directory, or a
+// cassette kept from one.
+func HasJournal(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, journalFile))
+	return err == nil
+}

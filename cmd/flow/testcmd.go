@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -87,7 +86,7 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 		fmt.Fprintf(a.stderr, "recorded the cassette %s\n", cassette)
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(cassette, "journal.jsonl")); err != nil {
+	if !rundir.HasJournal(cassette) {
 		return invalid("%s: no cassette or run there; record one with flow test --record %s", cassette, file)
 	}
 	if !inputGiven {

@@ -58,5 +58,5 @@ func NewHost(rt engine.Runtime, leaves engine.LeafRunner, w *rundir.Writer) engi
 	if rt == nil {
 		rt = Runtime{}
 	}
-	return engine.NewHost(engine.Parts{Runtime: rt, Leaves: leaves, Recorder: w, Redactor: w.Secrets(), Workspace: w})
+	return engine.NewHost(engine.Parts{Runtime: rt, Leaves: leaves, Recorder: w, Redactor: w.Secrets(), Workspace: engine.LocalWorkspace(w)})
 }

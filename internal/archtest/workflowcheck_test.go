@@ -33,7 +33,9 @@ var workflowKnown = []string{
 	"(*github.com/flowrun/flow/flows.compiler).compile: iterates over map",
 	"(*github.com/flowrun/flow/rundir.Snapshot).Sources: iterates over map",
 	"github.com/flowrun/flow/flows.Reload: iterates over map",
-	"github.com/flowrun/flow/engine.nests: iterates over map", // whether any value nests too deep: the same answer in any order
+	"github.com/flowrun/flow/engine.nests: iterates over map",              // whether any value nests too deep: the same answer in any order
+	"(*github.com/flowrun/flow/flows.Node).Key: iterates over map",         // the roots it strips, sorted before use
+	"(*github.com/flowrun/flow/flows.Plan).computeKeys: iterates over map", // each flow's nodes keyed on their own
 	"(*github.com/flowrun/flow/schema.Type).Normalize: iterates over map",
 	"(*github.com/flowrun/flow/schema.Type).WithDefaults: iterates over map",
 	"(*github.com/flowrun/flow/schema.Type).unknown: iterates over map",
