@@ -160,13 +160,14 @@ func traces(t *testing.T, query string, want int) []*jaegerSpan {
 // carrying the visit's usage, tokens that sum to usage.json's, and the
 // run's trace in the agents' TRACEPARENT.
 func TestTracesReachACollector(t *testing.T) {
+	t.Parallel()
 	otlp, query := startJaeger(t)
 	report := func(name, usage string) string {
 		return "#!/usr/bin/env bash\ncat >/dev/null\necho \"$TRACEPARENT\" >> \"$STATE/traceparent\"\n" +
 			"echo 'FLOW_USAGE " + usage + "' >&2\necho " + name + " done\n"
 	}
 	d := newSweepDir(t, map[string]string{
-		"agents/w.md": "---\nname: w\ndescription: works\ndriver: exec\ncommand: [./w.sh]\n---\nWork.\n",
+		"agents/w.md": "---\nname: w\ndescription: works\ndriver: exec\nmodel: small\ncommand: [./w.sh]\n---\nWork.\n",
 		"agents/w.sh": report("w", `{"id":"m1","input":100,"output":20,"cache_read":400,"cache_write":30,"cost":0.03}`),
 		"agents/v.md": "---\nname: v\ndescription: checks\ndriver: exec\ncommand: [./v.sh]\n---\nCheck.\n",
 		"agents/v.sh": report("v", `{"input":7,"output":3}`),
@@ -208,8 +209,12 @@ func TestTracesReachACollector(t *testing.T) {
 				t.Errorf("%s (visit %s) is not the run's child, or names another agent", s.OperationName, s.tag("flow.visit"))
 			}
 			sessions[s.tag("flow.visit")] = s.tag("gen_ai.conversation.id")
-		case strings.HasPrefix(s.OperationName, "chat "):
+		case s.OperationName == "chat small" || s.OperationName == "chat":
+			// v names no model.
 			p := byID[s.parent()]
+			if model := s.tag("gen_ai.request.model"); (model == "small") != (p != nil && p.OperationName == "invoke_agent w") {
+				t.Errorf("chat span %q (model %q) under %+v", s.OperationName, model, p)
+			}
 			if p == nil || !strings.HasPrefix(p.OperationName, "invoke_agent ") || p.tag("flow.visit") != s.tag("flow.visit") {
 				t.Errorf("chat span of %s is not under its visit's invoke_agent", s.tag("flow.visit"))
 			}
@@ -271,4 +276,49 @@ func deref(p *int64) int64 {
 		return 0
 	}
 	return *p
+}
+
+// tracingSetup gives docs/tracing.md's Jaeger free ports: the documented
+// .tools/bin/jaeger runs with a configuration of free ones, and the
+// documented localhost:4318 and localhost:16686 are those.
+func tracingSetup(t *testing.T, d *docSession) {
+	bin := clitest.Tool(t, "jaeger")
+	qp, gp, op := freePort(t), freePort(t), freePort(t)
+	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, jaegerConfig, qp, gp, op), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.subst = append(d.subst, ".tools/bin/jaeger", bin+" --config "+cfg,
+		"localhost:4318", fmt.Sprintf("127.0.0.1:%d", op), "localhost:16686", fmt.Sprintf("127.0.0.1:%d", qp))
+	d.env = append(d.env, "TRACEPARENT=", "OTEL_EXPORTER_OTLP_PROTOCOL=")
+}
+
+func tracingSteps(d *docSession) []docStep {
+	t := d.t
+	return []docStep{
+		{line: ".tools/bin/jaeger &", run: func(d *docSession, line string) {
+			d.start(strings.TrimSuffix(line, " &"))
+			query := "http://" + d.expand("localhost:16686")
+			d.waitFor("jaeger's query API", time.Minute, func() bool {
+				resp, err := http.Get(query + "/api/services")
+				if err != nil {
+					return false
+				}
+				resp.Body.Close()
+				return resp.StatusCode == 200
+			})
+		}},
+		{line: "OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go run ./cmd/flow run examples/count-file.yaml", run: func(d *docSession, line string) {
+			if out := d.sh(line, 2*time.Minute); !strings.Contains(out, "succeeded") || strings.Contains(out, "warning") {
+				t.Fatalf("%s:\n%s", line, out)
+			}
+		}},
+		{line: "curl -s 'http://localhost:16686/api/traces?service=flow'", run: func(d *docSession, line string) {
+			var out string
+			d.waitFor("the run's trace in Jaeger", 30*time.Second, func() bool {
+				out = d.sh(line, 10*time.Second)
+				return strings.Contains(out, `"invoke_workflow count-file"`) && strings.Contains(out, `"invoke_agent summarizer"`)
+			})
+		}},
+	}
 }

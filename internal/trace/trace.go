@@ -13,8 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -45,6 +47,9 @@ type Run struct {
 	// prev is TRACEPARENT as it was before Start set it.
 	prev    string
 	hadPrev bool
+
+	mu   sync.Mutex
+	errs []error // what the exporter could not send, for End to say
 }
 
 // Start opens the run's span, `invoke_workflow {flow}`, and sets
@@ -69,8 +74,16 @@ func Start(ctx context.Context, flow string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the trace resource: %w", err)
 	}
+	r := &Run{}
+	// The SDK reports a failed export to its global handler, which would
+	// log it in its own words: End says it as flow's warning instead.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.errs = append(r.errs, err)
+	}))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	r := &Run{tp: tp, tr: tp.Tracer("github.com/flowrun/flow")}
+	r.tp, r.tr = tp, tp.Tracer("github.com/flowrun/flow")
 	r.ctx, r.span = r.tr.Start(ctx, "invoke_workflow "+flow, oteltrace.WithSpanKind(oteltrace.SpanKindInternal),
 		oteltrace.WithAttributes(attribute.String("gen_ai.operation.name", "invoke_workflow"), attribute.String("flow.name", flow)))
 	carrier := propagation.MapCarrier{}
@@ -108,5 +121,8 @@ func (r *Run) End(runID, dir string, ok bool) error {
 	r.span.End(oteltrace.WithTimestamp(end))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return errors.Join(err, r.tp.Shutdown(ctx))
+	err = errors.Join(err, r.tp.Shutdown(ctx))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(append([]error{err}, r.errs...)...)
 }

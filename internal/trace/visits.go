@@ -60,7 +60,11 @@ func (r *Run) visit(f *rundir.Fact, begin time.Time) {
 	ctx, span := r.tr.Start(r.ctx, name, oteltrace.WithTimestamp(begin), oteltrace.WithSpanKind(oteltrace.SpanKindInternal),
 		oteltrace.WithAttributes(attrs...))
 	if f.Usage != nil {
-		_, chat := r.tr.Start(ctx, "chat "+f.Model, oteltrace.WithTimestamp(begin), oteltrace.WithSpanKind(oteltrace.SpanKindClient),
+		name := "chat " + f.Model
+		if f.Model == "" { // an exec agent without a model
+			name = "chat"
+		}
+		_, chat := r.tr.Start(ctx, name, oteltrace.WithTimestamp(begin), oteltrace.WithSpanKind(oteltrace.SpanKindClient),
 			oteltrace.WithAttributes(chatAttrs(f)...))
 		if failed {
 			chat.SetStatus(codes.Error, failure(f))
