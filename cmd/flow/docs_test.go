@@ -20,8 +20,9 @@ import (
 )
 
 // The docs' shell examples are this test's fixtures: every line of every
-// ```sh block of README.md, docs/serve.md and docs/temporal.md is run
-// literally, in the order the page gives it, with only these changes:
+// ```sh block of README.md, docs/serve.md, docs/temporal.md and
+// docs/tracing.md is run literally, in the order the page gives it, with
+// only these changes:
 // `go run ./cmd/flow` is the flow under test (put on PATH as `flow`), and
 // the documented ports and addresses are free ones of 127.0.0.1. Each
 // line's documented answer is checked. A line added to those pages
@@ -225,6 +226,7 @@ func TestDocsRunAsWritten(t *testing.T) {
 			d.env = append(d.env, "PATH="+filepath.Dir(temporal)+string(os.PathListSeparator)+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
 				"FLOW_TEMPORAL_HEARTBEAT=2s")
 		}},
+		{"docs/tracing.md", tracingSteps, tracingSetup},
 	}
 	for _, p := range pages {
 		t.Run(p.file, func(t *testing.T) {

@@ -98,7 +98,7 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 				return nil, err
 			}
 		}
-		return backend.Start(ctx, plan, opts)
+		return a.traced(ctx, plan.Root.Name, func() (*engine.Result, error) { return backend.Start(ctx, plan, opts) })
 	})
 }
 

@@ -1,0 +1,128 @@
+// Package trace sends a run's OpenTelemetry traces, in the GenAI semantic
+// conventions, to the OTLP endpoint the standard environment variables
+// name (docs/tracing.md).
+//
+// A run is one span, open while the run runs so that the agent processes
+// can be handed its context in TRACEPARENT; its visits' spans are made
+// when it ends, from the journal — the facts usage.json is totalled from —,
+// so that the tokens the spans carry sum to the run's ledger exactly.
+package trace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/flowrun/flow/rundir"
+)
+
+// Enabled reports whether the environment asks for traces: the standard
+// OTEL_EXPORTER_OTLP_ENDPOINT, or its traces-only form, is set (and
+// OTEL_SDK_DISABLED is not true).
+func Enabled() bool {
+	if os.Getenv("OTEL_SDK_DISABLED") == "true" {
+		return false
+	}
+	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+// Run is a run being traced: its span is open until End.
+type Run struct {
+	tp   *sdktrace.TracerProvider
+	tr   oteltrace.Tracer
+	ctx  context.Context // holds the run's span: the visits' parent
+	span oteltrace.Span
+	// prev is TRACEPARENT as it was before Start set it.
+	prev    string
+	hadPrev bool
+
+	mu   sync.Mutex
+	errs []error // what the exporter could not send, for End to say
+}
+
+// Start opens the run's span, `invoke_workflow {flow}`, and sets
+// TRACEPARENT in this process's environment so that every agent process
+// (they inherit it) joins the trace. Only OTLP over HTTP with protobuf is
+// sent: another OTEL_EXPORTER_OTLP_PROTOCOL is refused.
+func Start(ctx context.Context, flow string) (*Run, error) {
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if p := os.Getenv(v); p != "" {
+			if p != "http/protobuf" {
+				return nil, fmt.Errorf("%s=%s: flow sends traces over http/protobuf only (docs/tracing.md)", v, p)
+			}
+			break
+		}
+	}
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the OTLP trace exporter: %w", err)
+	}
+	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win.
+	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "flow")), resource.WithFromEnv())
+	if err != nil {
+		return nil, fmt.Errorf("the trace resource: %w", err)
+	}
+	r := &Run{}
+	// The SDK reports a failed export to its global handler, which would
+	// log it in its own words: End says it as flow's warning instead.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.errs = append(r.errs, err)
+	}))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	r.tp, r.tr = tp, tp.Tracer("github.com/flowrun/flow")
+	r.ctx, r.span = r.tr.Start(ctx, "invoke_workflow "+flow, oteltrace.WithSpanKind(oteltrace.SpanKindInternal),
+		oteltrace.WithAttributes(attribute.String("gen_ai.operation.name", "invoke_workflow"), attribute.String("flow.name", flow)))
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(r.ctx, carrier)
+	r.prev, r.hadPrev = os.LookupEnv("TRACEPARENT")
+	if err := os.Setenv("TRACEPARENT", carrier["traceparent"]); err != nil {
+		return nil, errors.Join(err, tp.Shutdown(ctx))
+	}
+	return r, nil
+}
+
+// End makes the visits' spans from the run directory's journal, ends the
+// run's span, and sends everything before it returns (at most 10 s). A
+// run that could not start (dir "") ends its span as an error.
+func (r *Run) End(runID, dir string, ok bool) error {
+	if r.hadPrev {
+		_ = os.Setenv("TRACEPARENT", r.prev)
+	} else {
+		_ = os.Unsetenv("TRACEPARENT")
+	}
+	var err error
+	end := time.Now()
+	if dir != "" {
+		var facts []*rundir.Fact
+		if facts, err = rundir.ReadJournal(dir); err == nil {
+			end = r.visits(facts, end)
+		}
+	}
+	if runID != "" {
+		r.span.SetAttributes(attribute.String("flow.run.id", runID))
+	}
+	if !ok {
+		r.span.SetStatus(codes.Error, "the run did not succeed")
+	}
+	r.span.End(oteltrace.WithTimestamp(end))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = errors.Join(err, r.tp.Shutdown(ctx))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(append([]error{err}, r.errs...)...)
+}

@@ -1,0 +1,96 @@
+package trace
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/flowrun/flow/rundir"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// TestVisitsFromTheJournal: an agent visit becomes invoke_agent with a chat
+// child carrying the usage the driver reported (and nothing it did not);
+// a visit of another kind without usage makes no span; a visit that ran
+// twice (a resume) gets a span per attempt, each from its own start.
+func TestVisitsFromTheJournal(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	r := &Run{tp: tp, tr: tp.Tracer("test")}
+	r.ctx, r.span = r.tr.Start(context.Background(), "invoke_workflow f")
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	facts := []*rundir.Fact{
+		{Type: rundir.FactRun, Time: at(0), Status: rundir.StatusRunning},
+		{Type: rundir.FactStart, Time: at(1), Visit: "a"},
+		{Type: rundir.FactEnd, Time: at(2), Visit: "a", Agent: "w", Model: "m1", OK: ptr(false), Session: "s1",
+			Usage: &rundir.Usage{Input: ptr[int64](5), CacheRead: ptr[int64](2)}},
+		{Type: rundir.FactStart, Time: at(3), Visit: "r"},
+		{Type: rundir.FactEnd, Time: at(4), Visit: "r", OK: ptr(true)},
+		{Type: rundir.FactStart, Time: at(5), Visit: "a"},
+		{Type: rundir.FactEnd, Time: at(7), Visit: "a", Agent: "w", Model: "m1", OK: ptr(true), Scope: &rundir.Scope{Path: "flow", Agent: "w"},
+			Usage: &rundir.Usage{Input: ptr[int64](1), Output: ptr[int64](1)}},
+		{Type: rundir.FactRun, Time: at(8), Status: rundir.StatusSucceeded},
+	}
+	if end := r.visits(facts, at(99)); !end.Equal(at(8)) {
+		t.Errorf("the run ends at %v, want its end fact's %v", end, at(8))
+	}
+	spans := rec.Ended()
+	if len(spans) != 4 {
+		t.Fatalf("%d spans, want 4", len(spans))
+	}
+	want := []struct {
+		name         string
+		start, end   int
+		conversation string
+		attrs        map[string]int64
+	}{
+		{"chat m1", 1, 2, "", map[string]int64{"gen_ai.usage.input_tokens": 5, "gen_ai.usage.cache_read.input_tokens": 2}},
+		{"invoke_agent w", 1, 2, "s1", nil},
+		{"chat m1", 5, 7, "", map[string]int64{"gen_ai.usage.input_tokens": 1, "gen_ai.usage.output_tokens": 1}},
+		{"invoke_agent w", 5, 7, "flow#w", nil},
+	}
+	for i, w := range want {
+		s := spans[i]
+		if s.Name() != w.name || !s.StartTime().Equal(at(w.start)) || !s.EndTime().Equal(at(w.end)) {
+			t.Errorf("span %d: %s %v–%v, want %s %v–%v", i, s.Name(), s.StartTime(), s.EndTime(), w.name, at(w.start), at(w.end))
+		}
+		got := map[string]int64{}
+		conv := ""
+		for _, kv := range s.Attributes() {
+			switch string(kv.Key) {
+			case "gen_ai.conversation.id":
+				conv = kv.Value.AsString()
+			case "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_creation.input_tokens":
+				got[string(kv.Key)] = kv.Value.AsInt64()
+			}
+		}
+		if conv != w.conversation {
+			t.Errorf("span %d: conversation %q, want %q", i, conv, w.conversation)
+		}
+		if len(got) != len(w.attrs) {
+			t.Errorf("span %d: usage %v, want %v", i, got, w.attrs)
+		}
+		for k, v := range w.attrs {
+			if got[k] != v {
+				t.Errorf("span %d: %s = %d, want %d", i, k, got[k], v)
+			}
+		}
+	}
+	if spans[0].Parent().SpanID() != spans[1].SpanContext().SpanID() || spans[1].Parent().SpanID() != r.span.SpanContext().SpanID() {
+		t.Errorf("chat is not under invoke_agent, or invoke_agent not under the run")
+	}
+}
+
+// TestOtherProtocolsAreRefused: flow sends http/protobuf only, and says so.
+func TestOtherProtocolsAreRefused(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	if _, err := Start(context.Background(), "f"); err == nil {
+		t.Fatal("grpc was accepted")
+	}
+}
