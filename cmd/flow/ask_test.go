@@ -175,8 +175,19 @@ func TestServePageShowsWhatAnAskShows(t *testing.T) {
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer wcancel()
-	if err := chromedp.Do(wctx, chromedp.Click(chromedp.CSS(ask+` button[value="publish"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#run-status.s-succeeded`))); err != nil {
+	// The live update may swap the ask's part of the page between finding
+	// the button and clicking it: the click then finds no node, and is
+	// made again on the part the update put there.
+	for range 3 {
+		err = chromedp.Do(wctx, chromedp.Click(chromedp.CSS(ask+` button[value="publish"]`)))
+		if err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+	}
+	if err == nil {
+		err = chromedp.Do(wctx, chromedp.WaitVisible(chromedp.CSS(`#run-status.s-succeeded`)))
+	}
+	if err != nil {
 		page, _ := chromedp.Run(ctx, chromedp.Location())
 		dom, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
 		dom = page + "\n" + dom
