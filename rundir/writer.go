@@ -173,8 +173,17 @@ func (w *Writer) Fact(f *Fact) error {
 			*f = clean
 		}
 	}
+	// The facts kept for report.html and usage.json never need a visit
+	// key, whose parts would stay live until the run ends (about 1 KiB a
+	// visit, docs/performance.md).
+	kept := f
+	if f.Key != nil {
+		c := *f
+		c.Key = nil
+		kept = &c
+	}
 	w.mu.Lock()
-	w.facts = append(w.facts, f)
+	w.facts = append(w.facts, kept)
 	w.mu.Unlock()
 	return err
 }
