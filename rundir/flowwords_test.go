@@ -1,8 +1,6 @@
 package rundir
 
 import (
-	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/flowrun/flow/internal/secret"
@@ -17,10 +15,8 @@ func TestFlowWordsKnowEveryKey(t *testing.T) {
 	t.Parallel()
 	for _, v := range []any{Event{}, Fact{}, Answer{}, Failure{}, KeptWorktree{}, RunInfo{}, Lock{}, Snapshot{},
 		TemporalRun{}, SnapshotFlow{}, Settings{}, Usage{}, Totals{}, Worktree{}, Scope{}} {
-		for _, k := range JSONKeys(reflect.TypeOf(v)) {
-			if len(k) >= secret.MinLen && !secret.FlowWord(k) {
-				t.Errorf("%T writes the key %q, which secret.FlowWord does not know", v, k)
-			}
+		for _, k := range secret.UnknownKeys(v) {
+			t.Errorf("%T writes the key %q, which secret.FlowWord does not know", v, k)
 		}
 	}
 }
@@ -41,40 +37,4 @@ func TestFlowWordsKnowEveryFixedValue(t *testing.T) {
 			t.Errorf("the run directory writes %q, which secret.FlowWord does not know", v)
 		}
 	}
-}
-
-// JSONKeys returns the JSON keys of the struct type t and of the structs it
-// holds.
-func JSONKeys(t reflect.Type) []string {
-	seen := map[reflect.Type]bool{}
-	var keys []string
-	var walk func(reflect.Type)
-	walk = func(t reflect.Type) {
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map || t.Kind() == reflect.Array {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct || seen[t] {
-			return
-		}
-		seen[t] = true
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
-				continue
-			}
-			if name == "" && !f.Anonymous {
-				name = f.Name
-			}
-			if name != "" {
-				keys = append(keys, name)
-			}
-			walk(f.Type)
-		}
-	}
-	walk(t)
-	return keys
 }
