@@ -60,6 +60,9 @@ type Turn struct {
 	// Key is the visit's key (docs/reuse-and-tests.md), nil when the
 	// visit may not be reused (an isolated scope).
 	Key *flows.VisitKey
+	// Delegate, when set, is what the turn may delegate: the driver offers
+	// the agent the delegate tool (docs/delegation.md).
+	Delegate *Delegation
 }
 
 // Status is how a turn ended (docs/drivers.md).
