@@ -32,11 +32,14 @@ type worktrees struct {
 	// owned are the memory scopes by the path of the visit whose end ends
 	// them.
 	owned map[string][]*wtScope
+	// named names each opened repository's directories by its content, for
+	// the visit keys of the turns that name them (see visitKey).
+	named map[string]string
 }
 
 func newWorktrees(rt Runtime, starts map[string]string) *worktrees {
 	return &worktrees{mu: rt.NewLock(), repos: map[string]*wtRepo{}, scopes: map[string]*wtScope{}, starts: starts,
-		earlier: map[string]*rundir.Worktree{}, landed: map[string]*Fact{}, owned: map[string][]*wtScope{}}
+		earlier: map[string]*rundir.Worktree{}, landed: map[string]*Fact{}, owned: map[string][]*wtScope{}, named: map[string]string{}}
 }
 
 // wtRepo is one repository, opened on first use: its integration branch
@@ -195,6 +198,14 @@ func (rp *wtRepo) init(ctx context.Context, r *runner) error {
 		return err
 	}
 	rp.git, rp.base = g, base
+	if tree, err := g.Tree(ctx, base); err == nil && len(tree) >= 12 {
+		// A repository the run made at a fresh path each time (a
+		// temporary directory) is named in a key by what it holds.
+		name := "<repo:" + tree[:12] + ">"
+		r.wt.mu.Lock()
+		r.wt.named[rp.dir], r.wt.named[g.Top] = name, name
+		r.wt.mu.Unlock()
+	}
 	return nil
 }
 
@@ -251,7 +262,8 @@ func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*ru
 	defer sc.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
 	defer cancel()
-	head, files, err := sc.repo.git.Checkpoint(ctx, sc.path, sc.head, r.identity(visit), gitwork.CheckpointMessage(r.opts.RunID, visit))
+	since := sc.head
+	head, files, err := sc.repo.git.Checkpoint(ctx, sc.path, since, r.identity(visit), gitwork.CheckpointMessage(r.opts.RunID, visit))
 	if err != nil {
 		return nil, fmt.Errorf("committing what %s changed in %s: %w", visit, sc.path, err)
 	}
@@ -262,7 +274,9 @@ func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*ru
 		}
 	}
 	slices.Sort(sc.files)
-	return &rundir.Worktree{Scope: sc.name, Branch: sc.branch, Commit: head, Files: files}, nil
+	// Base..Commit is what the visit changed: a recording carries it to
+	// another run (docs/reuse-and-tests.md).
+	return &rundir.Worktree{Scope: sc.name, Branch: sc.branch, Base: since, Commit: head, Files: files}, nil
 }
 
 // remove removes the scope's worktree, and its branch once it landed.
