@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowrun/flow/rundir"
 )
 
 // offline is how these tests run flow test: with a PATH of its own that
@@ -280,5 +282,75 @@ func TestRunReuseCLI(t *testing.T) {
 	plan := flow("plan", "--reuse", "examples/fanout.yaml")
 	if !strings.Contains(plan, "run    report  prompt changed at line 1") || !strings.Contains(plan, "3 of 7 visits reused") {
 		t.Errorf("flow plan --reuse:\n%s", plan)
+	}
+}
+
+// TestReuseWritersLandsAgain: flow run --reuse of writers answers its
+// three isolated writers and its reviewer from the last run, though the
+// run makes its repository afresh at another temporary path: what each
+// writer changed is read from the last run's repository, made again in
+// the new one's worktrees and landed on the new run's branch, each note
+// in one commit, in item order.
+func TestReuseWritersLandsAgain(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples"), dir).CombinedOutput(); err != nil {
+		t.Fatalf("copying the examples: %v\n%s", err, out)
+	}
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	bin := flowBinary(t)
+	runs := t.TempDir()
+	flow := func(args ...string) string {
+		t.Helper()
+		out, err := command(bin, dir, runs, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("flow %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	flow("run", "examples/writers.yaml")
+	if out := flow("run", "--reuse", "examples/writers.yaml"); !strings.Contains(out, "reused 4 visit(s)") {
+		t.Fatalf("flow run --reuse did not reuse the 3 writers and the reviewer:\n%s", out)
+	}
+	list, err := rundir.List(runs)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("runs: %v %v", list, err)
+	}
+	second := list[0]
+	facts, err := rundir.ReadJournal(second.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var repo string
+	for _, f := range facts {
+		if f.Type == rundir.FactEnd && f.Node == "scratch" {
+			out, _ := f.Output.(map[string]any)
+			repo, _ = out["report"].(string)
+		}
+	}
+	if repo == "" {
+		t.Fatalf("the second run made no repository")
+	}
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	branch := "main..flow/" + second.ID
+	if got := git("log", "--first-parent", "--reverse", "--format=%s", branch); got != "flow: land write[1]\nflow: land write[2]\nflow: land write[3]" {
+		t.Errorf("what landed on the second run's branch:\n%s", got)
+	}
+	for _, note := range []string{"alpha", "beta", "gamma"} {
+		file := "notes/" + note + ".md"
+		if n := len(strings.Fields(git("log", "--no-merges", "--format=%H", branch, "--", file))); n != 1 {
+			t.Errorf("%s changed in %d commits, want 1", file, n)
+		}
 	}
 }
