@@ -22,9 +22,9 @@ func (r *runner) visitKey(ctx context.Context, fr *frame, n *flows.Node, path, m
 		roots[abs] = "<run>"
 	}
 	r.wt.mu.Lock()
-	for dir, name := range r.wt.named {
-		if _, ok := roots[dir]; !ok {
-			roots[dir] = name
+	for _, dn := range r.wt.named {
+		if _, ok := roots[dn[0]]; !ok {
+			roots[dn[0]] = dn[1]
 		}
 	}
 	r.wt.mu.Unlock()

@@ -33,13 +33,14 @@ type worktrees struct {
 	// them.
 	owned map[string][]*wtScope
 	// named names each opened repository's directories by its content, for
-	// the visit keys of the turns that name them (see visitKey).
-	named map[string]string
+	// the visit keys of the turns that name them (see visitKey): pairs of
+	// directory and name, a slice so that the walk never ranges over a map.
+	named [][2]string
 }
 
 func newWorktrees(rt Runtime, starts map[string]string) *worktrees {
 	return &worktrees{mu: rt.NewLock(), repos: map[string]*wtRepo{}, scopes: map[string]*wtScope{}, starts: starts,
-		earlier: map[string]*rundir.Worktree{}, landed: map[string]*Fact{}, owned: map[string][]*wtScope{}, named: map[string]string{}}
+		earlier: map[string]*rundir.Worktree{}, landed: map[string]*Fact{}, owned: map[string][]*wtScope{}}
 }
 
 // wtRepo is one repository, opened on first use: its integration branch
@@ -203,7 +204,7 @@ func (rp *wtRepo) init(ctx context.Context, r *runner) error {
 		// temporary directory) is named in a key by what it holds.
 		name := "<repo:" + tree[:12] + ">"
 		r.wt.mu.Lock()
-		r.wt.named[rp.dir], r.wt.named[g.Top] = name, name
+		r.wt.named = append(r.wt.named, [2]string{rp.dir, name}, [2]string{g.Top, name})
 		r.wt.mu.Unlock()
 	}
 	return nil
