@@ -20,9 +20,9 @@ import (
 // proxies and the OpenAI-compatible base URL point at a closed port
 // instead; as root (CI) the namespace is required (docs/decisions.md).
 type offline struct {
-	path    string // the PATH directory
-	unshare string // the unshare binary, "" without a namespace
-	closed  string // a closed local address, for the fallback
+	path    string   // the PATH directory
+	unshare []string // unshare and its flags, nil without a namespace
+	closed  string   // a closed local address, for the fallback
 }
 
 func newOffline(t *testing.T) *offline {
@@ -42,11 +42,18 @@ func newOffline(t *testing.T) *offline {
 			t.Fatalf("%s is on the test's PATH", cli)
 		}
 	}
-	if u, err := exec.LookPath("unshare"); err == nil && exec.Command(u, "-rn", "true").Run() == nil {
-		o.unshare = u
-	} else if os.Getuid() == 0 {
-		t.Fatalf("running as root, but no network namespace can be made (unshare -rn): %v", err)
-	} else {
+	if u, err := exec.LookPath("unshare"); err == nil {
+		for _, flags := range []string{"-rn", "-n"} { // -n alone: root where user namespaces are off
+			if exec.Command(u, flags, "true").Run() == nil {
+				o.unshare = []string{u, flags}
+				break
+			}
+		}
+	}
+	switch {
+	case o.unshare == nil && os.Getuid() == 0:
+		t.Fatal("running as root, but no network namespace can be made (unshare -rn, unshare -n)")
+	case o.unshare == nil:
 		t.Logf("no network namespace here: the proxies point at a closed port instead")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -64,8 +71,8 @@ func (o *offline) command(t *testing.T, bin, dir string, args ...string) *exec.C
 	t.Helper()
 	runs := t.TempDir()
 	argv := append([]string{bin}, args...)
-	if o.unshare != "" {
-		argv = append([]string{o.unshare, "-rn"}, argv...)
+	if o.unshare != nil {
+		argv = append(append([]string{}, o.unshare...), argv...)
 	}
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Dir = dir
@@ -88,7 +95,7 @@ func (o *offline) flowTest(t *testing.T, bin, dir string, args ...string) (strin
 // same dial outside it does.
 func TestFlowTestOfflineCutsTheNetwork(t *testing.T) {
 	o := newOffline(t)
-	if o.unshare == "" {
+	if o.unshare == nil {
 		t.Skip("no network namespace here")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
