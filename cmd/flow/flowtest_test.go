@@ -195,8 +195,8 @@ func TestFlowTestExamplesOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := o.flowTest(t, bin, clone, "--stub-commands", "examples/review.yaml")
-	if err == nil {
-		t.Fatalf("flow test passed with an edited prompt:\n%s", out)
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("flow test with an edited prompt: %v, want exit 1\n%s", err, out)
 	}
 	for _, want := range []string{"review#1/verdict does not match the recording: prompt changed at line 1", "--- recorded",
 		"\n-Give your verdict. Approve", "\n+Give your verdict now. Approve"} {
