@@ -10,14 +10,24 @@ import (
 
 // visitKey is the key of a visit of leaf n (docs/reuse-and-tests.md): the
 // node's static parts, computed when the plan was loaded, with what this
-// walk gives it. A visit in an isolated scope is marked so: its outcome
-// is its commit too, which flow run --reuse does not land again.
+// walk gives it. A repository an isolated scope opened is named by its
+// content, not its path: a flow that makes one in a fresh temporary
+// directory keys the same in every run. A visit in an isolated scope is
+// marked so: its outcome is its change to the worktree too, which a
+// recording must carry for it to be reused.
 func (r *runner) visitKey(ctx context.Context, fr *frame, n *flows.Node, path, model, prompt string, sess *session, c *Command) *flows.VisitKey {
 	run := filepath.Join(r.opts.RunsDir, r.opts.RunID)
 	roots := map[string]string{run: "<run>", r.workDir(fr): "<workdir>", r.opts.RunID: "<run-id>"}
 	if abs, err := filepath.Abs(run); err == nil {
 		roots[abs] = "<run>"
 	}
+	r.wt.mu.Lock()
+	for _, dn := range r.wt.named {
+		if _, ok := roots[dn[0]]; !ok {
+			roots[dn[0]] = dn[1]
+		}
+	}
+	r.wt.mu.Unlock()
 	in := flows.KeyInput{Path: path, Model: model, Prompt: prompt, Repeat: r.opts.Repeat, Roots: roots}
 	if sess != nil {
 		in.Chain = sess.chain

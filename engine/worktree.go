@@ -32,6 +32,10 @@ type worktrees struct {
 	// owned are the memory scopes by the path of the visit whose end ends
 	// them.
 	owned map[string][]*wtScope
+	// named names each opened repository's directories by its content, for
+	// the visit keys of the turns that name them (see visitKey): pairs of
+	// directory and name, a slice so that the walk never ranges over a map.
+	named [][2]string
 }
 
 func newWorktrees(rt Runtime, starts map[string]string) *worktrees {
@@ -195,6 +199,14 @@ func (rp *wtRepo) init(ctx context.Context, r *runner) error {
 		return err
 	}
 	rp.git, rp.base = g, base
+	if tree, err := g.Tree(ctx, base); err == nil && len(tree) >= 12 {
+		// A repository the run made at a fresh path each time (a
+		// temporary directory) is named in a key by what it holds.
+		name := "<repo:" + tree[:12] + ">"
+		r.wt.mu.Lock()
+		r.wt.named = append(r.wt.named, [2]string{rp.dir, name}, [2]string{g.Top, name})
+		r.wt.mu.Unlock()
+	}
 	return nil
 }
 
@@ -251,7 +263,8 @@ func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*ru
 	defer sc.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
 	defer cancel()
-	head, files, err := sc.repo.git.Checkpoint(ctx, sc.path, sc.head, r.identity(visit), gitwork.CheckpointMessage(r.opts.RunID, visit))
+	since := sc.head
+	head, files, err := sc.repo.git.Checkpoint(ctx, sc.path, since, r.identity(visit), gitwork.CheckpointMessage(r.opts.RunID, visit))
 	if err != nil {
 		return nil, fmt.Errorf("committing what %s changed in %s: %w", visit, sc.path, err)
 	}
@@ -262,7 +275,9 @@ func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*ru
 		}
 	}
 	slices.Sort(sc.files)
-	return &rundir.Worktree{Scope: sc.name, Branch: sc.branch, Commit: head, Files: files}, nil
+	// Base..Commit is what the visit changed: a recording carries it to
+	// another run (docs/reuse-and-tests.md).
+	return &rundir.Worktree{Scope: sc.name, Branch: sc.branch, Base: since, Commit: head, Files: files}, nil
 }
 
 // remove removes the scope's worktree, and its branch once it landed.

@@ -2,6 +2,7 @@ package reuse
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,13 +19,20 @@ const (
 	cassetteJournal = "journal.jsonl" // the recorded leaf visits' ends, as a run journals them
 	cassetteInput   = "input.json"    // the input the recording ran with
 	cassetteAnswers = "answers"       // oversized answers, by visit
+	cassetteChanges = "changes"       // what isolated visits changed in their worktrees, by visit
 )
+
+// fileName is how a visit names its file in a cassette directory.
+func fileName(visit string) string {
+	return strings.NewReplacer("/", "_", "#", "-", "[", "-", "]", "").Replace(visit)
+}
 
 // WriteCassette keeps the recording of the run in runDir as the cassette
 // directory dir, which a repository can commit: the ends of the leaf
 // visits that succeeded, with their keys, values and usage; no times,
 // sessions, transcripts or paths of this machine (an answer file is
-// copied in and named relative to the cassette). What the run wrote was
+// copied in and named relative to the cassette; what an isolated visit
+// changed in its worktree is kept as a patch, changes/VISIT.patch). What the run wrote was
 // already redacted by its writer. dir is replaced whole.
 func WriteCassette(runDir, dir string) error {
 	facts, err := rundir.ReadJournal(runDir)
@@ -37,7 +45,10 @@ func WriteCassette(runDir, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	rec := &Recording{Name: filepath.Base(runDir), Dir: runDir}
+	rec := &Recording{Name: filepath.Base(runDir), Dir: runDir, repos: map[string]string{}}
+	for _, w := range rundir.Worktrees(facts) {
+		rec.repos[w.Scope] = w.Repo
+	}
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -58,11 +69,27 @@ func WriteCassette(runDir, dir string) error {
 		kept := rundir.Fact{Type: f.Type, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Agent: f.Agent, OK: f.OK,
 			Output: f.Output, Size: f.Size, Usage: f.Usage, Model: f.Model, Key: f.Key}
 		if f.File != "" {
-			name := filepath.Join(cassetteAnswers, strings.NewReplacer("/", "_", "#", "-", "[", "-", "]", "").Replace(f.Visit)+".md")
+			name := filepath.Join(cassetteAnswers, fileName(f.Visit)+".md")
 			if err := copyFile(rec.locate(f.File), filepath.Join(dir, name)); err != nil {
 				return fmt.Errorf("copying the answer of %s: %w", f.Visit, err)
 			}
 			kept.File = filepath.ToSlash(name)
+		}
+		if w := f.Worktree; w != nil && len(w.Files) > 0 {
+			// What an isolated visit changed goes with it, as a patch: a
+			// replay makes the change again in its own worktree, and lands it.
+			patch, err := hit{rec, f}.change(context.Background())
+			if err != nil {
+				return fmt.Errorf("keeping what %s changed: %w", f.Visit, err)
+			}
+			name := filepath.Join(dir, cassetteChanges, fileName(f.Visit)+".patch")
+			if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(name, []byte(patch), 0o644); err != nil {
+				return err
+			}
+			kept.Worktree = &rundir.Worktree{Scope: w.Scope, Files: w.Files}
 		}
 		if err := enc.Encode(&kept); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
 )
 
 // Decision is what `flow plan --reuse` says of one leaf visit: reused
@@ -47,18 +48,17 @@ func (d *Dry) note(x Decision) {
 	d.mu.Unlock()
 }
 
-// Turn answers t from the recording, or with a placeholder.
+// Turn answers t from the recording, or with a placeholder. A visit of
+// an isolated scope is reused only if its recorded change still applies
+// to its worktree, which a walk that makes none cannot tell: it is said so.
 func (d *Dry) Turn(_ context.Context, t *engine.Turn) (*engine.TurnResult, error) {
-	if t.Key != nil && !t.Key.Isolated {
+	if t.Key != nil {
 		if h, ok := d.From.lookup(t.Key.Key); ok {
-			d.note(Decision{Visit: t.Visit, Reuse: true, From: h.rec.Name + "/" + h.fact.Visit})
+			d.note(Decision{Visit: t.Visit, Reuse: true, From: h.rec.Name + "/" + h.fact.Visit, Reason: isolatedReuse(t.Key)})
 			return answer(h, t)
 		}
 	}
-	m := Miss{Reason: "an isolated scope: it runs again"}
-	if t.Key == nil || !t.Key.Isolated {
-		m = d.From.explain(t.Visit, t.Key, t.Model)
-	}
+	m := d.From.explain(t.Visit, t.Key, t.Model)
 	d.note(Decision{Visit: t.Visit, Reason: m.Reason})
 	out := fmt.Sprintf(Placeholder, t.Visit)
 	if t.OutputSchema != nil {
@@ -70,12 +70,19 @@ func (d *Dry) Turn(_ context.Context, t *engine.Turn) (*engine.TurnResult, error
 	return &engine.TurnResult{Status: engine.Completed, Output: out}, nil
 }
 
+func isolatedReuse(k *flows.VisitKey) string {
+	if k != nil && k.Isolated {
+		return "if its recorded change to the worktree still applies"
+	}
+	return ""
+}
+
 // Command answers c from the recording when its node allows it, else
 // with a placeholder that passed.
 func (d *Dry) Command(_ context.Context, c *engine.Command) (*engine.CommandResult, error) {
-	if c.Key != nil && c.Reuse && !c.Key.Isolated {
+	if c.Key != nil && c.Reuse {
 		if h, ok := d.From.lookup(c.Key.Key); ok {
-			d.note(Decision{Visit: c.Visit, Reuse: true, From: h.rec.Name + "/" + h.fact.Visit})
+			d.note(Decision{Visit: c.Visit, Reuse: true, From: h.rec.Name + "/" + h.fact.Visit, Reason: isolatedReuse(c.Key)})
 			return commandAnswer(h)
 		}
 	}

@@ -60,17 +60,32 @@ func (l *Leaves) miss(visit string, m Miss) error {
 	return fmt.Errorf("%w: %s", engine.ErrUnavailable, msg)
 }
 
-// Turn answers t from the recording of its key, else runs it.
+// Turn answers t from the recording of its key, else runs it. A visit in
+// an isolated scope is answered only when what it changed in its
+// worktree can be made again in this one (the walker then commits and
+// lands it for real); when it cannot, it runs live, or offline misses.
 func (l *Leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
-	if t.Key != nil && (!t.Key.Isolated || l.Next == nil) {
+	var why Miss
+	if t.Key != nil {
 		if h, ok := l.From.lookup(t.Key.Key); ok {
-			return answer(h, t)
+			res, err := answer(h, t)
+			if err != nil || !t.Key.Isolated {
+				return res, err
+			}
+			err = h.replayChange(ctx, t.WorkDir)
+			if err == nil {
+				return res, nil
+			}
+			why = unmade(err)
 		}
 	}
 	if l.Next != nil {
 		return l.Next.Turn(ctx, t)
 	}
-	return nil, l.miss(t.Visit, l.From.explain(t.Visit, t.Key, t.Model))
+	if why.Reason == "" {
+		why = l.From.explain(t.Visit, t.Key, t.Model)
+	}
+	return nil, l.miss(t.Visit, why)
 }
 
 // Command answers c from the recording when its node says reuse: true,
@@ -81,18 +96,35 @@ func (l *Leaves) Command(ctx context.Context, c *engine.Command) (*engine.Comman
 		return engine.LocalLeaves{Commands: l.Commands}.Command(ctx, c)
 	}
 	key := c.Key
-	if l.Next != nil && (!c.Reuse || key != nil && key.Isolated) {
+	if l.Next != nil && !c.Reuse {
 		key = nil // a command runs again unless its node says reuse: true
 	}
+	var why Miss
 	if key != nil {
 		if h, ok := l.From.lookup(key.Key); ok {
-			return commandAnswer(h)
+			if !key.Isolated {
+				return commandAnswer(h)
+			}
+			err := h.replayChange(ctx, c.Dir)
+			if err == nil {
+				return commandAnswer(h)
+			}
+			why = unmade(err)
 		}
 	}
 	if l.Next != nil {
 		return l.Next.Command(ctx, c)
 	}
-	return nil, l.miss(c.Visit, l.From.explain(c.Visit, key, ""))
+	if why.Reason == "" {
+		why = l.From.explain(c.Visit, key, "")
+	}
+	return nil, l.miss(c.Visit, why)
+}
+
+// unmade is the miss of an isolated visit whose recorded change to its
+// worktree could not be made again.
+func unmade(err error) Miss {
+	return Miss{Reason: "its recorded change to the worktree cannot be made again here: " + err.Error()}
 }
 
 // answer is the recorded end h as this turn's result: its value, a copy

@@ -18,6 +18,9 @@ import (
 type Recording struct {
 	Name string // the run's id, or the cassette's directory name
 	Dir  string
+	// repos are the repositories of the run's isolated scopes, by scope:
+	// where what a visit changed in its worktree is read from.
+	repos map[string]string
 }
 
 // hit is one recorded visit.
@@ -42,7 +45,10 @@ func Open(dirs ...string) (*Set, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the recording %s: %w", dir, err)
 		}
-		rec := &Recording{Name: filepath.Base(dir), Dir: dir}
+		rec := &Recording{Name: filepath.Base(dir), Dir: dir, repos: map[string]string{}}
+		for _, w := range rundir.Worktrees(facts) {
+			rec.repos[w.Scope] = w.Repo
+		}
 		for _, f := range facts {
 			if f.Type != rundir.FactEnd || !f.Succeeded() || f.Key == nil || f.Skipped {
 				continue

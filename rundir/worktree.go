@@ -14,7 +14,9 @@ import (
 //   - a FactWorktree: the worktree was made (Repo, Path, Branch, Base,
 //     Commit: the head it was made at) or removed (Removed);
 //   - the FactEnd of a visit that ran in a worktree: its checkpoint (Commit,
-//     the files it changed), and for an isolated leaf its landing too;
+//     the files it changed, Base: the head it started from, so that
+//     Base..Commit is what it changed), and for an isolated leaf its
+//     landing too;
 //   - a FactLand: how the scope landed (Land, Commit, Onto, Files).
 type Worktree struct {
 	// Scope names the scope: an isolated visit's path, a map item's path

@@ -1,37 +1,143 @@
 package main
 
 import (
+	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowrun/flow/rundir"
 )
 
-// flowTest runs flow test in dir with nothing on PATH: no agent CLI, no
-// shell, nothing a turn could reach the network with.
-func flowTest(t *testing.T, bin, dir string, args ...string) (string, error) {
+// offline is how these tests run flow test: with a PATH of its own that
+// holds only what the examples' run: commands need (bash, git, mktemp)
+// and no agent CLI, and in a network namespace of its own with no
+// interface up (unshare -rn), where no socket reaches anything, not
+// even this machine's loopback. Where the kernel refuses a namespace the
+// proxies and the OpenAI-compatible base URL point at a closed port
+// instead; as root (CI) the namespace is required (docs/decisions.md).
+type offline struct {
+	path    string   // the PATH directory
+	unshare []string // unshare and its flags, nil without a namespace
+	closed  string   // a closed local address, for the fallback
+}
+
+func newOffline(t *testing.T) *offline {
+	t.Helper()
+	o := &offline{path: t.TempDir()}
+	for _, tool := range []string{"bash", "git", "mktemp"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Skipf("%s is not installed: %v", tool, err)
+		}
+		if err := os.Symlink(p, filepath.Join(o.path, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cli := range []string{"claude", "codex", "pi"} {
+		if _, err := os.Stat(filepath.Join(o.path, cli)); err == nil {
+			t.Fatalf("%s is on the test's PATH", cli)
+		}
+	}
+	if u, err := exec.LookPath("unshare"); err == nil {
+		for _, flags := range []string{"-rn", "-n"} { // -n alone: root where user namespaces are off
+			if exec.Command(u, flags, "true").Run() == nil {
+				o.unshare = []string{u, flags}
+				break
+			}
+		}
+	}
+	switch {
+	case o.unshare == nil && os.Getuid() == 0:
+		t.Fatal("running as root, but no network namespace can be made (unshare -rn, unshare -n)")
+	case o.unshare == nil:
+		t.Logf("no network namespace here: the proxies point at a closed port instead")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.closed = l.Addr().String()
+	l.Close()
+	return o
+}
+
+// command is bin with args in dir, cut off from the agent CLIs and the
+// network.
+func (o *offline) command(t *testing.T, bin, dir string, args ...string) *exec.Cmd {
 	t.Helper()
 	runs := t.TempDir()
-	c := exec.Command(bin, append([]string{"test"}, args...)...)
+	argv := append([]string{bin}, args...)
+	if o.unshare != nil {
+		argv = append(append([]string{}, o.unshare...), argv...)
+	}
+	c := exec.Command(argv[0], argv[1:]...)
 	c.Dir = dir
-	c.Env = []string{"PATH=" + t.TempDir(), "HOME=" + runs, "FLOW_RUNS_DIR=" + runs, "TMPDIR=" + runs}
-	out, err := c.CombinedOutput()
+	url := "http://" + o.closed
+	c.Env = []string{"PATH=" + o.path, "HOME=" + runs, "FLOW_RUNS_DIR=" + runs, "TMPDIR=" + runs,
+		"HTTP_PROXY=" + url, "HTTPS_PROXY=" + url, "ALL_PROXY=" + url, "http_proxy=" + url, "https_proxy=" + url,
+		"OPENAI_BASE_URL=" + url + "/v1", "ANTHROPIC_BASE_URL=" + url, "GIT_CONFIG_NOSYSTEM=1"}
+	return c
+}
+
+// flowTest runs flow test in dir, offline.
+func (o *offline) flowTest(t *testing.T, bin, dir string, args ...string) (string, error) {
+	t.Helper()
+	out, err := o.command(t, bin, dir, append([]string{"test"}, args...)...).CombinedOutput()
 	return string(out), err
 }
 
+// TestFlowTestOfflineCutsTheNetwork: what the offline tests run in reaches
+// no socket, a listener on this machine's loopback included, while the
+// same dial outside it does.
+func TestFlowTestOfflineCutsTheNetwork(t *testing.T) {
+	o := newOffline(t)
+	if o.unshare == nil {
+		t.Skip("no network namespace here")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	dial := "echo > /dev/tcp/" + strings.Replace(l.Addr().String(), ":", "/", 1)
+	if out, err := exec.Command("bash", "-c", dial).CombinedOutput(); err != nil {
+		t.Fatalf("the dial fails outside the namespace too: %v\n%s", err, out)
+	}
+	c := o.command(t, filepath.Join(o.path, "bash"), t.TempDir(), "-c", dial)
+	if out, err := c.CombinedOutput(); err == nil {
+		t.Fatalf("a socket reached %s from inside the namespace:\n%s", l.Addr(), out)
+	}
+}
+
 // TestFlowTestExamplesOffline replays every example's cassette with the
-// agent CLIs absent from PATH, in a copy of the examples at another path
-// than the one they were recorded at: each passes; an edited prompt fails
-// naming its node, with the diff. The examples' commands are stubbed from
-// the cassette (their output, a git log, changes with every commit);
-// writers is left out (docs/reuse-and-tests.md: its prompt names a
-// repository made at a fresh path each run).
+// agent CLIs absent from PATH and the network cut (offline), in a copy of
+// the examples at another path than the one they were recorded at, with
+// every agent script of the copy replaced by one that says it was
+// started: each passes and no driver process starts. The examples'
+// commands are stubbed from the cassette (their output, a git log,
+// changes with every commit), except writers': its first command makes
+// the repository its isolated writers work in, where the cassette's
+// recorded changes are made again and landed for real. An edited prompt
+// fails naming its node, with the diff.
 func TestFlowTestExamplesOffline(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	o := newOffline(t)
 	clone := filepath.Join(t.TempDir(), "elsewhere", "clone")
 	if err := os.MkdirAll(clone, 0o755); err != nil {
 		t.Fatal(err)
@@ -39,24 +145,42 @@ func TestFlowTestExamplesOffline(t *testing.T) {
 	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples"), filepath.Join(clone, "examples")).CombinedOutput(); err != nil {
 		t.Fatalf("copying the examples: %v\n%s", err, out)
 	}
+	started := filepath.Join(t.TempDir(), "started")
+	scripts, _ := filepath.Glob(filepath.Join(clone, "examples", "agents", "bin", "*"))
+	for _, s := range scripts {
+		trap := "#!/bin/sh\necho \"$0\" >> " + started + "\nexit 1\n"
+		if err := os.WriteFile(s, []byte(trap), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(scripts) < 5 {
+		t.Fatalf("only %d agent scripts to replace", len(scripts))
+	}
 	files, _ := filepath.Glob(filepath.Join(clone, "examples", "*.yaml"))
 	bin := flowBinary(t)
 	tested := 0
 	for _, f := range files {
 		name := filepath.Base(f)
-		if name == "writers.yaml" {
-			continue
-		}
 		tested++
 		t.Run(name, func(t *testing.T) {
-			out, err := flowTest(t, bin, clone, "--stub-commands", "examples/"+name)
+			args := []string{"--stub-commands", "examples/" + name}
+			if name == "writers.yaml" {
+				args = args[1:]
+			}
+			out, err := o.flowTest(t, bin, clone, args...)
 			if err != nil || !strings.Contains(out, "passed against") {
 				t.Fatalf("flow test examples/%s: %v\n%s", name, err, out)
 			}
+			if name == "writers.yaml" && !strings.Contains(out, "All 3 notes landed, in order: alpha, beta, gamma.") {
+				t.Errorf("the writers' recorded notes did not land:\n%s", out)
+			}
 		})
 	}
-	if tested < 6 {
-		t.Fatalf("only %d examples have cassettes", tested)
+	if b, err := os.ReadFile(started); err == nil {
+		t.Errorf("flow test started driver processes:\n%s", b)
+	}
+	if tested < 7 {
+		t.Fatalf("only %d examples", tested)
 	}
 	p := filepath.Join(clone, "examples", "review.yaml")
 	b, err := os.ReadFile(p)
@@ -70,11 +194,12 @@ func TestFlowTestExamplesOffline(t *testing.T) {
 	if err := os.WriteFile(p, []byte(strings.Replace(string(b), old, "Give your verdict now.", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := flowTest(t, bin, clone, "--stub-commands", "examples/review.yaml")
-	if err == nil {
-		t.Fatalf("flow test passed with an edited prompt:\n%s", out)
+	out, err := o.flowTest(t, bin, clone, "--stub-commands", "examples/review.yaml")
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("flow test with an edited prompt: %v, want exit 1\n%s", err, out)
 	}
-	for _, want := range []string{"/verdict does not match the recording", "does not match the recording: prompt changed at line", "--- recorded", "+Give your verdict now."} {
+	for _, want := range []string{"review#1/verdict does not match the recording: prompt changed at line 1", "--- recorded",
+		"\n-Give your verdict. Approve", "\n+Give your verdict now. Approve"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the failure does not say %q:\n%s", want, out)
 		}
@@ -165,5 +290,102 @@ func TestRunReuseCLI(t *testing.T) {
 	plan := flow("plan", "--reuse", "examples/fanout.yaml")
 	if !strings.Contains(plan, "run    report  prompt changed at line 1") || !strings.Contains(plan, "3 of 7 visits reused") {
 		t.Errorf("flow plan --reuse:\n%s", plan)
+	}
+}
+
+// TestReuseWritersLandsAgain: flow run --reuse of writers answers its
+// three isolated writers and its reviewer from the last run, though the
+// run makes its repository afresh at another temporary path: what each
+// writer changed is read from the last run's repository, made again in
+// the new one's worktrees and landed on the new run's branch, each note
+// in one commit, in item order.
+func TestReuseWritersLandsAgain(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples"), dir).CombinedOutput(); err != nil {
+		t.Fatalf("copying the examples: %v\n%s", err, out)
+	}
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	bin := flowBinary(t)
+	runs := t.TempDir()
+	flow := func(args ...string) string {
+		t.Helper()
+		out, err := command(bin, dir, runs, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("flow %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	flow("run", "examples/writers.yaml")
+	if out := flow("run", "--reuse", "examples/writers.yaml"); !strings.Contains(out, "reused 4 visit(s)") {
+		t.Fatalf("flow run --reuse did not reuse the 3 writers and the reviewer:\n%s", out)
+	}
+	list, err := rundir.List(runs)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("runs: %v %v", list, err)
+	}
+	second := list[0]
+	facts, err := rundir.ReadJournal(second.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var repo string
+	for _, f := range facts {
+		if f.Type == rundir.FactEnd && f.Node == "scratch" {
+			out, _ := f.Output.(map[string]any)
+			repo, _ = out["report"].(string)
+		}
+	}
+	if repo == "" {
+		t.Fatalf("the second run made no repository")
+	}
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	branch := "main..flow/" + second.ID
+	if got := git("log", "--first-parent", "--reverse", "--format=%s", branch); got != "flow: land write[1]\nflow: land write[2]\nflow: land write[3]" {
+		t.Errorf("what landed on the second run's branch:\n%s", got)
+	}
+	for _, note := range []string{"alpha", "beta", "gamma"} {
+		file := "notes/" + note + ".md"
+		if n := len(strings.Fields(git("log", "--no-merges", "--format=%H", branch, "--", file))); n != 1 {
+			t.Errorf("%s changed in %d commits, want 1", file, n)
+		}
+	}
+}
+
+// TestReuseRefusedOnTemporal: --reuse with --temporal is refused, exit 2,
+// before any server is dialled (the address is a closed port), saying why.
+func TestReuseRefusedOnTemporal(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples"), dir).CombinedOutput(); err != nil {
+		t.Fatalf("copying the examples: %v\n%s", err, out)
+	}
+	bin := flowBinary(t)
+	runs := t.TempDir()
+	if out, err := command(bin, dir, runs, "run", "examples/fanout.yaml").CombinedOutput(); err != nil {
+		t.Fatalf("flow run: %v\n%s", err, out)
+	}
+	o := newOffline(t)
+	out, err := command(bin, dir, runs, "run", "--reuse", "--temporal", o.closed, "examples/fanout.yaml").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("flow run --reuse --temporal: %v, want exit 2\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "workers that cannot read them: leave out --temporal") || strings.Contains(string(out), "dial") {
+		t.Errorf("the refusal does not say why, or dialled:\n%s", out)
 	}
 }

@@ -22,7 +22,7 @@ func (a *app) planReuse(ctx context.Context, plan *flows.Plan, spec string, f ru
 		flows.EachNode(fl.Nodes, func(n *flows.Node) { isolated = isolated || n.Isolation })
 	}
 	if isolated {
-		return invalid("flow plan --reuse does not walk a flow with isolated scopes: their visits run again (docs/reuse-and-tests.md)")
+		return invalid("flow plan --reuse does not walk a flow with isolated scopes: the walk would make their worktrees (docs/reuse-and-tests.md)")
 	}
 	dirs, err := reuseDirs(a.cfg.GetString("runs_dir"), plan.Root.Name, spec)
 	if err != nil {

@@ -75,15 +75,18 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 			return invalid("%v", err)
 		}
 	}
+	if reused != nil && a.temporalSettings(f.temporal).address != "" {
+		// Refused before dialling: a Temporal run's leaves run on its
+		// workers, which do not read this machine's recordings
+		// (docs/decisions.md, "Reuse on Temporal").
+		return invalid("--reuse answers visits from the recordings on this machine, and a run on Temporal runs its visits on workers that cannot read them: leave out --temporal (and temporal.address) to reuse, or run on Temporal without --reuse")
+	}
 	backend, done, err := a.backend(ctx, f.temporal)
 	if err != nil {
 		return err
 	}
 	defer done()
 	_, local := backend.(runner.Local)
-	if reused != nil && !local {
-		return invalid("--reuse runs the flow in this process; leave out --temporal")
-	}
 	if local {
 		// On Temporal the visits run on workers, whose machines have the
 		// CLIs; here they run on this one.

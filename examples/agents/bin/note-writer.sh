@@ -17,4 +17,4 @@ case "${FLOW_VISIT:-}" in
 esac
 mkdir -p notes
 printf '# %s\n\nA note written by %s.\n' "$name" "${FLOW_VISIT:-a writer}" > "notes/$name.md"
-echo "wrote notes/$name.md in $(pwd)"
+echo "wrote notes/$name.md"

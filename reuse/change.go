@@ -1,0 +1,59 @@
+package reuse
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/flowrun/flow/internal/gitwork"
+	"github.com/flowrun/flow/rundir"
+)
+
+// change is what the recorded visit h changed in its worktree, as a
+// patch ("" when it changed nothing): a cassette's changes/VISIT.patch,
+// else read from the recorded run's repository, Base..Commit of its end.
+func (h hit) change(ctx context.Context) (string, error) {
+	w := h.fact.Worktree
+	if w == nil || len(w.Files) == 0 {
+		return "", nil
+	}
+	p := filepath.Join(h.rec.Dir, cassetteChanges, fileName(h.fact.Visit)+".patch")
+	if within(h.rec.Dir, p) {
+		b, err := rundir.ReadRegular(p)
+		return string(b), err
+	}
+	repo := h.rec.repos[w.Scope]
+	if repo == "" || !isCommit(w.Base) || !isCommit(w.Commit) {
+		return "", fmt.Errorf("the recording %s does not say what %s changed in its worktree", h.rec.Name, h.fact.Visit)
+	}
+	patch, err := gitwork.Change(ctx, repo, w.Base, w.Commit)
+	if err != nil {
+		return "", fmt.Errorf("reading what %s changed in %s: %w", h.fact.Visit, repo, err)
+	}
+	return patch, nil
+}
+
+// replayChange makes what the recorded visit h changed again in the
+// worktree holding dir: the walker then commits it and lands it as it
+// would the live visit's (docs/reuse-and-tests.md).
+func (h hit) replayChange(ctx context.Context, dir string) error {
+	patch, err := h.change(ctx)
+	if err != nil {
+		return err
+	}
+	return gitwork.Apply(ctx, dir, patch)
+}
+
+// isCommit reports whether s is a commit id: a recording is data, and
+// what it names is handed to git only when it can be nothing else.
+func isCommit(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
