@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/gitwork"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -27,7 +27,7 @@ type worktrees struct {
 	starts map[string]string
 	// earlier is what earlier attempts recorded of each scope, and landed
 	// the last land fact of each visit (resume).
-	earlier map[string]*rundir.Worktree
+	earlier map[string]*record.Worktree
 	landed  map[string]*Fact
 	// owned are the memory scopes by the path of the visit whose end ends
 	// them.
@@ -36,7 +36,7 @@ type worktrees struct {
 
 func newWorktrees(rt Runtime, starts map[string]string) *worktrees {
 	return &worktrees{mu: rt.NewLock(), repos: map[string]*wtRepo{}, scopes: map[string]*wtScope{}, starts: starts,
-		earlier: map[string]*rundir.Worktree{}, landed: map[string]*Fact{}, owned: map[string][]*wtScope{}}
+		earlier: map[string]*record.Worktree{}, landed: map[string]*Fact{}, owned: map[string][]*wtScope{}}
 }
 
 // wtRepo is one repository, opened on first use: its integration branch
@@ -76,7 +76,7 @@ type wtScope struct {
 	head   string         // the last checkpoint, or what landed
 	files  []string       // every file the scope changed
 	failed bool           // its last visit failed: keep it for the user
-	landed rundir.Landing // how its last landing went
+	landed record.Landing // how its last landing went
 }
 
 // identity is who commits for a visit of the run.
@@ -103,7 +103,7 @@ func (r *runner) scope(name, land, repoDir string, memory bool, owner string) *w
 		sc.branch, sc.path, sc.base, sc.head, sc.gone = rec.Branch, rec.Path, rec.Base, rec.Commit, rec.Removed
 		sc.made = rec.Path != ""
 		sc.files = slices.Clone(rec.Files)
-		sc.landed, sc.failed = rec.Land, rec.Land == rundir.LandConflict
+		sc.landed, sc.failed = rec.Land, rec.Land == record.LandConflict
 		if sc.repoDir == "" {
 			sc.repoDir = rec.Repo
 		}
@@ -232,8 +232,8 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 		return "", gitFailure(ctx, sc.name, err)
 	}
 	sc.open, sc.made, sc.gone = true, true, false
-	rec := &rundir.Worktree{Scope: sc.name, Repo: rp.git.Top, Path: sc.path, Branch: sc.branch, Base: sc.base, Commit: sc.head}
-	if err := r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: r.rt.Now(), Worktree: rec}); err != nil {
+	rec := &record.Worktree{Scope: sc.name, Repo: rp.git.Top, Path: sc.path, Branch: sc.branch, Base: sc.base, Commit: sc.head}
+	if err := r.dir.Fact(&Fact{Type: record.FactWorktree, Time: r.rt.Now(), Worktree: rec}); err != nil {
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	return sc.path, nil
@@ -246,7 +246,7 @@ const gitTimeout = 2 * time.Minute
 
 // checkpoint commits what a visit changed in the scope's worktree, so that
 // a resume finds the scope as the journal left it.
-func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*rundir.Worktree, error) {
+func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*record.Worktree, error) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
@@ -262,7 +262,7 @@ func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*ru
 		}
 	}
 	slices.Sort(sc.files)
-	return &rundir.Worktree{Scope: sc.name, Branch: sc.branch, Commit: head, Files: files}, nil
+	return &record.Worktree{Scope: sc.name, Branch: sc.branch, Commit: head, Files: files}, nil
 }
 
 // remove removes the scope's worktree, and its branch once it landed.
@@ -286,7 +286,7 @@ func (r *runner) remove(ctx context.Context, sc *wtScope, dropBranch bool) error
 		return fmt.Errorf("removing the worktree of %s: %w", sc.name, err)
 	}
 	sc.gone, sc.open = true, false
-	return r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: r.rt.Now(), Worktree: &rundir.Worktree{Scope: sc.name, Removed: true}})
+	return r.dir.Fact(&Fact{Type: record.FactWorktree, Time: r.rt.Now(), Worktree: &record.Worktree{Scope: sc.name, Removed: true}})
 }
 
 // value is how a scope appears as x.worktree.
