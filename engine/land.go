@@ -91,14 +91,13 @@ func (r *runner) land(ctx context.Context, fr *frame, sc *wtScope, visit string,
 	if !made { // nothing ran in it: nothing to land
 		return &record.Worktree{Scope: sc.name, Land: landing(sc.land, true)}, nil
 	}
-	ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
-	defer cancel()
+	ctx2 := context.WithoutCancel(ctx) // a landing runs to its end (Repo)
 	rp, err := r.repo(ctx2, sc.repoDir)
 	if err != nil {
 		return nil, gitFailure(ctx2, sc.name, err)
 	}
 	if retry {
-		if head, ok, err := rp.git.Commit(ctx2, "refs/heads/"+sc.branch); err == nil && ok {
+		if head, ok, err := rp.git.BranchHead(ctx2, sc.branch); err == nil && ok {
 			sc.mu.Lock()
 			sc.head = head
 			sc.mu.Unlock()
@@ -117,14 +116,14 @@ func (r *runner) land(ctx context.Context, fr *frame, sc *wtScope, visit string,
 	case "none":
 		rec.Land = record.LandKept
 	case "rebase":
-		l, lerr := rp.git.Rebase(ctx2, sc.path, r.integration(), r.identity(visit))
+		l, lerr := rp.git.Rebase(ctx2, sc.path, visit)
 		err, conflicts, rec.Onto = lerr, l.Conflicts, l.Onto
 		if lerr == nil && len(l.Conflicts) == 0 {
 			sc.head, rec.Commit = l.Head, l.Head
 		}
 	default:
 		msg := fmt.Sprintf("flow: land %s\n\nWhat scope %s of run %s changed, landed in its turn.\n\nFlow-Run: %s\nFlow-Scope: %s\n", sc.name, sc.name, r.opts.RunID, r.opts.RunID, sc.name)
-		l, lerr := rp.git.Merge(ctx2, r.integration(), sc.head, r.identity(visit), msg)
+		l, lerr := rp.git.Merge(ctx2, sc.head, visit, msg)
 		err, conflicts, rec.Onto = lerr, l.Conflicts, l.Onto
 	}
 	sc.mu.Unlock()
