@@ -62,18 +62,14 @@ type Workspace interface {
 }
 
 // Repo is a repository a run isolates scopes in (Workspace.OpenRepo):
-// opening a scope's working copy, checkpointing it and landing it. Which
-// scope lands when is the walker's (docs/worktrees.md); a Repo does one
-// step at a time, as told. A step whose ctx no stop can end
-// (context.WithoutCancel: a checkpoint, a removal, a landing) runs to its
-// end, within a bound of the host's, so that the repository is never left
-// half way. An error that wraps ErrNoWorkspace says working copies cannot
-// be made at all, in words the user reads as they are.
+// it opens, checkpoints and lands a scope's working copy, one step at a
+// time as the walker says (which scope lands when is the walker's:
+// docs/worktrees.md). A step whose ctx no stop can end (WithoutCancel: a
+// checkpoint, a removal, a landing) runs to its end, within a bound of
+// the host's, so that the repository is never left half way.
 type Repo interface {
-	// Top is the repository's top-level directory; Base the commit the
-	// run's scopes start from there.
-	Top() string
-	Base() string
+	Top() string  // the repository's top-level directory
+	Base() string // the commit the run's scopes start from there
 	// MakeWorktree makes the working copy at path on branch, at commit
 	// at, or finds it there, clean, with branch moved back to at.
 	MakeWorktree(ctx context.Context, path, branch, at string) error
@@ -83,8 +79,7 @@ type Repo interface {
 	// RemoveWorktree removes the working copy at path, and branch with it
 	// when dropBranch says so.
 	RemoveWorktree(ctx context.Context, path, branch string, dropBranch bool) error
-	// BranchHead is the commit branch is at, ok false when there is no
-	// such branch.
+	// BranchHead is the commit branch is at (ok false: no such branch).
 	BranchHead(ctx context.Context, branch string) (head string, ok bool, err error)
 	// Merge lands commit on the integration branch as a merge whose
 	// message is msg; Rebase lands the working copy at path by rebasing
@@ -94,13 +89,12 @@ type Repo interface {
 	Rebase(ctx context.Context, path, visit string) (LandResult, error)
 }
 
-// LandResult is how a Merge or a Rebase went: the files that conflict (then
-// nothing moved), or the integration branch's commit after it (Onto) and,
-// for a rebase, the scope's new head.
+// LandResult is how a Merge or a Rebase went: the files that conflict
+// (then nothing moved), or the integration branch's commit after it.
 type LandResult struct {
 	Conflicts []string
 	Onto      string
-	Head      string
+	Head      string // a rebase's: the scope's new head
 }
 
 // ErrNoWorkspace is wrapped by a Workspace's error that says working

@@ -20,12 +20,9 @@ import (
 // git that hangs does not hold the run for ever.
 const gitTimeout = 2 * time.Minute
 
-// IntegrationBranch is flow/<run-id> (docs/worktrees.md).
-func (localWorkspace) IntegrationBranch(runID string) string {
-	return gitwork.IntegrationBranch(runID)
-}
-
-// ScopeBranch is flow/<run-id>.<scope>.
+// IntegrationBranch is flow/<run-id>, ScopeBranch flow/<run-id>.<scope>
+// (docs/worktrees.md).
+func (localWorkspace) IntegrationBranch(runID string) string { return gitwork.IntegrationBranch(runID) }
 func (localWorkspace) ScopeBranch(runID, scope string) string {
 	return gitwork.ScopeBranch(runID, scope)
 }
@@ -96,14 +93,16 @@ func (r *localRepo) BranchHead(ctx context.Context, branch string) (string, bool
 func (r *localRepo) Merge(ctx context.Context, commit, visit, msg string) (LandResult, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	l, err := r.git.Merge(ctx, gitwork.IntegrationBranch(r.run), commit, gitwork.RunIdentity(r.run, visit), msg)
-	return LandResult{Conflicts: l.Conflicts, Onto: l.Onto, Head: l.Head}, noGit(err)
+	return landResult(r.git.Merge(ctx, gitwork.IntegrationBranch(r.run), commit, gitwork.RunIdentity(r.run, visit), msg))
 }
 
 func (r *localRepo) Rebase(ctx context.Context, path, visit string) (LandResult, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	l, err := r.git.Rebase(ctx, path, gitwork.IntegrationBranch(r.run), gitwork.RunIdentity(r.run, visit))
+	return landResult(r.git.Rebase(ctx, path, gitwork.IntegrationBranch(r.run), gitwork.RunIdentity(r.run, visit)))
+}
+
+func landResult(l gitwork.Landing, err error) (LandResult, error) {
 	return LandResult{Conflicts: l.Conflicts, Onto: l.Onto, Head: l.Head}, noGit(err)
 }
 
@@ -121,8 +120,7 @@ func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 type noGitError struct{ error }
 
 func (e noGitError) Is(target error) bool { return target == ErrNoWorkspace }
-
-func (e noGitError) Unwrap() error { return e.error }
+func (e noGitError) Unwrap() error        { return e.error }
 
 func noGit(err error) error {
 	if err != nil && errors.Is(err, gitwork.ErrNoGit) {
