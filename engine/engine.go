@@ -172,7 +172,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	}
 	notes = append(notes, r.replay(earlier)...)
 	start := r.rt.Now()
-	if err := rec.Fact(&Fact{Type: record.FactRun, Time: start, RunID: opts.RunID, Flow: plan.Root.Name, Status: record.StatusRunning, Input: input, Resumed: earlier != nil}); err != nil {
+	if err := rec.Fact(record.RunStarted{Time: start, Run: opts.RunID, Flow: plan.Root.Name, Input: input, Resumed: earlier != nil}.Fact()); err != nil {
 		return nil, err
 	}
 	r.emit(&Event{Type: record.EventRunStart, Dir: filepath.Join(opts.RunsDir, opts.RunID)})
@@ -192,7 +192,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	wall := end.Sub(start).Milliseconds()
 	// The run's output is made of its visits' outputs, which the journal
 	// has: it goes to output.json, not into the journal a second time.
-	endErr := rec.Fact(&Fact{Type: record.FactRun, Time: end, RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend})
+	endErr := rec.Fact(record.RunEnded{Time: end, Run: opts.RunID, Status: res.Status(), OK: res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend}.Fact())
 	r.emit(&Event{Type: record.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown, Overspend: res.Overspend})
 	return res, errors.Join(endErr, rec.WriteValues(values), rec.Finish(out))
 }

@@ -141,7 +141,7 @@ func (r *runner) land(ctx context.Context, fr *frame, sc *wtScope, visit string,
 	default:
 		rec.Land = record.Landed
 	}
-	if err := r.dir.Fact(&Fact{Type: record.FactLand, Time: r.rt.Now(), Visit: visit, Worktree: rec, Error: fail}); err != nil {
+	if err := r.dir.Fact(record.ScopeLanded{Time: r.rt.Now(), Visit: visit, Worktree: rec, Error: fail}.Fact()); err != nil {
 		return nil, &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	if fail != nil {

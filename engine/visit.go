@@ -113,13 +113,14 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if isLeaf(n) {
 		recorded = o.output
 	}
-	f := &Fact{Type: record.FactEnd, Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Output: recorded,
+	e := record.VisitEnded{Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: ok, Output: recorded,
 		Error: o.fail, File: o.file, Size: o.size, Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session,
 		Scope: o.scope, Answer: o.answer, WallMS: wall, Worktree: o.wt, Worker: o.worker, Transcript: o.transcript,
 		Key: o.key, Reused: o.reused}
 	if o.timeout > 0 {
-		f.Timeout = o.timeout.String()
+		e.Timeout = o.timeout.String()
 	}
+	f := e.Fact()
 	r.spent(o.usage)
 	if err := r.dir.Fact(f); err != nil && o.fail == nil {
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
@@ -196,7 +197,7 @@ func condition(err error) *outcome {
 
 // journalStart journals and announces a visit's start.
 func (r *runner) journalStart(n *flows.Node, path string, start time.Time) *Failure {
-	if err := r.dir.Fact(&Fact{Type: record.FactStart, Time: start, Visit: path, Node: n.ID, Kind: n.Kind}); err != nil {
+	if err := r.dir.Fact(record.VisitStarted{Time: start, Visit: path, Node: n.ID, Kind: n.Kind}.Fact()); err != nil {
 		return &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 	}
 	r.emit(&Event{Time: start, Type: record.EventVisitStart, Visit: path, Node: n.ID, Kind: n.Kind})

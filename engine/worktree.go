@@ -222,7 +222,7 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 	}
 	sc.open, sc.made, sc.gone = true, true, false
 	rec := &record.Worktree{Scope: sc.name, Repo: rp.git.Top(), Path: sc.path, Branch: sc.branch, Base: sc.base, Commit: sc.head}
-	if err := r.dir.Fact(&Fact{Type: record.FactWorktree, Time: r.rt.Now(), Worktree: rec}); err != nil {
+	if err := r.dir.Fact(record.WorktreeMade{Time: r.rt.Now(), Worktree: rec}.Fact()); err != nil {
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	return sc.path, nil
@@ -264,7 +264,7 @@ func (r *runner) remove(ctx context.Context, sc *wtScope, dropBranch bool) error
 		return fmt.Errorf("removing the worktree of %s: %w", sc.name, err)
 	}
 	sc.gone, sc.open = true, false
-	return r.dir.Fact(&Fact{Type: record.FactWorktree, Time: r.rt.Now(), Worktree: &record.Worktree{Scope: sc.name, Removed: true}})
+	return r.dir.Fact(record.WorktreeRemoved{Time: r.rt.Now(), Scope: sc.name}.Fact())
 }
 
 // value is how a scope appears as x.worktree.
