@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -47,7 +47,7 @@ type Shown struct {
 }
 
 // Answer is what an Asker got, and from whom: journaled on the ask's end
-// fact (rundir.Answer), so that a resume keeps it.
+// fact (record.Answer), so that a resume keeps it.
 type Answer struct {
 	Value string
 	By    string // who answered: the API token's name, "terminal", …
@@ -70,7 +70,7 @@ func (r *runner) ask(ctx context.Context, n *flows.Node, vars map[string]any, pa
 		shown = append(shown, shownValue(rd.Address, v))
 	}
 	if r.opts.Asker == nil {
-		return &outcome{output: n.Default, answer: &rundir.Answer{Time: r.rt.Now(), Default: true}}
+		return &outcome{output: n.Default, answer: &record.Answer{Time: r.rt.Now(), Default: true}}
 	}
 	q := &Question{Visit: path, Text: text, Shown: shown, Options: n.Options, Default: n.Default, HasDefault: n.HasDefault, Timeout: n.Timeout}
 	var ans Answer
@@ -82,13 +82,13 @@ func (r *runner) ask(ctx context.Context, n *flows.Node, vars map[string]any, pa
 		if !n.HasDefault {
 			return &outcome{fail: &Failure{Kind: schema.FailTimeout, Message: fmt.Sprintf("nobody answered within %s, and the ask has no default", n.Timeout)}}
 		}
-		return &outcome{output: n.Default, answer: &rundir.Answer{Time: r.rt.Now(), Default: true}}
+		return &outcome{output: n.Default, answer: &record.Answer{Time: r.rt.Now(), Default: true}}
 	case err != nil:
 		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: err.Error()}}
 	case len(n.Options) > 0 && !slices.Contains(n.Options, ans.Value):
 		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: fmt.Sprintf("the answer %q is not one of %s", ans.Value, strings.Join(n.Options, ", "))}}
 	}
-	return &outcome{output: ans.Value, answer: &rundir.Answer{By: ans.By, Time: r.rt.Now()}}
+	return &outcome{output: ans.Value, answer: &record.Answer{By: ans.By, Time: r.rt.Now()}}
 }
 
 // shownValue is a node value as an ask shows it: as a turn's reads give it,

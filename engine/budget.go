@@ -3,8 +3,8 @@ package engine
 import (
 	"fmt"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 )
 
 // meter is the ledger of one budget (docs/resume-and-budgets.md): a
@@ -20,7 +20,7 @@ type meter struct {
 	tokens  int64
 	cost    float64
 	holding map[*hold]spend // the running turns' reservations here
-	over    rundir.Overspend
+	over    record.Overspend
 }
 
 // spend is an amount of a budget: tokens and dollars.
@@ -198,7 +198,7 @@ func (m *meter) addLocked(u *Usage, why func() string) bool {
 	return true
 }
 
-func (m *meter) overspend() rundir.Overspend {
+func (m *meter) overspend() record.Overspend {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.over

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/secret"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -76,18 +76,18 @@ type Result struct {
 	Usage   Usage
 	// Overspend names each budget the run ended above, by how much and
 	// why; the run's end fact records the same.
-	Overspend []rundir.Overspend
+	Overspend []record.Overspend
 }
 
 // Status is the run's status: succeeded, failed or stopped.
-func (r *Result) Status() rundir.Status {
+func (r *Result) Status() record.Status {
 	switch {
 	case r.OK:
-		return rundir.StatusSucceeded
+		return record.StatusSucceeded
 	case r.Failure != nil && r.Failure.Root().Kind == schema.FailStopped:
-		return rundir.StatusStopped
+		return record.StatusStopped
 	}
-	return rundir.StatusFailed
+	return record.StatusFailed
 }
 
 // Walk runs plan on host, for a host other than Execute's (a Temporal
@@ -135,16 +135,6 @@ func (o *Options) prepare(plan *flows.Plan) (any, error) {
 	return input, o.check(plan)
 }
 
-// NewSnapshot records plan as a run of it starts, with input and s.
-func NewSnapshot(runID string, plan *flows.Plan, input any, s rundir.Settings) *rundir.Snapshot {
-	snap := &rundir.Snapshot{Run: runID, Flow: plan.Root.Name, File: plan.Root.File, Flows: map[string]rundir.SnapshotFlow{},
-		Agents: flows.EncodeAgents(plan.Agents), Input: input, Settings: s}
-	for name, f := range plan.Flows {
-		snap.Flows[name] = rundir.SnapshotFlow{File: f.File, Source: string(f.Doc.Source)}
-	}
-	return snap
-}
-
 // check fills in defaults and refuses a run that could not go through.
 func (o *Options) check(plan *flows.Plan) error {
 	if o.Asker == nil {
@@ -176,18 +166,18 @@ func (o *Options) check(plan *flows.Plan) error {
 func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input any, earlier []*Fact, notes ...string) (*Result, error) {
 	rec := host
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
-		mu: host.NewLock(), sessions: map[rundir.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.repos)}
+		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.repos)}
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
 	}
 	notes = append(notes, r.replay(earlier)...)
 	start := r.rt.Now()
-	if err := rec.Fact(&Fact{Type: rundir.FactRun, Time: start, RunID: opts.RunID, Flow: plan.Root.Name, Status: rundir.StatusRunning, Input: input, Resumed: earlier != nil}); err != nil {
+	if err := rec.Fact(record.RunStarted{Time: start, Run: opts.RunID, Flow: plan.Root.Name, Input: input, Resumed: earlier != nil}.Fact()); err != nil {
 		return nil, err
 	}
-	r.emit(&Event{Type: rundir.EventRunStart, Dir: filepath.Join(opts.RunsDir, opts.RunID)})
+	r.emit(&Event{Type: record.EventRunStart, Dir: filepath.Join(opts.RunsDir, opts.RunID)})
 	for _, n := range notes {
-		r.emit(&Event{Type: rundir.EventNote, Message: n})
+		r.emit(&Event{Type: record.EventNote, Message: n})
 	}
 	fr := (&frame{rt: host, calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
 	values := map[string]any{"input": input} // the root sequence adds each node's value by id
@@ -202,8 +192,8 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	wall := end.Sub(start).Milliseconds()
 	// The run's output is made of its visits' outputs, which the journal
 	// has: it goes to output.json, not into the journal a second time.
-	endErr := rec.Fact(&Fact{Type: rundir.FactRun, Time: end, RunID: opts.RunID, Status: res.Status(), OK: &res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend})
-	r.emit(&Event{Type: rundir.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown, Overspend: res.Overspend})
+	endErr := rec.Fact(record.RunEnded{Time: end, Run: opts.RunID, Status: res.Status(), OK: res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend}.Fact())
+	r.emit(&Event{Type: record.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown, Overspend: res.Overspend})
 	return res, errors.Join(endErr, rec.WriteValues(values), rec.Finish(out))
 }
 
@@ -245,7 +235,7 @@ type runner struct {
 	live      Semaphore // the run-wide cap on live agent turns
 
 	mu       Locker
-	sessions map[rundir.Scope]*session
+	sessions map[record.Scope]*session
 	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
 	ledger   *ledger          // what turns cost, and the budgets they overspent
 	usage    Usage            // what every visit spent, earlier attempts' included

@@ -1,21 +1,22 @@
 package engine
 
-import "github.com/flowrun/flow/rundir"
+import "github.com/flowrun/flow/engine/record"
 
-// The run directory's vocabulary, as the engine and its drivers use it.
+// The walker's vocabulary (package engine/record), under the names the
+// engine and its drivers use.
 type (
 	// Failure is why a visit failed (docs/flow-files.md, Failures).
-	Failure = rundir.Failure
+	Failure = record.Failure
 	// Usage is what agents reported (docs/drivers.md).
-	Usage = rundir.Usage
+	Usage = record.Usage
 	// Fact is one line of the journal.
-	Fact = rundir.Fact
+	Fact = record.Fact
 	// Event is one event of the run, as OnEvent and events.jsonl get it.
-	Event = rundir.Event
+	Event = record.Event
 	// Worktree is a recorded worktree of an isolated scope.
-	Worktree = rundir.Worktree
+	Worktree = record.Worktree
 	// Reused says where a reused visit's outcome came from.
-	Reused = rundir.Reused
+	Reused = record.Reused
 )
 
 // InputError is a run input that does not fit the flow's declared input.

@@ -3,8 +3,8 @@ package engine
 import (
 	"context"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -100,7 +100,7 @@ func (r *runner) landLeaf(ctx context.Context, fr *frame, n *flows.Node, path st
 	sc.mu.Unlock()
 	if rec != nil {
 		r.afterLanding(ctx, sc, rec)
-		o.worktree = flows.WorktreeValue(rec.Branch, rec.Commit, files, rec.Land == rundir.Landed)
+		o.worktree = flows.WorktreeValue(rec.Branch, rec.Commit, files, rec.Land == record.Landed)
 	} else {
 		o.worktree = sc.value(false)
 	}

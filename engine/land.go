@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -56,7 +56,7 @@ func (r *runner) waitTurn(ctx context.Context, fr *frame, visit string) *Failure
 			if g.o.done[j].IsOpen() {
 				continue
 			}
-			r.emit(&Event{Type: rundir.EventProgress, Visit: visit, Activity: "waiting to land after the items before it"})
+			r.emit(&Event{Type: record.EventProgress, Visit: visit, Activity: "waiting to land after the items before it"})
 			if g.o.done[j].Wait(ctx) != nil {
 				return cancelled(ctx, visit)
 			}
@@ -74,12 +74,12 @@ func (r *runner) waitTurn(ctx context.Context, fr *frame, visit string) *Failure
 // an earlier attempt recorded is not done again; a conflict is tried again
 // when retry says the flow did not go on from it (from the branch's head:
 // the user may have resolved it there).
-func (r *runner) land(ctx context.Context, fr *frame, sc *wtScope, visit string, retry bool) (*rundir.Worktree, *Failure) {
+func (r *runner) land(ctx context.Context, fr *frame, sc *wtScope, visit string, retry bool) (*record.Worktree, *Failure) {
 	if f := r.waitTurn(ctx, fr, visit); f != nil {
 		return nil, f
 	}
 	if prev := r.earlierLanding(visit); prev != nil && prev.Worktree != nil {
-		if prev.Worktree.Land != rundir.LandConflict || !retry {
+		if prev.Worktree.Land != record.LandConflict || !retry {
 			return prev.Worktree, prev.Error
 		}
 	} else {
@@ -89,16 +89,15 @@ func (r *runner) land(ctx context.Context, fr *frame, sc *wtScope, visit string,
 	made := sc.made
 	sc.mu.Unlock()
 	if !made { // nothing ran in it: nothing to land
-		return &rundir.Worktree{Scope: sc.name, Land: landing(sc.land, true)}, nil
+		return &record.Worktree{Scope: sc.name, Land: landing(sc.land, true)}, nil
 	}
-	ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
-	defer cancel()
+	ctx2 := context.WithoutCancel(ctx) // a landing runs to its end (Repo)
 	rp, err := r.repo(ctx2, sc.repoDir)
 	if err != nil {
 		return nil, gitFailure(ctx2, sc.name, err)
 	}
 	if retry {
-		if head, ok, err := rp.git.Commit(ctx2, "refs/heads/"+sc.branch); err == nil && ok {
+		if head, ok, err := rp.git.BranchHead(ctx2, sc.branch); err == nil && ok {
 			sc.mu.Lock()
 			sc.head = head
 			sc.mu.Unlock()
@@ -109,22 +108,22 @@ func (r *runner) land(ctx context.Context, fr *frame, sc *wtScope, visit string,
 			return nil, f
 		}
 	}
-	r.emit(&Event{Type: rundir.EventProgress, Visit: visit, Activity: "landing on " + r.integration()})
+	r.emit(&Event{Type: record.EventProgress, Visit: visit, Activity: "landing on " + r.integration()})
 	sc.mu.Lock()
-	rec := &rundir.Worktree{Scope: sc.name, Branch: sc.branch, Commit: sc.head, Files: sc.files}
+	rec := &record.Worktree{Scope: sc.name, Branch: sc.branch, Commit: sc.head, Files: sc.files}
 	var conflicts []string
 	switch sc.land {
 	case "none":
-		rec.Land = rundir.LandKept
+		rec.Land = record.LandKept
 	case "rebase":
-		l, lerr := rp.git.Rebase(ctx2, sc.path, r.integration(), r.identity(visit))
+		l, lerr := rp.git.Rebase(ctx2, sc.path, visit)
 		err, conflicts, rec.Onto = lerr, l.Conflicts, l.Onto
 		if lerr == nil && len(l.Conflicts) == 0 {
 			sc.head, rec.Commit = l.Head, l.Head
 		}
 	default:
 		msg := fmt.Sprintf("flow: land %s\n\nWhat scope %s of run %s changed, landed in its turn.\n\nFlow-Run: %s\nFlow-Scope: %s\n", sc.name, sc.name, r.opts.RunID, r.opts.RunID, sc.name)
-		l, lerr := rp.git.Merge(ctx2, r.integration(), sc.head, r.identity(visit), msg)
+		l, lerr := rp.git.Merge(ctx2, sc.head, visit, msg)
 		err, conflicts, rec.Onto = lerr, l.Conflicts, l.Onto
 	}
 	sc.mu.Unlock()
@@ -133,32 +132,32 @@ func (r *runner) land(ctx context.Context, fr *frame, sc *wtScope, visit string,
 	}
 	var fail *Failure
 	switch {
-	case rec.Land == rundir.LandKept:
+	case rec.Land == record.LandKept:
 	case len(conflicts) > 0:
-		rec.Land = rundir.LandConflict
+		rec.Land = record.LandConflict
 		fail = &Failure{Kind: schema.FailConflict, Visit: visit, Message: fmt.Sprintf(
 			"the changes to %s conflict with what landed on %s before; the branch %s is kept: resolve it there (or on %s) and flow resume, or route the failure with on_fail: continue",
 			strings.Join(conflicts, ", "), r.integration(), sc.branch, r.integration())}
 	default:
-		rec.Land = rundir.Landed
+		rec.Land = record.Landed
 	}
-	if err := r.dir.Fact(&Fact{Type: rundir.FactLand, Time: r.rt.Now(), Visit: visit, Worktree: rec, Error: fail}); err != nil {
+	if err := r.dir.Fact(record.ScopeLanded{Time: r.rt.Now(), Visit: visit, Worktree: rec, Error: fail}.Fact()); err != nil {
 		return nil, &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	if fail != nil {
-		r.emit(&Event{Type: rundir.EventNote, Visit: visit, Message: fmt.Sprintf("%s conflicts with %s; its branch %s is kept", visit, r.integration(), sc.branch)})
+		r.emit(&Event{Type: record.EventNote, Visit: visit, Message: fmt.Sprintf("%s conflicts with %s; its branch %s is kept", visit, r.integration(), sc.branch)})
 	}
 	return rec, fail
 }
 
-func landing(mode string, ok bool) rundir.Landing {
+func landing(mode string, ok bool) record.Landing {
 	switch {
 	case mode == "none":
-		return rundir.LandKept
+		return record.LandKept
 	case ok:
-		return rundir.Landed
+		return record.Landed
 	}
-	return rundir.LandConflict
+	return record.LandConflict
 }
 
 func (r *runner) earlierLanding(visit string) *Fact {
@@ -181,16 +180,16 @@ func (r *runner) endScope(ctx context.Context, fr *frame, n *flows.Node, sc *wtS
 		return sc.value(false), fail
 	}
 	r.afterLanding(ctx, sc, rec)
-	return flows.WorktreeValue(rec.Branch, rec.Commit, rec.Files, rec.Land == rundir.Landed), fail
+	return flows.WorktreeValue(rec.Branch, rec.Commit, rec.Files, rec.Land == record.Landed), fail
 }
 
 // afterLanding removes what a landed (or kept) scope no longer needs.
-func (r *runner) afterLanding(ctx context.Context, sc *wtScope, rec *rundir.Worktree) {
-	if rec.Land == rundir.LandConflict || sc.memory {
+func (r *runner) afterLanding(ctx context.Context, sc *wtScope, rec *record.Worktree) {
+	if rec.Land == record.LandConflict || sc.memory {
 		return
 	}
-	if err := r.remove(ctx, sc, rec.Land == rundir.Landed); err != nil {
-		r.emit(&Event{Type: rundir.EventNote, Message: "warning: " + err.Error()})
+	if err := r.remove(ctx, sc, rec.Land == record.Landed); err != nil {
+		r.emit(&Event{Type: record.EventNote, Message: "warning: " + err.Error()})
 	}
 }
 
@@ -203,13 +202,13 @@ func (r *runner) closeOwned(ctx context.Context, path string) {
 	r.wt.mu.Unlock()
 	for _, sc := range owned {
 		sc.mu.Lock()
-		keep, drop := sc.failed, sc.landed == rundir.Landed
+		keep, drop := sc.failed, sc.landed == record.Landed
 		sc.mu.Unlock()
 		if keep {
 			continue
 		}
 		if err := r.remove(ctx, sc, drop); err != nil {
-			r.emit(&Event{Type: rundir.EventNote, Message: "warning: " + err.Error()})
+			r.emit(&Event{Type: record.EventNote, Message: "warning: " + err.Error()})
 		}
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -20,7 +20,7 @@ type session struct {
 	chain string // the chain of the keys of the scope's visits so far
 }
 
-func (r *runner) session(key rundir.Scope) *session {
+func (r *runner) session(key record.Scope) *session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.sessions[key]
@@ -64,7 +64,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	homePath := path
 	var sess *session
 	if n.Memory != "" {
-		o.scope = &rundir.Scope{Path: fr.scopes[n.Memory], Agent: a.Name}
+		o.scope = &record.Scope{Path: fr.scopes[n.Memory], Agent: a.Name}
 		homePath = o.scope.Path
 		sess = r.session(*o.scope)
 		if err := sess.mu.Lock(ctx); err != nil {
@@ -157,8 +157,8 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 		return reply{}, &Failure{Kind: schema.FailBudget, Message: errBudget.Error()}
 	case errors.Is(err, ErrUnavailable):
 		return reply{}, &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
-	case errors.Is(err, rundir.ErrRateLimit):
-		return reply{}, rundir.RateLimited(err)
+	case errors.Is(err, record.ErrRateLimit):
+		return reply{}, record.RateLimited(err)
 	case err != nil:
 		return reply{}, &Failure{Kind: schema.FailProvider, Message: err.Error()}
 	case res == nil:
@@ -202,7 +202,7 @@ func (r *runner) typed(ctx context.Context, fr *frame, t *Turn, answer reply, n 
 
 func (r *runner) progress(path, driver, model string) func(Progress) {
 	return func(p Progress) {
-		r.emit(&Event{Type: rundir.EventProgress, Visit: path, Driver: driver, Model: model, Activity: p.Activity, Tokens: p.Tokens})
+		r.emit(&Event{Type: record.EventProgress, Visit: path, Driver: driver, Model: model, Activity: p.Activity, Tokens: p.Tokens})
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -125,11 +125,11 @@ func (l *ledger) overspent(m *meter) {
 }
 
 // overspends are the budgets above their bound, first crossed first.
-func (l *ledger) overspends() []rundir.Overspend {
+func (l *ledger) overspends() []record.Overspend {
 	l.mu.Lock()
 	over := slices.Clone(l.over)
 	l.mu.Unlock()
-	var out []rundir.Overspend
+	var out []record.Overspend
 	for _, m := range over {
 		out = append(out, m.overspend())
 	}

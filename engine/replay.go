@@ -4,8 +4,8 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 )
 
 // replay indexes the last end fact of each visit of earlier attempts and
@@ -17,7 +17,7 @@ func (r *runner) replay(facts []*Fact) (notes []string) {
 		return nil
 	}
 	r.ended = map[string]*Fact{}
-	ws := rundir.Worktrees(facts)
+	ws := record.Worktrees(facts)
 	if r.workspace != nil {
 		notes = r.workspace.Confine(ws)
 	}
@@ -30,10 +30,10 @@ func (r *runner) replay(facts []*Fact) (notes []string) {
 		}
 	}
 	for _, f := range facts {
-		if f.Type == rundir.FactLand {
+		if f.Type == record.FactLand {
 			r.wt.landed[f.Visit] = f
 		}
-		if f.Type != rundir.FactEnd {
+		if f.Type != record.FactEnd {
 			continue
 		}
 		r.ended[f.Visit] = f
@@ -71,7 +71,7 @@ func (r *runner) replayed(fr *frame, n *flows.Node, vars map[string]any, path st
 	if n.Isolation {
 		r.replayLanding(fr, n, vars, path, o)
 	}
-	r.emit(&Event{Type: rundir.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok, Error: o.fail})
+	r.emit(&Event{Type: record.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok, Error: o.fail})
 	return o, true
 }
 
@@ -91,7 +91,7 @@ func (r *runner) replayLanding(fr *frame, n *flows.Node, vars map[string]any, pa
 		return
 	}
 	lf := r.earlierLanding(path)
-	if lf == nil || lf.Worktree == nil || lf.Worktree.Land == rundir.LandConflict && !n.Continue {
+	if lf == nil || lf.Worktree == nil || lf.Worktree.Land == record.LandConflict && !n.Continue {
 		sc, fail := r.scopeFor(fr, n, vars, path)
 		if fail != nil {
 			o.fail = fail
@@ -101,8 +101,8 @@ func (r *runner) replayLanding(fr *frame, n *flows.Node, vars map[string]any, pa
 		return
 	}
 	w := lf.Worktree
-	o.worktree = flows.WorktreeValue(w.Branch, w.Commit, files, w.Land == rundir.Landed)
-	if w.Land == rundir.LandConflict {
+	o.worktree = flows.WorktreeValue(w.Branch, w.Commit, files, w.Land == record.Landed)
+	if w.Land == record.LandConflict {
 		o.fail = lf.Error
 	}
 }

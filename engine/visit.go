@@ -7,8 +7,8 @@ import (
 
 	"github.com/expr-lang/expr"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -23,16 +23,16 @@ type outcome struct {
 	timeout  time.Duration // an agent turn's resolved timeout
 	attempts int
 	session  string
-	scope    *rundir.Scope  // the memory scope the session belongs to
+	scope    *record.Scope  // the memory scope the session belongs to
 	file     string         // where an oversized answer was written
 	size     int64          // its whole length
 	home     string         // the home the visit wrote into, redacted when it ends
-	answer   *rundir.Answer // who answered an ask, and when
+	answer   *record.Answer // who answered an ask, and when
 	// worktree is x.worktree of an isolated node (docs/worktrees.md); wt is what the
 	// end fact records of the worktree the visit ran in; land is the scope
 	// of an isolated leaf still to land once its end is journaled.
 	worktree any
-	wt       *rundir.Worktree
+	wt       *record.Worktree
 	land     *wtScope
 	// worker and transcript say where a remote LeafRunner ran the leaf
 	// and left its transcript; "" in this process.
@@ -40,7 +40,7 @@ type outcome struct {
 	// key is a leaf's visit key; reused names the recorded visit that
 	// answered it (docs/reuse-and-tests.md).
 	key    *flows.VisitKey
-	reused *rundir.Reused
+	reused *record.Reused
 }
 
 // visit runs one node and journals its start and end.
@@ -87,7 +87,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 				o.worktree = flows.ZeroWorktree(n, 0)
 			}
 			ok := true
-			r.emit(&Event{Type: rundir.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok})
+			r.emit(&Event{Type: record.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok})
 			r.closeOwned(ctx, path)
 			return nodeValue(o)
 		}
@@ -100,7 +100,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		// What an agent CLI wrote into the home itself has not passed
 		// through flow's writers.
 		if err := r.redactHome(o.home, start); err != nil {
-			r.emit(&Event{Type: rundir.EventNote, Visit: path, Message: fmt.Sprintf("redacting secrets in the home of %s: %v", path, err)})
+			r.emit(&Event{Type: record.EventNote, Visit: path, Message: fmt.Sprintf("redacting secrets in the home of %s: %v", path, err)})
 		}
 	}
 	end := r.rt.Now()
@@ -113,13 +113,14 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if isLeaf(n) {
 		recorded = o.output
 	}
-	f := &Fact{Type: rundir.FactEnd, Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Output: recorded,
+	e := record.VisitEnded{Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: ok, Output: recorded,
 		Error: o.fail, File: o.file, Size: o.size, Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session,
 		Scope: o.scope, Answer: o.answer, WallMS: wall, Worktree: o.wt, Worker: o.worker, Transcript: o.transcript,
 		Key: o.key, Reused: o.reused}
 	if o.timeout > 0 {
-		f.Timeout = o.timeout.String()
+		e.Timeout = o.timeout.String()
 	}
+	f := e.Fact()
 	r.spent(o.usage)
 	if err := r.dir.Fact(f); err != nil && o.fail == nil {
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
@@ -132,7 +133,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if n.Isolation && o.worktree == nil {
 		o.worktree = flows.ZeroWorktree(n, 0)
 	}
-	r.emit(&Event{Time: end, Type: rundir.EventVisitEnd, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
+	r.emit(&Event{Time: end, Type: record.EventVisitEnd, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
 	r.closeOwned(ctx, path)
 	return nodeValue(o)
 }
@@ -196,9 +197,9 @@ func condition(err error) *outcome {
 
 // journalStart journals and announces a visit's start.
 func (r *runner) journalStart(n *flows.Node, path string, start time.Time) *Failure {
-	if err := r.dir.Fact(&Fact{Type: rundir.FactStart, Time: start, Visit: path, Node: n.ID, Kind: n.Kind}); err != nil {
+	if err := r.dir.Fact(record.VisitStarted{Time: start, Visit: path, Node: n.ID, Kind: n.Kind}.Fact()); err != nil {
 		return &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 	}
-	r.emit(&Event{Time: start, Type: rundir.EventVisitStart, Visit: path, Node: n.ID, Kind: n.Kind})
+	r.emit(&Event{Time: start, Type: record.EventVisitStart, Visit: path, Node: n.ID, Kind: n.Kind})
 	return nil
 }

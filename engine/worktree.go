@@ -7,11 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/internal/gitwork"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -27,7 +25,7 @@ type worktrees struct {
 	starts map[string]string
 	// earlier is what earlier attempts recorded of each scope, and landed
 	// the last land fact of each visit (resume).
-	earlier map[string]*rundir.Worktree
+	earlier map[string]*record.Worktree
 	landed  map[string]*Fact
 	// owned are the memory scopes by the path of the visit whose end ends
 	// them.
@@ -40,7 +38,7 @@ type worktrees struct {
 
 func newWorktrees(rt Runtime, starts map[string]string) *worktrees {
 	return &worktrees{mu: rt.NewLock(), repos: map[string]*wtRepo{}, scopes: map[string]*wtScope{}, starts: starts,
-		earlier: map[string]*rundir.Worktree{}, landed: map[string]*Fact{}, owned: map[string][]*wtScope{}}
+		earlier: map[string]*record.Worktree{}, landed: map[string]*Fact{}, owned: map[string][]*wtScope{}}
 }
 
 // wtRepo is one repository, opened on first use: its integration branch
@@ -49,8 +47,7 @@ type wtRepo struct {
 	dir  string
 	mu   Mutex // guards the rest; held while the repository is opened
 	done bool
-	git  *gitwork.Repo
-	base string
+	git  Repo // the host's (Workspace.OpenRepo)
 	err  error
 }
 
@@ -80,16 +77,11 @@ type wtScope struct {
 	head   string         // the last checkpoint, or what landed
 	files  []string       // every file the scope changed
 	failed bool           // its last visit failed: keep it for the user
-	landed rundir.Landing // how its last landing went
-}
-
-// identity is who commits for a visit of the run.
-func (r *runner) identity(visit string) gitwork.Identity {
-	return gitwork.RunIdentity(r.opts.RunID, visit)
+	landed record.Landing // how its last landing went
 }
 
 // integration is the run's integration branch in every repository.
-func (r *runner) integration() string { return gitwork.IntegrationBranch(r.opts.RunID) }
+func (r *runner) integration() string { return r.workspace.IntegrationBranch(r.opts.RunID) }
 
 // scope returns the scope named name, made on first use with what earlier
 // attempts recorded of it.
@@ -107,7 +99,7 @@ func (r *runner) scope(name, land, repoDir string, memory bool, owner string) *w
 		sc.branch, sc.path, sc.base, sc.head, sc.gone = rec.Branch, rec.Path, rec.Base, rec.Commit, rec.Removed
 		sc.made = rec.Path != ""
 		sc.files = slices.Clone(rec.Files)
-		sc.landed, sc.failed = rec.Land, rec.Land == rundir.LandConflict
+		sc.landed, sc.failed = rec.Land, rec.Land == record.LandConflict
 		if sc.repoDir == "" {
 			sc.repoDir = rec.Repo
 		}
@@ -177,34 +169,31 @@ func (r *runner) repo(ctx context.Context, dir string) (*wtRepo, error) {
 	return rp, err
 }
 
+// init opens the repository at the commit the run started from there:
+// the snapshot's, else the one an earlier attempt recorded, else (a
+// repository the run made, or named by an expression) its head.
 func (rp *wtRepo) init(ctx context.Context, r *runner) error {
-	g, err := gitwork.Open(ctx, rp.dir)
+	g, err := r.workspace.OpenRepo(ctx, r.opts.RunID, rp.dir, func(top string) string {
+		base := r.wt.starts[top]
+		r.wt.mu.Lock()
+		defer r.wt.mu.Unlock()
+		for _, rec := range r.wt.earlier {
+			if base == "" && rec.Repo == top && rec.Base != "" {
+				base = rec.Base
+			}
+		}
+		return base
+	})
 	if err != nil {
 		return err
 	}
-	base := r.wt.starts[g.Top]
-	r.wt.mu.Lock()
-	for _, rec := range r.wt.earlier {
-		if base == "" && rec.Repo == g.Top && rec.Base != "" {
-			base = rec.Base
-		}
-	}
-	r.wt.mu.Unlock()
-	if base == "" { // a repository the run made, or named by an expression
-		if base, err = g.Head(ctx); err != nil {
-			return err
-		}
-	}
-	if err := g.EnsureBranch(ctx, r.integration(), base); err != nil {
-		return err
-	}
-	rp.git, rp.base = g, base
-	if tree, err := g.Tree(ctx, base); err == nil && len(tree) >= 12 {
+	rp.git = g
+	if tree := g.Tree(ctx); len(tree) >= 12 {
 		// A repository the run made at a fresh path each time (a
 		// temporary directory) is named in a key by what it holds.
 		name := "<repo:" + tree[:12] + ">"
 		r.wt.mu.Lock()
-		r.wt.named = append(r.wt.named, [2]string{rp.dir, name}, [2]string{g.Top, name})
+		r.wt.named = append(r.wt.named, [2]string{rp.dir, name}, [2]string{g.Top(), name})
 		r.wt.mu.Unlock()
 	}
 	return nil
@@ -226,7 +215,7 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 	}
 	sc.repo = rp
 	if sc.base == "" {
-		sc.base = rp.base
+		sc.base = rp.git.Base()
 	}
 	if sc.head == "" {
 		sc.head = sc.base
@@ -238,33 +227,27 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	if sc.branch == "" {
-		sc.branch = gitwork.ScopeBranch(r.opts.RunID, sc.name)
+		sc.branch = r.workspace.ScopeBranch(r.opts.RunID, sc.name)
 	}
-	if err := rp.git.Worktree(ctx, sc.path, sc.branch, sc.head); err != nil {
+	if err := rp.git.MakeWorktree(ctx, sc.path, sc.branch, sc.head); err != nil {
 		return "", gitFailure(ctx, sc.name, err)
 	}
 	sc.open, sc.made, sc.gone = true, true, false
-	rec := &rundir.Worktree{Scope: sc.name, Repo: rp.git.Top, Path: sc.path, Branch: sc.branch, Base: sc.base, Commit: sc.head}
-	if err := r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: r.rt.Now(), Worktree: rec}); err != nil {
+	rec := &record.Worktree{Scope: sc.name, Repo: rp.git.Top(), Path: sc.path, Branch: sc.branch, Base: sc.base, Commit: sc.head}
+	if err := r.dir.Fact(record.WorktreeMade{Time: r.rt.Now(), Worktree: rec}.Fact()); err != nil {
 		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	return sc.path, nil
 }
 
-// gitTimeout bounds one git step that must not be cut short by a stop: a
-// checkpoint or a landing runs to its end, so the repository is never left
-// half way.
-const gitTimeout = 2 * time.Minute
-
 // checkpoint commits what a visit changed in the scope's worktree, so that
-// a resume finds the scope as the journal left it.
-func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*rundir.Worktree, error) {
+// a resume finds the scope as the journal left it. A stop does not cut it
+// short (Repo).
+func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*record.Worktree, error) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
-	defer cancel()
 	since := sc.head
-	head, files, err := sc.repo.git.Checkpoint(ctx, sc.path, since, r.identity(visit), gitwork.CheckpointMessage(r.opts.RunID, visit))
+	head, files, err := sc.repo.git.Checkpoint(context.WithoutCancel(ctx), sc.path, since, visit)
 	if err != nil {
 		return nil, fmt.Errorf("committing what %s changed in %s: %w", visit, sc.path, err)
 	}
@@ -277,7 +260,7 @@ func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*ru
 	slices.Sort(sc.files)
 	// Base..Commit is what the visit changed: a recording carries it to
 	// another run (docs/reuse-and-tests.md).
-	return &rundir.Worktree{Scope: sc.name, Branch: sc.branch, Base: since, Commit: head, Files: files}, nil
+	return &record.Worktree{Scope: sc.name, Branch: sc.branch, Base: since, Commit: head, Files: files}, nil
 }
 
 // remove removes the scope's worktree, and its branch once it landed.
@@ -287,21 +270,16 @@ func (r *runner) remove(ctx context.Context, sc *wtScope, dropBranch bool) error
 	if sc.gone || !sc.made {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
-	defer cancel()
+	ctx = context.WithoutCancel(ctx) // a stop does not cut it short (Repo)
 	rp, err := r.repo(ctx, sc.repoDir)
 	if err != nil {
 		return err
 	}
-	err = rp.git.RemoveWorktree(ctx, sc.path)
-	if err == nil && dropBranch {
-		err = rp.git.DeleteBranch(ctx, sc.branch)
-	}
-	if err != nil {
+	if err := rp.git.RemoveWorktree(ctx, sc.path, sc.branch, dropBranch); err != nil {
 		return fmt.Errorf("removing the worktree of %s: %w", sc.name, err)
 	}
 	sc.gone, sc.open = true, false
-	return r.dir.Fact(&Fact{Type: rundir.FactWorktree, Time: r.rt.Now(), Worktree: &rundir.Worktree{Scope: sc.name, Removed: true}})
+	return r.dir.Fact(record.WorktreeRemoved{Time: r.rt.Now(), Scope: sc.name}.Fact())
 }
 
 // value is how a scope appears as x.worktree.
@@ -317,7 +295,7 @@ func gitFailure(ctx context.Context, scope string, err error) *Failure {
 		return cancelled(ctx, "")
 	}
 	msg := fmt.Sprintf("isolating %s: %v", scope, err)
-	if errors.Is(err, gitwork.ErrNoGit) {
+	if errors.Is(err, ErrNoWorkspace) {
 		msg = err.Error()
 	}
 	return &Failure{Kind: schema.FailUnavailable, Message: msg}

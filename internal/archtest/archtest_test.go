@@ -18,10 +18,12 @@ const module = "github.com/flowrun/flow"
 // Packages outside every layer (internal helpers) are checked through their
 // importers: a package's Deps are transitive.
 //
-// The run directory is still below the engine (the engine records into
-// it); it goes above the engine once the engine owns the vocabulary the
-// run directory stores.
-var layers = [][]string{{"schema"}, {"flows"}, {"rundir"}, {"engine"}, {"steps"}, {"temporal"}, {"runner"}, {"sweep", "serve"}, {"cmd"}}
+// A layer may name a directory below a top-level one (engine/record): it
+// is then a layer of its own, apart from its parent's. The walker's
+// vocabulary (engine/record) is below the run directory, which stores it;
+// the run directory is still below the engine while the local host's code
+// in package engine records into it.
+var layers = [][]string{{"schema"}, {"flows"}, {"engine/record"}, {"rundir"}, {"engine"}, {"steps"}, {"temporal"}, {"runner"}, {"sweep", "serve"}, {"cmd"}}
 
 // pkg is one package of the module with the packages it depends on.
 type pkg struct {
@@ -36,13 +38,32 @@ func layerOf(path string) int {
 	if !ok {
 		return -1
 	}
-	top, _, _ := strings.Cut(rel, "/")
-	return slices.IndexFunc(layers, func(l []string) bool { return slices.Contains(l, top) })
+	at, best := -1, ""
+	for i, l := range layers {
+		for _, dir := range l {
+			if (rel == dir || strings.HasPrefix(rel, dir+"/")) && len(dir) > len(best) {
+				at, best = i, dir
+			}
+		}
+	}
+	return at
 }
 
-// topDir is the top-level directory of a package of the module.
+// topDir is the directory of a layer a package of the module is in: the
+// most specific one (engine/record rather than engine), else its
+// top-level directory.
 func topDir(path string) string {
-	top, _, _ := strings.Cut(strings.TrimPrefix(path, module+"/"), "/")
+	rel := strings.TrimPrefix(path, module+"/")
+	best := ""
+	for _, dir := range slices.Concat(layers...) {
+		if (rel == dir || strings.HasPrefix(rel, dir+"/")) && len(dir) > len(best) {
+			best = dir
+		}
+	}
+	if best != "" {
+		return best
+	}
+	top, _, _ := strings.Cut(rel, "/")
 	return top
 }
 
@@ -106,6 +127,18 @@ func TestViolations(t *testing.T) {
 				{Path: module + "/sweep", Deps: []string{module + "/engine", module + "/rundir"}},
 				{Path: module + "/serve", Deps: []string{module + "/sweep"}},
 			},
+		},
+		{
+			name: "the run directory imports the engine's vocabulary, which imports the language",
+			pkgs: []pkg{
+				{Path: module + "/rundir", Deps: []string{module + "/engine/record", module + "/schema"}},
+				{Path: module + "/engine/record", Deps: []string{module + "/schema"}},
+			},
+		},
+		{
+			name: "the engine's vocabulary imports the run directory",
+			pkgs: []pkg{{Path: module + "/engine/record", Deps: []string{module + "/rundir"}}},
+			want: []string{module + "/engine/record (engine/record) imports " + module + "/rundir (rundir): engine/record may not import rundir"},
 		},
 		{
 			name: "the run directory imports the engine",
