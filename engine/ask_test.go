@@ -1,7 +1,9 @@
-package engine
+package engine_test
 
 import (
 	"context"
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -118,12 +120,12 @@ nodes:
 `)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stopper := &stopOnStart{visit: "wait", cancel: cancel}
-	res, err := Execute(ctx, p, Options{Asker: &scriptedAsker{answer: "ship", by: "bob"}, Commands: stopper, RunsDir: t.TempDir()})
+	res, err := local.Execute(ctx, p, Options{Asker: &scriptedAsker{answer: "ship", by: "bob"}, Commands: stopper, RunsDir: t.TempDir()})
 	if err != nil || res.Status() != rundir.StatusStopped {
 		t.Fatalf("first attempt should stop: %v %+v", err, res)
 	}
 	second := &scriptedAsker{answer: "hold", by: "carol"}
-	res, err = Resume(context.Background(), res.Dir, flows.Options{UserAgentDirs: []string{}}, Options{Asker: second, Commands: fakeCommands{}})
+	res, err = local.Resume(context.Background(), res.Dir, flows.Options{UserAgentDirs: []string{}}, Options{Asker: second, Commands: fakeCommands{}})
 	if err != nil || !res.OK {
 		t.Fatalf("resume: %v %+v", err, res)
 	}

@@ -1,7 +1,9 @@
-package engine
+package engine_test
 
 import (
 	"context"
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -50,7 +52,7 @@ func (d *streamDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 func runStream(t *testing.T, src string, d *streamDriver) (*Result, []*Fact) {
 	t.Helper()
 	p := load(t, "bud", src)
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir(), Concurrency: 8})
+	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir(), Concurrency: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,16 +170,15 @@ func TestResumeRebuildsTheLedger(t *testing.T) {
   - {id: d, agent: worker, prompt: x}
   - {id: j, agent: judge, prompt: x}
 `, d)
-	r := &runner{rt: LocalRuntime{}, mu: LocalRuntime{}.NewLock(), sessions: map[rundir.Scope]*session{}, ledger: newLedger(LocalRuntime{}), wt: newWorktrees(LocalRuntime{}, nil)}
-	r.replay(facts)
-	if s, ty := r.ledger.smallest("worker"), r.ledger.typical("worker"); s != 100 || ty != 300 {
+	l := ReplayLedger(local.Runtime{}, facts)
+	if s, ty := l.Smallest("worker"), l.Typical("worker"); s != 100 || ty != 300 {
 		t.Fatalf("worker: smallest %d typical %d, want 100 and 300", s, ty)
 	}
-	if s := r.ledger.smallest("judge"); s != 50 {
+	if s := l.Smallest("judge"); s != 50 {
 		t.Fatalf("judge: smallest %d, want 50", s)
 	}
-	want, floor, priced := r.ledger.price("other")
-	if !priced || want.tokens != 50 || floor.tokens != 50 {
+	want, floor, priced := l.Price("other")
+	if !priced || want != 50 || floor != 50 {
 		t.Fatalf("an agent without turns is priced at the run's smallest turn: %+v %+v %v", want, floor, priced)
 	}
 }

@@ -1,10 +1,12 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"os"
 	"path/filepath"
 	"slices"
@@ -95,7 +97,7 @@ func execute(t *testing.T, p *flows.Plan, d *fakeDriver, opts Options) (*Result,
 	opts.Commands = fakeCommands{}
 	opts.RunsDir = t.TempDir()
 	opts.Backoff = time.Millisecond
-	res, err := Execute(context.Background(), p, opts)
+	res, err := local.Execute(context.Background(), p, opts)
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}
@@ -296,7 +298,7 @@ func TestParallelFailFastCancelsSiblings(t *testing.T) {
 	opts.Drivers = map[string]Driver{"exec": slow}
 	opts.RunsDir = t.TempDir()
 	start := time.Now()
-	res, err := Execute(context.Background(), p, opts)
+	res, err := local.Execute(context.Background(), p, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +413,7 @@ func TestStoppedWhenInterrupted(t *testing.T) {
 	d := &fakeDriver{delay: 10 * time.Second}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(100*time.Millisecond, func() { cancel(ErrStopped) })
-	res, err := Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
+	res, err := local.Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +435,7 @@ input:
 	if !res.OK || !strings.HasPrefix(d.turns[0].Prompt, "g at 3") {
 		t.Fatalf("defaults: %+v %q", res.Failure, d.turns[0].Prompt)
 	}
-	_, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
+	_, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
 	var ie *InputError
 	if !errors.As(err, &ie) {
 		t.Fatalf("missing required input: want InputError, got %v", err)
@@ -453,7 +455,7 @@ nodes:
 nodes:
   - {id: ship, ask: Ship it?}
 `)
-	_, err := Execute(context.Background(), p, Options{RunsDir: t.TempDir()})
+	_, err := local.Execute(context.Background(), p, Options{RunsDir: t.TempDir()})
 	var re *RefusedError
 	if !errors.As(err, &re) {
 		t.Fatalf("an ask without default must be refused unattended, got %v", err)
@@ -519,7 +521,7 @@ budget: {tokens: 1200}
   - {id: t4, agent: worker, prompt: x}
 `)
 	d := &budgetDriver{}
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
+	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +546,7 @@ func TestBudgetStopsARunningTurn(t *testing.T) {
         do: [{id: noted, run: [echo, over]}]
 `)
 	d := &budgetDriver{stream: true}
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, RunsDir: t.TempDir()})
+	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, RunsDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +609,7 @@ func TestResumeReplaysEndedVisits(t *testing.T) {
 		return "done", nil
 	}}
 	dir := t.TempDir()
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": failing}, RunsDir: dir, RunID: "r1"})
+	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": failing}, RunsDir: dir, RunID: "r1"})
 	if err != nil || res.OK || res.Failure.Root().Kind != schema.FailProvider {
 		t.Fatalf("first attempt: %v %+v", err, res.Failure)
 	}
@@ -624,7 +626,7 @@ func TestResumeReplaysEndedVisits(t *testing.T) {
 	if len(facts) == 0 {
 		t.Fatal("the first attempt journaled nothing")
 	}
-	res, err = Resume(context.Background(), res.Dir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": second}})
+	res, err = local.Resume(context.Background(), res.Dir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": second}})
 	if err != nil || !res.OK {
 		t.Fatalf("resume: %v %+v", err, res.Failure)
 	}
@@ -760,7 +762,7 @@ timeout: 20ms
 `+agents+`nodes:
   - {id: slow, agent: worker, prompt: x}
 `)
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": deafDriver{after: 100 * time.Millisecond}}, RunsDir: t.TempDir()})
+	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": deafDriver{after: 100 * time.Millisecond}}, RunsDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -835,13 +837,13 @@ func TestResumeDoesNotJournalEndedBlocksAgain(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 		return "done", nil
 	}}
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": failing}, RunsDir: t.TempDir(), RunID: "r1"})
+	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": failing}, RunsDir: t.TempDir(), RunID: "r1"})
 	if err != nil || res.OK {
 		t.Fatalf("first attempt: %v %+v", err, res.Failure)
 	}
 	var events []*Event
 	var mu sync.Mutex
-	res, err = Resume(context.Background(), res.Dir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": &fakeDriver{}},
+	res, err = local.Resume(context.Background(), res.Dir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": &fakeDriver{}},
 		OnEvent: func(e *Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
 	if err != nil || !res.OK {
 		t.Fatalf("resume: %v %+v", err, res.Failure)

@@ -1,7 +1,9 @@
-package engine
+package engine_test
 
 import (
 	"context"
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +77,7 @@ func FuzzLoadAndRun(f *testing.F) {
 		ctx, cancel := context.WithTimeoutCause(context.Background(), 300*time.Millisecond, ErrStopped)
 		defer cancel()
 		start := time.Now()
-		_, _ = Execute(ctx, plan, Options{Drivers: drivers, Commands: dryCommands{}, RunsDir: t.TempDir(),
+		_, _ = local.Execute(ctx, plan, Options{Drivers: drivers, Commands: dryCommands{}, RunsDir: t.TempDir(),
 			WorkDir: dir, Input: zeroOf(plan.Root.Input), Backoff: time.Millisecond})
 		if took := time.Since(start); took > 20*time.Second {
 			t.Errorf("the run ended %v after it started, though stopped after 300 ms:\n%s", took, src)

@@ -1,8 +1,10 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"errors"
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,7 +31,7 @@ nodes:
 		{map[string]any{"fiel": "x"}, `unknown field "fiel"; did you mean "file"? (declared: file, opts)`},
 		{map[string]any{"opts": map[string]any{"dept": 2}}, `unknown field "dept" at opts; did you mean "depth"?`},
 	} {
-		_, err := Execute(context.Background(), p, Options{Commands: fakeCommands{}, RunsDir: t.TempDir(), Input: c.in})
+		_, err := local.Execute(context.Background(), p, Options{Commands: fakeCommands{}, RunsDir: t.TempDir(), Input: c.in})
 		var ie *InputError
 		if !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("input %v: got %v, want an InputError saying %q", c.in, err, c.want)

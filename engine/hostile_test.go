@@ -1,7 +1,9 @@
-package engine
+package engine_test
 
 import (
 	"context"
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,14 +22,14 @@ func TestHostileRunIDCollision(t *testing.T) {
 	p := load(t, "one", "name: one\n"+agents+"nodes:\n  - {id: a, agent: worker, prompt: x}\n")
 	runs := t.TempDir()
 	opts := Options{Drivers: map[string]Driver{"exec": &fakeDriver{}}, Commands: fakeCommands{}, RunsDir: runs, RunID: "taken"}
-	if _, err := Execute(context.Background(), p, opts); err != nil {
+	if _, err := local.Execute(context.Background(), p, opts); err != nil {
 		t.Fatal(err)
 	}
 	before, err := os.ReadFile(filepath.Join(runs, "taken", "journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Execute(context.Background(), p, opts); err == nil || !strings.Contains(err.Error(), "exists") {
+	if _, err := local.Execute(context.Background(), p, opts); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Fatalf("a second run with the same id: %v, want refused", err)
 	}
 	after, _ := os.ReadFile(filepath.Join(runs, "taken", "journal.jsonl"))

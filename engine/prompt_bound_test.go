@@ -1,7 +1,8 @@
-package engine
+package engine_test
 
 import (
 	"encoding/json"
+	. "github.com/flowrun/flow/engine"
 	"runtime"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ nodes:
 
 // A value shallow enough is still indented for the model to read.
 func TestShallowReadIsIndented(t *testing.T) {
-	if got := jsonFence(map[string]any{"a": []any{1, 2}}); !strings.Contains(got, "\n  \"a\": [\n    1,") {
+	if got := JSONFence(map[string]any{"a": []any{1, 2}}); !strings.Contains(got, "\n  \"a\": [\n    1,") {
 		t.Errorf("jsonFence = %q, want it indented", got)
 	}
 }

@@ -1,8 +1,10 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"fmt"
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"testing"
 
 	"github.com/flowrun/flow/rundir"
@@ -22,7 +24,7 @@ func TestRateLimitAndQuotaKinds(t *testing.T) {
 		"broke": &rundir.QuotaError{Message: "You exceeded your current quota"},
 	}}
 	rec := &memoryRecorder{}
-	if _, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: LocalRuntime{}, Leaves: leaves, Recorder: rec}), nil); err != nil {
+	if _, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: local.Runtime{}, Leaves: leaves, Recorder: rec}), nil); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]*Failure{}

@@ -1,9 +1,11 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"sync"
 	"testing"
 	"time"
@@ -79,7 +81,7 @@ budget: {tokens: 100}
 		"cmdslow": fmt.Errorf("leaf: %w", ErrTimeout),
 	}}
 	rec := &memoryRecorder{}
-	res, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: LocalRuntime{}, Leaves: leaves, Recorder: rec}), nil)
+	res, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: local.Runtime{}, Leaves: leaves, Recorder: rec}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

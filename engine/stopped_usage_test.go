@@ -1,7 +1,9 @@
-package engine
+package engine_test
 
 import (
 	"context"
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"testing"
 	"time"
 
@@ -39,7 +41,7 @@ func TestStoppedTurnsRecordTheirUsage(t *testing.T) {
 				<-ctx.Done()
 				return &TurnResult{Status: Aborted, Usage: Usage{Input: &in, CacheRead: &cached, Partial: true}}, context.Cause(ctx)
 			})
-			res, err := Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
+			res, err := local.Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,8 @@
-package engine
+package engine_test
 
 import (
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"testing"
 	"time"
 
@@ -48,7 +50,7 @@ func TestSharedLiveCap(t *testing.T) {
     do: [{id: w, agent: worker, prompt: p}]
 `)
 	d := &fakeDriver{delay: 20 * time.Millisecond}
-	live := LocalRuntime{}.NewSemaphore(1)
+	live := local.Runtime{}.NewSemaphore(1)
 	execute(t, p, d, Options{Live: live, Concurrency: 4})
 	if m := d.maxLive.Load(); m != 1 {
 		t.Errorf("%d turns were alive at once under a shared cap of 1", m)

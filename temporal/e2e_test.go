@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
@@ -55,7 +56,7 @@ func newClusterOf(t *testing.T, concurrency int, drivers ...engine.Driver) *clus
 	}
 	cl := &cluster{t: t, srv: srv, c: c, queue: "flow-" + strings.ReplaceAll(t.Name(), "/", "-")}
 	for _, d := range drivers {
-		acts := &Activities{Leaves: engine.LocalLeaves{Drivers: map[string]engine.Driver{"exec": d}, Commands: echoCommands{}}, RunsDir: t.TempDir(), Concurrency: concurrency}
+		acts := &Activities{Leaves: local.Leaves{Drivers: map[string]engine.Driver{"exec": d}, Commands: echoCommands{}}, RunsDir: t.TempDir(), Concurrency: concurrency}
 		w := NewWorker(c, cl.queue, acts)
 		ctx, stop := context.WithCancel(context.Background())
 		cl.workers = append(cl.workers, w)

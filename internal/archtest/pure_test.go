@@ -79,9 +79,7 @@ func impure(name string, f *ast.File) []string {
 // impureAllowed is what package engine still does that its hosts should:
 // a shrinking allowlist while the walker's effects move behind Host. A
 // line here that no longer holds fails the test too, so that the list
-// only shrinks. What remains: local_leaves.go and local_run.go are the
-// local host still in package engine (its runtime, leaves, run directory
-// and processes), bound for engine/local; worktree.go and land.go drive
+// only shrinks. What remains: worktree.go and land.go drive
 // git for isolated scopes, bound for the host's Workspace; the other
 // files import rundir for the vocabulary (facts, failures, usage, events),
 // which moves into engine once nothing in engine imports rundir.
@@ -95,20 +93,6 @@ var impureAllowed = []string{
 	"land.go: import github.com/flowrun/flow/rundir",
 	"leaf.go: import github.com/flowrun/flow/rundir",
 	"ledger.go: import github.com/flowrun/flow/rundir",
-	"local_leaves.go: chan type",
-	"local_leaves.go: context.WithTimeoutCause",
-	"local_leaves.go: import github.com/flowrun/flow/rundir",
-	"local_leaves.go: import github.com/sourcegraph/conc/pool",
-	"local_leaves.go: import os",
-	"local_leaves.go: import sync",
-	"local_leaves.go: make(chan)",
-	"local_leaves.go: time.NewTimer",
-	"local_leaves.go: time.Now",
-	"local_leaves.go: time.Since",
-	"local_run.go: import github.com/flowrun/flow/internal/gitwork",
-	"local_run.go: import github.com/flowrun/flow/internal/proc",
-	"local_run.go: import github.com/flowrun/flow/rundir",
-	"local_run.go: import os",
 	"replay.go: import github.com/flowrun/flow/rundir",
 	"visit.go: import github.com/flowrun/flow/rundir",
 	"worktree.go: context.WithTimeout",
