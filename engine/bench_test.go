@@ -3,8 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	. "github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/engine/local"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 )
 

@@ -2,14 +2,14 @@ package engine_test
 
 import (
 	"context"
-	. "github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/engine/local"
 	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )

@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	. "github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/engine/local"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +10,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )

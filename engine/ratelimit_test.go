@@ -3,10 +3,10 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	. "github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/engine/local"
 	"testing"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )

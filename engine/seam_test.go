@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	. "github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/engine/local"
 	"sync"
 	"testing"
 	"time"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/schema"
 )
 

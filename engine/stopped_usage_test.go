@@ -2,11 +2,11 @@ package engine_test
 
 import (
 	"context"
-	. "github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/engine/local"
 	"testing"
 	"time"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )

@@ -1,12 +1,11 @@
 package engine_test
 
 import (
-	. "github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/engine/local"
 	"testing"
 	"time"
 
-	"github.com/flowrun/flow/rundir"
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 )
 
 // TestValuesOfTopLevelNodes: a finished run leaves each top-level node's
@@ -20,23 +19,22 @@ func TestValuesOfTopLevelNodes(t *testing.T) {
       - {id: verdict, agent: judge, prompt: p}
   - {id: tests, run: [go, test]}
 `)
-	res, _ := execute(t, p, &fakeDriver{}, Options{})
-	v, err := rundir.ReadValues(res.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	review, _ := v["review"].(map[string]any)
-	out, _ := review["output"].(map[string]any)
-	if review["ok"] != true || out["converged"] != true || out["iterations"] != 1.0 {
-		t.Errorf("review's value: %v", v["review"])
-	}
-	tests, _ := v["tests"].(map[string]any)
-	if to, _ := tests["output"].(map[string]any); to["passed"] != true {
-		t.Errorf("tests' value: %v", v["tests"])
-	}
-	if _, ok := v["input"]; !ok {
-		t.Errorf("no input in %v", v)
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		res, _ := executeOn(t, h, p, &fakeDriver{}, Options{})
+		v := valuesOf(t, res)
+		review, _ := v["review"].(map[string]any)
+		out, _ := review["output"].(map[string]any)
+		if review["ok"] != true || out["converged"] != true || out["iterations"] != 1.0 {
+			t.Errorf("review's value: %v", v["review"])
+		}
+		tests, _ := v["tests"].(map[string]any)
+		if to, _ := tests["output"].(map[string]any); to["passed"] != true {
+			t.Errorf("tests' value: %v", v["tests"])
+		}
+		if _, ok := v["input"]; !ok {
+			t.Errorf("no input in %v", v)
+		}
+	})
 }
 
 // TestSharedLiveCap: runs given one Live semaphore share its cap.

@@ -3,8 +3,6 @@ package engine_test
 import (
 	"bytes"
 	"context"
-	. "github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/engine/local"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
