@@ -66,20 +66,22 @@ func TestHostileLongAnswerIsBoundedInTheJournal(t *testing.T) {
 // parsed into memory.
 func TestHostileHugeTypedAnswerIsRefused(t *testing.T) {
 	p := load(t, "typed", "name: typed\n"+agents+"nodes:\n  - {id: v, agent: worker, prompt: x, output: {items: [string]}}\n")
-	huge := `{"items":["` + strings.Repeat("x", TypedLimit) + `"]}`
-	res, _ := execute(t, p, &fakeDriver{answer: func(*Turn) (string, error) { return huge, nil }}, Options{})
-	if res.OK || res.Failure.Root().Kind != schema.FailSchema || !strings.Contains(res.Failure.Root().Message, "a typed output may have") {
-		t.Fatalf("run = %+v, want failed schema for the size", res.Failure)
-	}
-	// A typed answer over AnswerLimit but under TypedLimit parses whole.
-	long := `{"items":["` + strings.Repeat("y", 2*AnswerLimit) + `"]}`
-	res, _ = execute(t, p, &fakeDriver{answer: func(*Turn) (string, error) { return long, nil }}, Options{})
-	if !res.OK {
-		t.Fatalf("a %d-byte typed answer failed: %v", len(long), res.Failure)
-	}
-	if items := res.Output.(map[string]any)["items"].([]any); len(items[0].(string)) != 2*AnswerLimit {
-		t.Error("the typed answer was not parsed whole")
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		huge := `{"items":["` + strings.Repeat("x", TypedLimit) + `"]}`
+		res, _ := executeOn(t, h, p, &fakeDriver{answer: func(*Turn) (string, error) { return huge, nil }}, Options{})
+		if res.OK || res.Failure.Root().Kind != schema.FailSchema || !strings.Contains(res.Failure.Root().Message, "a typed output may have") {
+			t.Fatalf("run = %+v, want failed schema for the size", res.Failure)
+		}
+		// A typed answer over AnswerLimit but under TypedLimit parses whole.
+		long := `{"items":["` + strings.Repeat("y", 2*AnswerLimit) + `"]}`
+		res, _ = executeOn(t, h, p, &fakeDriver{answer: func(*Turn) (string, error) { return long, nil }}, Options{})
+		if !res.OK {
+			t.Fatalf("a %d-byte typed answer failed: %v", len(long), res.Failure)
+		}
+		if items := res.Output.(map[string]any)["items"].([]any); len(items[0].(string)) != 2*AnswerLimit {
+			t.Error("the typed answer was not parsed whole")
+		}
+	})
 }
 
 // A key an agent echoes reaches neither the journal, nor the events the

@@ -35,11 +35,14 @@ type host struct {
 	// now is the host's clock as a walk starts: a time no fact of the
 	// walk is before.
 	now func() time.Time
+	// runtime is a fresh Runtime of the host's, for a test that makes a
+	// host of its own parts.
+	runtime func() Runtime
 }
 
 var hosts = []host{
-	{"local", walkLocal, resumeLocal, time.Now},
-	{"memory", walkInMemory, resumeInMemory, func() time.Time { return enginetest.Epoch }},
+	{"local", walkLocal, resumeLocal, time.Now, func() Runtime { return local.Runtime{} }},
+	{"memory", walkInMemory, resumeInMemory, func() time.Time { return enginetest.Epoch }, func() Runtime { return enginetest.New() }},
 }
 
 // onHosts runs test on every host, each a subtest of its own.
