@@ -100,10 +100,9 @@ func (r *Result) Status() rundir.Status {
 // from the run's snapshot): every effect of the walk is one of host's;
 // opts.Runtime and opts.Leaves are not read. opts.RunID names the run;
 // earlier holds the facts of earlier attempts when the run resumes.
-// Walk neither creates a
-// run directory nor ends processes: host owns where facts and processes
-// live. Isolated scopes need the host's Workspace: a plan with them is
-// refused on a host that has none.
+// Walk neither creates a run directory nor ends processes: host owns
+// where facts and processes live. Isolated scopes need the host's
+// Workspace: a plan with them is refused on a host that has none.
 func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlier []*Fact) (*Result, error) {
 	opts.Runtime, opts.Leaves = host, host
 	input, err := opts.Prepare(plan)
