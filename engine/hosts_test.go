@@ -23,7 +23,7 @@ import (
 // another in index order, a fake clock, facts in memory. A test of what
 // the walker decides — values, outcomes, failures, loops, guards, budgets,
 // asks — runs on both and asserts the same on each (docs/decisions.md,
-// "A pure walker").
+// "The local host leaves package engine").
 type host struct {
 	name string
 	// walk walks p to its end with opts, returning how it ended and its
