@@ -26,8 +26,12 @@ type reply struct {
 }
 
 // whole returns the whole answer, for parsing a typed output: a typed
-// answer comes whole (keep), unless it was longer than TypedLimit.
+// answer comes whole (keep), unless it was longer than TypedLimit — kept
+// in a file by the local leaves, or whole from a host that keeps none.
 func (rp reply) whole() (string, error) {
+	if rp.file == "" && len(rp.text) > TypedLimit {
+		return "", fmt.Errorf("the answer is %d bytes, more than the %d a typed output may have", len(rp.text), TypedLimit)
+	}
 	if rp.file == "" {
 		return rp.text, nil
 	}

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/flowrun/flow/flows"
+	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -50,20 +50,22 @@ func TestAskAnswerIsJournaledWithWhoAndWhen(t *testing.T) {
 nodes:
   - {id: ship, ask: Ship it?, options: [ship, hold], default: hold, timeout: 1h}
 `)
-	asker := &scriptedAsker{answer: "ship", by: "alice"}
-	before := time.Now()
-	res, facts := execute(t, p, &fakeDriver{}, Options{Asker: asker})
-	if !res.OK || res.Output != "ship" {
-		t.Fatalf("the answer should be the output: %+v", res)
-	}
-	q := asker.asked[0]
-	if q.Visit != "ship" || q.Text != "Ship it?" || !q.HasDefault || q.Default != "hold" || q.Timeout != time.Hour {
-		t.Fatalf("question: %+v", q)
-	}
-	end := askEnd(t, facts, "ship")
-	if end.Answer == nil || end.Answer.By != "alice" || end.Answer.Default || end.Answer.Time.Before(before) {
-		t.Fatalf("the end fact should say alice answered: %+v", end.Answer)
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		asker := &scriptedAsker{answer: "ship", by: "alice"}
+		before := h.now()
+		res, facts := executeOn(t, h, p, &fakeDriver{}, Options{Asker: asker})
+		if !res.OK || res.Output != "ship" {
+			t.Fatalf("the answer should be the output: %+v", res)
+		}
+		q := asker.asked[0]
+		if q.Visit != "ship" || q.Text != "Ship it?" || !q.HasDefault || q.Default != "hold" || q.Timeout != time.Hour {
+			t.Fatalf("question: %+v", q)
+		}
+		end := askEnd(t, facts, "ship")
+		if end.Answer == nil || end.Answer.By != "alice" || end.Answer.Default || end.Answer.Time.Before(before) {
+			t.Fatalf("the end fact should say alice answered: %+v", end.Answer)
+		}
+	})
 }
 
 func TestAskTimeout(t *testing.T) {
@@ -101,10 +103,12 @@ func TestAskAnswerOutsideOptionsIsRefused(t *testing.T) {
 nodes:
   - {id: ship, ask: Ship it?, options: [ship, hold], default: hold}
 `)
-	res, _ := execute(t, p, &fakeDriver{}, Options{Asker: &scriptedAsker{answer: "maybe"}})
-	if res.OK || res.Failure.Root().Kind != schema.FailRefused {
-		t.Fatalf("an answer outside the options must fail refused: %+v", res.Failure)
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		res, _ := executeOn(t, h, p, &fakeDriver{}, Options{Asker: &scriptedAsker{answer: "maybe"}})
+		if res.OK || res.Failure.Root().Kind != schema.FailRefused {
+			t.Fatalf("an answer outside the options must fail refused: %+v", res.Failure)
+		}
+	})
 }
 
 // TestResumeKeepsTheAnswer stops a run after its ask was answered; the
@@ -116,30 +120,31 @@ nodes:
   - {id: wait, run: [sleep, "3600"]}
   - {id: after, run: [echo, "${{ ship.output }}"]}
 `)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	stopper := &stopOnStart{visit: "wait", cancel: cancel}
-	res, err := Execute(ctx, p, Options{Asker: &scriptedAsker{answer: "ship", by: "bob"}, Commands: stopper, RunsDir: t.TempDir()})
-	if err != nil || res.Status() != rundir.StatusStopped {
-		t.Fatalf("first attempt should stop: %v %+v", err, res)
-	}
-	second := &scriptedAsker{answer: "hold", by: "carol"}
-	res, err = Resume(context.Background(), res.Dir, flows.Options{UserAgentDirs: []string{}}, Options{Asker: second, Commands: fakeCommands{}})
-	if err != nil || !res.OK {
-		t.Fatalf("resume: %v %+v", err, res)
-	}
-	if len(second.asked) != 0 {
-		t.Fatalf("the resume asked again: %+v", second.asked)
-	}
-	facts, _ := rundir.ReadJournal(res.Dir)
-	var answers []string
-	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Visit == "ship" {
-			answers = append(answers, f.Answer.By)
+	onHosts(t, func(t *testing.T, h host) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		stopper := &stopOnStart{visit: "wait", cancel: cancel}
+		res, facts, err := h.walk(ctx, t, p, Options{Asker: &scriptedAsker{answer: "ship", by: "bob"}, Commands: stopper})
+		if err != nil || res.Status() != rundir.StatusStopped {
+			t.Fatalf("first attempt should stop: %v %+v", err, res)
 		}
-	}
-	if len(answers) != 1 || answers[0] != "bob" {
-		t.Fatalf("the journal should keep bob's one answer: %v", answers)
-	}
+		second := &scriptedAsker{answer: "hold", by: "carol"}
+		res, facts, err = h.resume(context.Background(), t, p, res, facts, Options{Asker: second, Commands: fakeCommands{}})
+		if err != nil || !res.OK {
+			t.Fatalf("resume: %v %+v", err, res)
+		}
+		if len(second.asked) != 0 {
+			t.Fatalf("the resume asked again: %+v", second.asked)
+		}
+		var answers []string
+		for _, f := range facts {
+			if f.Type == rundir.FactEnd && f.Visit == "ship" {
+				answers = append(answers, f.Answer.By)
+			}
+		}
+		if len(answers) != 1 || answers[0] != "bob" {
+			t.Fatalf("the journal should keep bob's one answer: %v", answers)
+		}
+	})
 }
 
 // stopOnStart stops the run (as Ctrl-C does) when the visit starts its
@@ -171,23 +176,25 @@ func TestAskInterpolatesAndShows(t *testing.T) {
     show: [notes, facts]
     options: [publish, hold]
 `)
-	d := &fakeDriver{answer: func(t *Turn) (string, error) {
-		if t.Agent.Name == "judge" {
-			return `{"changes": 3}`, nil
+	onHosts(t, func(t *testing.T, h host) {
+		d := &fakeDriver{answer: func(t *Turn) (string, error) {
+			if t.Agent.Name == "judge" {
+				return `{"changes": 3}`, nil
+			}
+			return long, nil
+		}}
+		asker := &scriptedAsker{answer: "publish", by: "alice"}
+		res, _ := executeOn(t, h, p, d, Options{Asker: asker})
+		if !res.OK || res.Output != "publish" {
+			t.Fatalf("run: %+v", res)
 		}
-		return long, nil
-	}}
-	asker := &scriptedAsker{answer: "publish", by: "alice"}
-	res, _ := execute(t, p, d, Options{Asker: asker})
-	if !res.OK || res.Output != "publish" {
-		t.Fatalf("run: %+v", res)
-	}
-	q := asker.asked[0]
-	if q.Text != "Publish 3 changes?" {
-		t.Errorf("question = %q, want the changes interpolated", q.Text)
-	}
-	if len(q.Shown) != 2 || q.Shown[0].Node != "notes" || rundir.WholeAnswer(q.Shown[0].Text, q.Shown[0].File) != long || q.Shown[1].Node != "facts" ||
-		!strings.Contains(q.Shown[1].Text, `"changes": 3`) {
-		t.Errorf("shown = %+v, want notes whole and facts as JSON", q.Shown)
-	}
+		q := asker.asked[0]
+		if q.Text != "Publish 3 changes?" {
+			t.Errorf("question = %q, want the changes interpolated", q.Text)
+		}
+		if len(q.Shown) != 2 || q.Shown[0].Node != "notes" || rundir.WholeAnswer(q.Shown[0].Text, q.Shown[0].File) != long || q.Shown[1].Node != "facts" ||
+			!strings.Contains(q.Shown[1].Text, `"changes": 3`) {
+			t.Errorf("shown = %+v, want notes whole and facts as JSON", q.Shown)
+		}
+	})
 }

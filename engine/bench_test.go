@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 )
 
@@ -47,7 +49,7 @@ func benchRun(b *testing.B, p *flows.Plan, input any, visits int) {
 	for b.Loop() {
 		opts := Options{Drivers: map[string]Driver{"exec": noopDriver{}}, RunsDir: runs, WorkDir: runs,
 			Input: input, RunID: fmt.Sprintf("bench-%d", seq.Add(1))}
-		res, err := Execute(context.Background(), p, opts)
+		res, err := local.Execute(context.Background(), p, opts)
 		if err != nil {
 			b.Fatalf("run: %v", err)
 		}
@@ -165,7 +167,7 @@ concurrency: 8
 			}
 		})
 		opts := Options{Drivers: map[string]Driver{"exec": noopDriver{}}, RunsDir: runs, WorkDir: runs, RunID: fmt.Sprintf("mem-%d", seq.Add(1))}
-		res, err := Execute(context.Background(), p, opts)
+		res, err := local.Execute(context.Background(), p, opts)
 		close(done)
 		sampler.Wait()
 		if err != nil || !res.OK {

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -49,12 +50,14 @@ func (d *streamDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 
 func runStream(t *testing.T, src string, d *streamDriver) (*Result, []*Fact) {
 	t.Helper()
+	return runStreamOn(t, hosts[0], src, d)
+}
+
+// runStreamOn is runStream on host h.
+func runStreamOn(t *testing.T, h host, src string, d *streamDriver) (*Result, []*Fact) {
+	t.Helper()
 	p := load(t, "bud", src)
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir(), Concurrency: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	facts, err := rundir.ReadJournal(res.Dir)
+	res, facts, err := h.walk(context.Background(), t, p, Options{Drivers: map[string]Driver{"exec": d}, Concurrency: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,47 +123,52 @@ budget: {tokens: 5000}
 // A cost budget the first turn overspends (nothing priced it): the run
 // goes on as before, and its result and end fact say by how much and why.
 func TestUnpricedFirstTurnOverspendIsSaid(t *testing.T) {
-	d := &streamDriver{size: func(*Turn) int64 { return 100 }, cost: func(*Turn) *float64 { c := 0.03; return &c }}
-	res, facts := runStream(t, `name: bud
+	onHosts(t, func(t *testing.T, h host) {
+		d := &streamDriver{size: func(*Turn) int64 { return 100 }, cost: func(*Turn) *float64 { c := 0.03; return &c }}
+		res, facts := runStreamOn(t, h, `name: bud
 budget: {cost: 0.025}
 `+agents+`nodes:
   - {id: t1, agent: worker, prompt: x}
   - {id: t2, agent: worker, prompt: x}
 `, d)
-	if res.OK || res.Failure.Root().Kind != schema.FailBudget || res.Failure.Root().Visit != "t2" {
-		t.Fatalf("want t2 refused with budget, got %+v", res.Failure)
-	}
-	if len(res.Overspend) != 1 {
-		t.Fatalf("want one overspend, got %+v", res.Overspend)
-	}
-	o := res.Overspend[0]
-	if math.Abs(o.Cost-0.005) > 1e-9 || o.LimitCost != 0.025 || !strings.Contains(o.Why, "could not be priced") || o.Budget != "flow bud" {
-		t.Fatalf("overspend %+v", o)
-	}
-	end := facts[len(facts)-1]
-	if end.Type != rundir.FactRun || len(end.Overspend) != 1 || end.Overspend[0] != o {
-		t.Fatalf("the run's end fact does not record the overspend: %+v", end)
-	}
-	if s := o.String(); !strings.Contains(s, "overspent by $0.0050") {
-		t.Fatalf("said %q", s)
-	}
+		if res.OK || res.Failure.Root().Kind != schema.FailBudget || res.Failure.Root().Visit != "t2" {
+			t.Fatalf("want t2 refused with budget, got %+v", res.Failure)
+		}
+		if len(res.Overspend) != 1 {
+			t.Fatalf("want one overspend, got %+v", res.Overspend)
+		}
+		o := res.Overspend[0]
+		if math.Abs(o.Cost-0.005) > 1e-9 || o.LimitCost != 0.025 || !strings.Contains(o.Why, "could not be priced") || o.Budget != "flow bud" {
+			t.Fatalf("overspend %+v", o)
+		}
+		end := facts[len(facts)-1]
+		if end.Type != rundir.FactRun || len(end.Overspend) != 1 || end.Overspend[0] != o {
+			t.Fatalf("the run's end fact does not record the overspend: %+v", end)
+		}
+		if s := o.String(); !strings.Contains(s, "overspent by $0.0050") {
+			t.Fatalf("said %q", s)
+		}
+	})
 }
 
 // A run within its budget records no overspend.
 func TestNoOverspendWithinBudget(t *testing.T) {
-	d := &streamDriver{size: func(*Turn) int64 { return 100 }}
-	res, _ := runStream(t, "name: bud\nbudget: {tokens: 1000}\n"+agents+"nodes:\n  - {id: t1, agent: worker, prompt: x}\n", d)
-	if !res.OK || res.Overspend != nil {
-		t.Fatalf("%+v %+v", res.Failure, res.Overspend)
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		d := &streamDriver{size: func(*Turn) int64 { return 100 }}
+		res, _ := runStreamOn(t, h, "name: bud\nbudget: {tokens: 1000}\n"+agents+"nodes:\n  - {id: t1, agent: worker, prompt: x}\n", d)
+		if !res.OK || res.Overspend != nil {
+			t.Fatalf("%+v %+v", res.Failure, res.Overspend)
+		}
+	})
 }
 
 // A resume rebuilds each agent's smallest and typical turn from the
 // journal, as the run knew them when it stopped.
 func TestResumeRebuildsTheLedger(t *testing.T) {
-	sizes := map[string]int64{"a": 300, "b": 100, "c": 200, "d": 700, "j": 50}
-	d := &streamDriver{size: func(t *Turn) int64 { return sizes[t.Visit] }}
-	_, facts := runStream(t, `name: bud
+	onHosts(t, func(t *testing.T, h host) {
+		sizes := map[string]int64{"a": 300, "b": 100, "c": 200, "d": 700, "j": 50}
+		d := &streamDriver{size: func(t *Turn) int64 { return sizes[t.Visit] }}
+		_, facts := runStreamOn(t, h, `name: bud
 `+agents+`nodes:
   - {id: a, agent: worker, prompt: x}
   - {id: b, agent: worker, prompt: x}
@@ -168,16 +176,16 @@ func TestResumeRebuildsTheLedger(t *testing.T) {
   - {id: d, agent: worker, prompt: x}
   - {id: j, agent: judge, prompt: x}
 `, d)
-	r := &runner{rt: LocalRuntime{}, mu: LocalRuntime{}.NewLock(), sessions: map[rundir.Scope]*session{}, ledger: newLedger(LocalRuntime{}), wt: newWorktrees(LocalRuntime{}, nil)}
-	r.replay(facts)
-	if s, ty := r.ledger.smallest("worker"), r.ledger.typical("worker"); s != 100 || ty != 300 {
-		t.Fatalf("worker: smallest %d typical %d, want 100 and 300", s, ty)
-	}
-	if s := r.ledger.smallest("judge"); s != 50 {
-		t.Fatalf("judge: smallest %d, want 50", s)
-	}
-	want, floor, priced := r.ledger.price("other")
-	if !priced || want.tokens != 50 || floor.tokens != 50 {
-		t.Fatalf("an agent without turns is priced at the run's smallest turn: %+v %+v %v", want, floor, priced)
-	}
+		l := ReplayLedger(h.runtime(), facts)
+		if s, ty := l.Smallest("worker"), l.Typical("worker"); s != 100 || ty != 300 {
+			t.Fatalf("worker: smallest %d typical %d, want 100 and 300", s, ty)
+		}
+		if s := l.Smallest("judge"); s != 50 {
+			t.Fatalf("judge: smallest %d, want 50", s)
+		}
+		want, floor, priced := l.Price("other")
+		if !priced || want != 50 || floor != 50 {
+			t.Fatalf("an agent without turns is priced at the run's smallest turn: %+v %+v %v", want, floor, priced)
+		}
+	})
 }

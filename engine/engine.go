@@ -22,7 +22,7 @@ type Options struct {
 	Commands Commander         // runs `run:` nodes
 	// RunsDir holds run directories; default .flow/runs under WorkDir.
 	RunsDir string
-	WorkDir string // default: the current directory
+	WorkDir string // default (package engine/local): the current directory
 	RunID   string // default: a fresh one (rundir.NewRunID)
 	Input   any    // the run's input, before defaults
 	// Settings are the run-wide overrides of model and timeout (docs/flow-files.md, agent),
@@ -52,18 +52,23 @@ type Options struct {
 	// environment variable whose name says it holds a secret, are added
 	// by the engine and the run directory themselves.
 	Secrets []string
-	// Leaves runs agent turns and commands; default LocalLeaves of Drivers
-	// and Commands. A remote LeafRunner (package temporal) replaces both.
+	// Leaves runs agent turns and commands; default (package
+	// engine/local) the local leaves of Drivers and Commands. A remote
+	// LeafRunner (package temporal) replaces both.
 	Leaves LeafRunner
-	// Runtime is where the walk happens; default LocalRuntime.
+	// Runtime is where the walk happens; default (package engine/local)
+	// this process.
 	Runtime Runtime
 	// Repeat is a sweep cell's repeat (from 1): part of every visit key,
 	// since repeats are distinct samples (docs/reuse-and-tests.md).
 	Repeat int
-
-	// repos are the commits the run started at, by repository (the
-	// snapshot's Repos): where isolated scopes begin.
-	repos map[string]string
+	// Repos are the commits the run started at, by repository (the
+	// snapshot's Repos): where isolated scopes begin. The host that
+	// records the snapshot sets them.
+	Repos map[string]string
+	// Notes are said as the run starts, after its start event (a
+	// resume's: what changed, what was ended).
+	Notes []string
 }
 
 // Result is how a run ended.
@@ -90,17 +95,17 @@ func (r *Result) Status() record.Status {
 	return record.StatusFailed
 }
 
-// Walk runs plan on host, for a host other than Execute's (a Temporal
-// workflow walks the plan it rebuilt from the run's snapshot): every
-// effect of the walk is one of host's; opts.Runtime and opts.Leaves are
-// not read. opts.RunID names the run; earlier holds the facts of earlier
-// attempts when the run resumes, as for Resume. Walk neither creates a
-// run directory nor ends processes: host owns where facts and processes
-// live. Isolated scopes need the host's Workspace: a plan with them is
-// refused on a host that has none.
+// Walk runs plan on host (the local host's run directory and processes,
+// package engine/local; a Temporal workflow walking the plan it rebuilt
+// from the run's snapshot): every effect of the walk is one of host's;
+// opts.Runtime and opts.Leaves are not read. opts.RunID names the run;
+// earlier holds the facts of earlier attempts when the run resumes.
+// Walk neither creates a run directory nor ends processes: host owns
+// where facts and processes live. Isolated scopes need the host's
+// Workspace: a plan with them is refused on a host that has none.
 func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlier []*Fact) (*Result, error) {
 	opts.Runtime, opts.Leaves = host, host
-	input, err := opts.prepare(plan)
+	input, err := opts.Prepare(plan)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +114,7 @@ func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlie
 			return nil, &RefusedError{Msg: fmt.Sprintf("%s: isolation: worktree needs the run's working copy on this machine; run it with flow run, not on remote workers", n.Pos)}
 		}
 	}
-	return walk(ctx, plan, opts, host, input, earlier)
+	return walk(ctx, plan, opts, host, input, earlier, slices.Clip(opts.Notes)...)
 }
 
 // isolatedNode is a node of p with isolation, or nil.
@@ -125,9 +130,10 @@ func isolatedNode(p *flows.Plan) *flows.Node {
 	return found
 }
 
-// prepare is the one check of every entry: the input against the flow's
-// declared input (its defaults filled in), then the options (check).
-func (o *Options) prepare(plan *flows.Plan) (any, error) {
+// Prepare is the one check of every entry: the input against the flow's
+// declared input (its defaults filled in), then the options (check),
+// their defaults filled in. It returns the input as the run takes it.
+func (o *Options) Prepare(plan *flows.Plan) (any, error) {
 	input, err := checkInput(plan.Root, o.Input, true)
 	if err != nil {
 		return nil, err
@@ -143,16 +149,10 @@ func (o *Options) check(plan *flows.Plan) error {
 		}
 	}
 	if o.Leaves == nil {
+		// The host's leaves will be made of Drivers and Commands.
 		if err := checkDrivers(plan, *o); err != nil {
 			return err
 		}
-		o.Leaves = LocalLeaves{Drivers: o.Drivers, Commands: o.Commands}
-	}
-	if o.Runtime == nil {
-		o.Runtime = LocalRuntime{}
-	}
-	if err := o.defaultWorkDir(); err != nil {
-		return err
 	}
 	o.Concurrency = plan.Concurrency(o.Concurrency)
 	if o.Backoff <= 0 {
@@ -166,7 +166,7 @@ func (o *Options) check(plan *flows.Plan) error {
 func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input any, earlier []*Fact, notes ...string) (*Result, error) {
 	rec := host
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
-		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.repos)}
+		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.Repos)}
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
 	}
@@ -272,7 +272,7 @@ func (r *runner) total() Usage {
 }
 
 // CheckInput checks a run's input against the flow's declared input and
-// fills in its defaults, as Execute does before anything runs; a sweep
+// fills in its defaults, as every entry does before anything runs; a sweep
 // checks every cell's input so before its first cell starts. A misfit is
 // an *InputError.
 func CheckInput(f *flows.Flow, in any) (any, error) { return checkInput(f, in, true) }

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -91,19 +93,7 @@ func load(t *testing.T, name, src string) *flows.Plan {
 
 func execute(t *testing.T, p *flows.Plan, d *fakeDriver, opts Options) (*Result, []*Fact) {
 	t.Helper()
-	opts.Drivers = map[string]Driver{"exec": d}
-	opts.Commands = fakeCommands{}
-	opts.RunsDir = t.TempDir()
-	opts.Backoff = time.Millisecond
-	res, err := Execute(context.Background(), p, opts)
-	if err != nil {
-		t.Fatalf("execute: %v", err)
-	}
-	facts, err := rundir.ReadJournal(res.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, facts
+	return executeOn(t, hosts[0], p, d, opts)
 }
 
 func ended(facts []*Fact) []string {
@@ -166,39 +156,41 @@ func TestLoopStopsWhenGuardHolds(t *testing.T) {
         do: [{id: two, agent: worker, prompt: "converged after ${{ review.output.iterations }}"}]
       - else: [{id: other, agent: worker, prompt: other}]
 `)
-	d := &fakeDriver{answer: func(t *Turn) (string, error) {
-		if t.Agent.Name == "judge" {
-			return fmt.Sprintf(`{"approved": %v}`, strings.HasPrefix(t.Visit, "review#2")), nil
+	onHosts(t, func(t *testing.T, h host) {
+		d := &fakeDriver{answer: func(t *Turn) (string, error) {
+			if t.Agent.Name == "judge" {
+				return fmt.Sprintf(`{"approved": %v}`, strings.HasPrefix(t.Visit, "review#2")), nil
+			}
+			return "done", nil
+		}}
+		res, facts := executeOn(t, h, p, d, Options{})
+		if !res.OK {
+			t.Fatalf("run failed: %v", res.Failure)
 		}
-		return "done", nil
-	}}
-	res, facts := execute(t, p, d, Options{})
-	if !res.OK {
-		t.Fatalf("run failed: %v", res.Failure)
-	}
-	visits := ended(facts)
-	for _, want := range []string{"review#1/check", "review#2/check", "report/two"} {
-		if !slices.Contains(visits, want) {
-			t.Errorf("journal lacks %s; has %v", want, visits)
+		visits := ended(facts)
+		for _, want := range []string{"review#1/check", "review#2/check", "report/two"} {
+			if !slices.Contains(visits, want) {
+				t.Errorf("journal lacks %s; has %v", want, visits)
+			}
 		}
-	}
-	if slices.Contains(visits, "review#3/code") {
-		t.Error("the loop ran a third iteration after its guard held")
-	}
-	// memory: the second coder turn continues the first one's session, and
-	// sees the previous verdict.
-	var coder []*Turn
-	for _, tn := range d.turns {
-		if tn.Agent.Name == "worker" && strings.HasSuffix(tn.Visit, "/code") {
-			coder = append(coder, tn)
+		if slices.Contains(visits, "review#3/code") {
+			t.Error("the loop ran a third iteration after its guard held")
 		}
-	}
-	if len(coder) != 2 || coder[0].Session != "" || coder[1].Session != "s-worker" {
-		t.Fatalf("memory scope not continued: %+v", coder)
-	}
-	if !strings.Contains(coder[1].Prompt, `"approved": false`) || !strings.Contains(coder[0].Prompt, "first iteration") {
-		t.Errorf("previous verdict not read:\n%s", coder[1].Prompt)
-	}
+		// memory: the second coder turn continues the first one's session, and
+		// sees the previous verdict.
+		var coder []*Turn
+		for _, tn := range d.turns {
+			if tn.Agent.Name == "worker" && strings.HasSuffix(tn.Visit, "/code") {
+				coder = append(coder, tn)
+			}
+		}
+		if len(coder) != 2 || coder[0].Session != "" || coder[1].Session != "s-worker" {
+			t.Fatalf("memory scope not continued: %+v", coder)
+		}
+		if !strings.Contains(coder[1].Prompt, `"approved": false`) || !strings.Contains(coder[0].Prompt, "first iteration") {
+			t.Errorf("previous verdict not read:\n%s", coder[1].Prompt)
+		}
+	})
 }
 
 // A loop of leaves keeps its maps from one iteration to the next: each
@@ -217,33 +209,35 @@ func TestLoopPreviousOverManyIterations(t *testing.T) {
       - {id: echo, agent: worker, reads: [again.previous.echo], prompt: "echo ${{ step.output }}"}
   - {id: after, agent: worker, prompt: "ended with ${{ again.output.last.step.output }} and ${{ again.output.last.echo.output }}"}
 `)
-	d := &fakeDriver{answer: func(t *Turn) (string, error) {
-		return "answer to " + strings.SplitN(t.Prompt, "\n", 2)[0], nil
-	}}
-	res, _ := execute(t, p, d, Options{})
-	if !res.OK {
-		t.Fatalf("run failed: %v", res.Failure)
-	}
-	prompts := map[string]string{}
-	for _, tn := range d.turns {
-		prompts[tn.Visit] = strings.SplitN(tn.Prompt, "\n\nWorking directory", 2)[0]
-	}
-	for i := 2; i <= 5; i++ {
-		want := fmt.Sprintf("at %d after answer to at %d after ", i, i-1)
-		if got := prompts[fmt.Sprintf("again#%d/step", i)]; !strings.HasPrefix(got, want) {
-			t.Errorf("iteration %d: prompt %q, want it to start %q", i, got, want)
+	onHosts(t, func(t *testing.T, h host) {
+		d := &fakeDriver{answer: func(t *Turn) (string, error) {
+			return "answer to " + strings.SplitN(t.Prompt, "\n", 2)[0], nil
+		}}
+		res, _ := executeOn(t, h, p, d, Options{})
+		if !res.OK {
+			t.Fatalf("run failed: %v", res.Failure)
 		}
-		want = fmt.Sprintf("## again.previous.echo\nanswer to echo answer to at %d after", i-1)
-		if got := prompts[fmt.Sprintf("again#%d/echo", i)]; !strings.Contains(got, want) {
-			t.Errorf("iteration %d: echo prompt %q lacks %q", i, got, want)
+		prompts := map[string]string{}
+		for _, tn := range d.turns {
+			prompts[tn.Visit] = strings.SplitN(tn.Prompt, "\n\nWorking directory", 2)[0]
 		}
-	}
-	if got, want := prompts["after"], "ended with answer to at 5 after"; !strings.HasPrefix(got, want) {
-		t.Errorf("after the loop: prompt %q, want it to start %q", got, want)
-	}
-	if got := prompts["after"]; !strings.Contains(got, " and answer to echo answer to at 5 after") {
-		t.Errorf("after the loop: prompt %q lacks the last echo", got)
-	}
+		for i := 2; i <= 5; i++ {
+			want := fmt.Sprintf("at %d after answer to at %d after ", i, i-1)
+			if got := prompts[fmt.Sprintf("again#%d/step", i)]; !strings.HasPrefix(got, want) {
+				t.Errorf("iteration %d: prompt %q, want it to start %q", i, got, want)
+			}
+			want = fmt.Sprintf("## again.previous.echo\nanswer to echo answer to at %d after", i-1)
+			if got := prompts[fmt.Sprintf("again#%d/echo", i)]; !strings.Contains(got, want) {
+				t.Errorf("iteration %d: echo prompt %q lacks %q", i, got, want)
+			}
+		}
+		if got, want := prompts["after"], "ended with answer to at 5 after"; !strings.HasPrefix(got, want) {
+			t.Errorf("after the loop: prompt %q, want it to start %q", got, want)
+		}
+		if got := prompts["after"]; !strings.Contains(got, " and answer to echo answer to at 5 after") {
+			t.Errorf("after the loop: prompt %q lacks the last echo", got)
+		}
+	})
 }
 
 func TestLoopUnconverged(t *testing.T) {
@@ -254,10 +248,12 @@ func TestLoopUnconverged(t *testing.T) {
     do:
       - {id: check, agent: judge, prompt: approve?}
 `)
-	res, _ := execute(t, p, &fakeDriver{}, Options{})
-	if res.OK || res.Failure.Kind != schema.FailUnconverged {
-		t.Fatalf("want unconverged, got %+v", res.Failure)
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		res, _ := executeOn(t, h, p, &fakeDriver{}, Options{})
+		if res.OK || res.Failure.Kind != schema.FailUnconverged {
+			t.Fatalf("want unconverged, got %+v", res.Failure)
+		}
+	})
 }
 
 func TestMapTooManyRunsNothing(t *testing.T) {
@@ -268,11 +264,13 @@ func TestMapTooManyRunsNothing(t *testing.T) {
     max: 2
     do: [{id: each, agent: worker, prompt: x}]
 `)
-	d := &fakeDriver{}
-	res, _ := execute(t, p, d, Options{})
-	if res.OK || res.Failure.Kind != schema.FailTooMany || len(d.turns) != 0 {
-		t.Fatalf("want too-many with no turn, got %+v after %d turns", res.Failure, len(d.turns))
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		d := &fakeDriver{}
+		res, _ := executeOn(t, h, p, d, Options{})
+		if res.OK || res.Failure.Kind != schema.FailTooMany || len(d.turns) != 0 {
+			t.Fatalf("want too-many with no turn, got %+v after %d turns", res.Failure, len(d.turns))
+		}
+	})
 }
 
 func TestParallelFailFastCancelsSiblings(t *testing.T) {
@@ -296,7 +294,7 @@ func TestParallelFailFastCancelsSiblings(t *testing.T) {
 	opts.Drivers = map[string]Driver{"exec": slow}
 	opts.RunsDir = t.TempDir()
 	start := time.Now()
-	res, err := Execute(context.Background(), p, opts)
+	res, err := local.Execute(context.Background(), p, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,26 +335,28 @@ func TestOnFailContinueAndRetry(t *testing.T) {
       - when: "!broken.ok && broken.error.kind == 'provider' && flaky.ok"
         do: [{id: tests, run: [go, test]}]
 `)
-	var calls atomic.Int32
-	d := &fakeDriver{answer: func(t *Turn) (string, error) {
-		if t.Agent.Name == "judge" && calls.Add(1) < 3 {
-			return "", errors.New("overloaded")
+	onHosts(t, func(t *testing.T, h host) {
+		var calls atomic.Int32
+		d := &fakeDriver{answer: func(t *Turn) (string, error) {
+			if t.Agent.Name == "judge" && calls.Add(1) < 3 {
+				return "", errors.New("overloaded")
+			}
+			if t.Agent.Name == "worker" {
+				return "", errors.New("broken")
+			}
+			return "fine", nil
+		}}
+		res, facts := executeOn(t, h, p, d, Options{})
+		if !res.OK {
+			t.Fatalf("run failed: %v", res.Failure)
 		}
-		if t.Agent.Name == "worker" {
-			return "", errors.New("broken")
+		if calls.Load() != 3 {
+			t.Fatalf("retry: %d attempts, want 3", calls.Load())
 		}
-		return "fine", nil
-	}}
-	res, facts := execute(t, p, d, Options{})
-	if !res.OK {
-		t.Fatalf("run failed: %v", res.Failure)
-	}
-	if calls.Load() != 3 {
-		t.Fatalf("retry: %d attempts, want 3", calls.Load())
-	}
-	if !slices.Contains(ended(facts), "after/tests") {
-		t.Fatal("the choice did not see the failure as a value")
-	}
+		if !slices.Contains(ended(facts), "after/tests") {
+			t.Fatal("the choice did not see the failure as a value")
+		}
+	})
 }
 
 func TestTypedOutputSentBackOnceThenSchema(t *testing.T) {
@@ -364,14 +364,16 @@ func TestTypedOutputSentBackOnceThenSchema(t *testing.T) {
 `+agents+`nodes:
   - {id: v, agent: judge, prompt: x, output: {approved: boolean}}
 `)
-	d := &fakeDriver{answer: func(t *Turn) (string, error) { return "I approve!", nil }}
-	res, _ := execute(t, p, d, Options{})
-	if res.OK || res.Failure.Kind != schema.FailSchema || len(d.turns) != 2 {
-		t.Fatalf("want schema after 2 turns, got %+v after %d", res.Failure, len(d.turns))
-	}
-	if !strings.Contains(d.turns[1].Prompt, "did not fit") {
-		t.Fatalf("the second turn does not say why: %s", d.turns[1].Prompt)
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		d := &fakeDriver{answer: func(t *Turn) (string, error) { return "I approve!", nil }}
+		res, _ := executeOn(t, h, p, d, Options{})
+		if res.OK || res.Failure.Kind != schema.FailSchema || len(d.turns) != 2 {
+			t.Fatalf("want schema after 2 turns, got %+v after %d", res.Failure, len(d.turns))
+		}
+		if !strings.Contains(d.turns[1].Prompt, "did not fit") {
+			t.Fatalf("the second turn does not say why: %s", d.turns[1].Prompt)
+		}
+	})
 }
 
 func TestTimeoutAndConditionKinds(t *testing.T) {
@@ -408,16 +410,18 @@ func TestStoppedWhenInterrupted(t *testing.T) {
   - {id: a, agent: worker, prompt: x}
   - {id: b, agent: worker, prompt: x}
 `)
-	d := &fakeDriver{delay: 10 * time.Second}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	time.AfterFunc(100*time.Millisecond, func() { cancel(ErrStopped) })
-	res, err := Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status() != "stopped" || res.Failure.Visit != "a" {
-		t.Fatalf("want stopped at a, got %s %+v", res.Status(), res.Failure)
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		d := &fakeDriver{delay: 10 * time.Second}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		time.AfterFunc(100*time.Millisecond, func() { cancel(ErrStopped) })
+		res, _, err := h.walk(ctx, t, p, Options{Drivers: map[string]Driver{"exec": d}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status() != "stopped" || res.Failure.Visit != "a" {
+			t.Fatalf("want stopped at a, got %s %+v", res.Status(), res.Failure)
+		}
+	})
 }
 
 func TestInputDefaultsAndErrors(t *testing.T) {
@@ -428,16 +432,18 @@ input:
 `+agents+`nodes:
   - {id: a, agent: worker, prompt: "${{ input.goal }} at ${{ input.level + 1 }}"}
 `)
-	d := &fakeDriver{}
-	res, _ := execute(t, p, d, Options{Input: map[string]any{"goal": "g"}})
-	if !res.OK || !strings.HasPrefix(d.turns[0].Prompt, "g at 3") {
-		t.Fatalf("defaults: %+v %q", res.Failure, d.turns[0].Prompt)
-	}
-	_, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
-	var ie *InputError
-	if !errors.As(err, &ie) {
-		t.Fatalf("missing required input: want InputError, got %v", err)
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		d := &fakeDriver{}
+		res, _ := executeOn(t, h, p, d, Options{Input: map[string]any{"goal": "g"}})
+		if !res.OK || !strings.HasPrefix(d.turns[0].Prompt, "g at 3") {
+			t.Fatalf("defaults: %+v %q", res.Failure, d.turns[0].Prompt)
+		}
+		_, _, err := h.walk(context.Background(), t, p, Options{Drivers: map[string]Driver{"exec": d}})
+		var ie *InputError
+		if !errors.As(err, &ie) {
+			t.Fatalf("missing required input: want InputError, got %v", err)
+		}
+	})
 }
 
 func TestAskUnattended(t *testing.T) {
@@ -445,19 +451,21 @@ func TestAskUnattended(t *testing.T) {
 nodes:
   - {id: ship, ask: Ship it?, options: [ship, hold], default: hold}
 `)
-	res, _ := execute(t, p, &fakeDriver{}, Options{})
-	if !res.OK || res.Output != "hold" {
-		t.Fatalf("unattended ask should take its default: %+v", res)
-	}
-	p = load(t, "ask", `name: ask
+	onHosts(t, func(t *testing.T, h host) {
+		res, _ := executeOn(t, h, p, &fakeDriver{}, Options{})
+		if !res.OK || res.Output != "hold" {
+			t.Fatalf("unattended ask should take its default: %+v", res)
+		}
+		p := load(t, "ask", `name: ask
 nodes:
   - {id: ship, ask: Ship it?}
 `)
-	_, err := Execute(context.Background(), p, Options{RunsDir: t.TempDir()})
-	var re *RefusedError
-	if !errors.As(err, &re) {
-		t.Fatalf("an ask without default must be refused unattended, got %v", err)
-	}
+		_, _, err := h.walk(context.Background(), t, p, Options{})
+		var re *RefusedError
+		if !errors.As(err, &re) {
+			t.Fatalf("an ask without default must be refused unattended, got %v", err)
+		}
+	})
 }
 
 func TestFlowCall(t *testing.T) {
@@ -481,14 +489,16 @@ nodes:
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	d := &fakeDriver{}
-	res, facts := execute(t, p, d, Options{})
-	if !res.OK || !slices.Contains(ended(facts), "notes/write") {
-		t.Fatalf("call: %+v %v", res.Failure, ended(facts))
-	}
-	if d.turns[0].Model != "m-main" || !strings.HasPrefix(d.turns[0].Prompt, "notes on echo hi") {
-		t.Fatalf("callee turn: model %q prompt %q", d.turns[0].Model, d.turns[0].Prompt)
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		d := &fakeDriver{}
+		res, facts := executeOn(t, h, p, d, Options{})
+		if !res.OK || !slices.Contains(ended(facts), "notes/write") {
+			t.Fatalf("call: %+v %v", res.Failure, ended(facts))
+		}
+		if d.turns[0].Model != "m-main" || !strings.HasPrefix(d.turns[0].Prompt, "notes on echo hi") {
+			t.Fatalf("callee turn: model %q prompt %q", d.turns[0].Model, d.turns[0].Prompt)
+		}
+	})
 }
 
 func TestTornJournalLineIsIgnored(t *testing.T) {
@@ -518,20 +528,22 @@ budget: {tokens: 1200}
   - {id: t3, agent: worker, prompt: x}
   - {id: t4, agent: worker, prompt: x}
 `)
-	d := &budgetDriver{}
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.OK || res.Failure.Kind != schema.FailBudget {
-		t.Fatalf("want budget, got %+v", res.Failure)
-	}
-	if d.calls.Load() >= 4 {
-		t.Fatalf("%d turns were sent; the fourth must never be", d.calls.Load())
-	}
-	if res.Usage.Tokens() > 1200+550 {
-		t.Fatalf("spent %d tokens under a budget of 1200", res.Usage.Tokens())
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		d := &budgetDriver{}
+		res, _, err := h.walk(context.Background(), t, p, Options{Drivers: map[string]Driver{"exec": d}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.OK || res.Failure.Kind != schema.FailBudget {
+			t.Fatalf("want budget, got %+v", res.Failure)
+		}
+		if d.calls.Load() >= 4 {
+			t.Fatalf("%d turns were sent; the fourth must never be", d.calls.Load())
+		}
+		if res.Usage.Tokens() > 1200+550 {
+			t.Fatalf("spent %d tokens under a budget of 1200", res.Usage.Tokens())
+		}
+	})
 }
 
 func TestBudgetStopsARunningTurn(t *testing.T) {
@@ -544,7 +556,7 @@ func TestBudgetStopsARunningTurn(t *testing.T) {
         do: [{id: noted, run: [echo, over]}]
 `)
 	d := &budgetDriver{stream: true}
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, RunsDir: t.TempDir()})
+	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, RunsDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,61 +609,62 @@ func TestResumeReplaysEndedVisits(t *testing.T) {
       - {id: check, agent: judge, output: {approved: boolean}, prompt: ok?}
   - {id: after, agent: worker, prompt: "${{ review.output.iterations }} ${{ len(fan.output) }}"}
 `)
-	failing := &fakeDriver{answer: func(t *Turn) (string, error) {
-		switch {
-		case t.Visit == "review#2/check":
-			return "", errors.New("server said 500")
-		case t.Agent.Name == "judge":
-			return `{"approved": false}`, nil
+	onHosts(t, func(t *testing.T, h host) {
+		failing := &fakeDriver{answer: func(t *Turn) (string, error) {
+			switch {
+			case t.Visit == "review#2/check":
+				return "", errors.New("server said 500")
+			case t.Agent.Name == "judge":
+				return `{"approved": false}`, nil
+			}
+			return "done", nil
+		}}
+		dir := t.TempDir()
+		res, facts, err := h.walk(context.Background(), t, p, Options{Drivers: map[string]Driver{"exec": failing}, RunsDir: dir, RunID: "r1"})
+		if err != nil || res.OK || res.Failure.Root().Kind != schema.FailProvider {
+			t.Fatalf("first attempt: %v %+v", err, res.Failure)
 		}
-		return "done", nil
-	}}
-	dir := t.TempDir()
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": failing}, RunsDir: dir, RunID: "r1"})
-	if err != nil || res.OK || res.Failure.Root().Kind != schema.FailProvider {
-		t.Fatalf("first attempt: %v %+v", err, res.Failure)
-	}
-	facts, err := rundir.ReadJournal(res.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second := &fakeDriver{answer: func(t *Turn) (string, error) {
-		if t.Agent.Name == "judge" {
-			return `{"approved": true}`, nil
+		second := &fakeDriver{answer: func(t *Turn) (string, error) {
+			if t.Agent.Name == "judge" {
+				return `{"approved": true}`, nil
+			}
+			return "done", nil
+		}}
+		if len(facts) == 0 {
+			t.Fatal("the first attempt journaled nothing")
 		}
-		return "done", nil
-	}}
-	if len(facts) == 0 {
-		t.Fatal("the first attempt journaled nothing")
-	}
-	res, err = Resume(context.Background(), res.Dir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": second}})
-	if err != nil || !res.OK {
-		t.Fatalf("resume: %v %+v", err, res.Failure)
-	}
-	var visits []string
-	for _, tn := range second.turns {
-		visits = append(visits, tn.Visit)
-	}
-	if want := []string{"review#2/check", "after"}; !slices.Equal(visits, want) {
-		t.Fatalf("the resume ran %v, want only %v", visits, want)
-	}
-	if got := second.turns[1].Prompt; !strings.HasPrefix(got, "2 3") {
-		t.Fatalf("replayed values: %q", got)
-	}
-	// The report has one row per visit: the one run again shows how it
-	// ended this time, the replayed ones how they ended before.
-	page, err := os.ReadFile(filepath.Join(res.Dir, "report.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, row := range []string{`data-visit="review#2/check" data-status="ok"`, `data-visit="fan[1]/each" data-status="ok"`} {
-		if n := strings.Count(string(page), row); n != 1 {
-			t.Errorf("report.html has %d rows %s, want 1", n, row)
+		res, _, err = h.resume(context.Background(), t, p, res, facts, Options{Drivers: map[string]Driver{"exec": second}})
+		if err != nil || !res.OK {
+			t.Fatalf("resume: %v %+v", err, res.Failure)
 		}
-	}
-	if n := strings.Count(string(page), `data-visit="review#2/check"`); n != 1 {
-		t.Errorf("report.html has %d rows for review#2/check, want 1", n)
-	}
+		var visits []string
+		for _, tn := range second.turns {
+			visits = append(visits, tn.Visit)
+		}
+		if want := []string{"review#2/check", "after"}; !slices.Equal(visits, want) {
+			t.Fatalf("the resume ran %v, want only %v", visits, want)
+		}
+		if got := second.turns[1].Prompt; !strings.HasPrefix(got, "2 3") {
+			t.Fatalf("replayed values: %q", got)
+		}
+		if h.name != "local" {
+			return // the report is the run directory's
+		}
+		// The report has one row per visit: the one run again shows how it
+		// ended this time, the replayed ones how they ended before.
+		page, err := os.ReadFile(filepath.Join(res.Dir, "report.html"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range []string{`data-visit="review#2/check" data-status="ok"`, `data-visit="fan[1]/each" data-status="ok"`} {
+			if n := strings.Count(string(page), row); n != 1 {
+				t.Errorf("report.html has %d rows %s, want 1", n, row)
+			}
+		}
+		if n := strings.Count(string(page), `data-visit="review#2/check"`); n != 1 {
+			t.Errorf("report.html has %d rows for review#2/check, want 1", n)
+		}
+	})
 }
 
 // An answer over 50 KiB is written to a file in the visit's home; the next
@@ -696,19 +709,21 @@ timeout: 7m
   - {id: a, agent: worker, prompt: x}
   - {id: b, agent: worker, prompt: x, timeout: 90s}
 `)
-	res, facts := execute(t, p, &fakeDriver{}, Options{})
-	if !res.OK {
-		t.Fatal(res.Failure)
-	}
-	got := map[string]string{}
-	for _, f := range facts {
-		if f.Type == "end" {
-			got[f.Visit] = f.Model + " " + f.Timeout
+	onHosts(t, func(t *testing.T, h host) {
+		res, facts := executeOn(t, h, p, &fakeDriver{}, Options{})
+		if !res.OK {
+			t.Fatal(res.Failure)
 		}
-	}
-	if got["a"] != "flow-model 7m0s" || got["b"] != "flow-model 1m30s" {
-		t.Fatalf("resolved settings per visit: %v", got)
-	}
+		got := map[string]string{}
+		for _, f := range facts {
+			if f.Type == "end" {
+				got[f.Visit] = f.Model + " " + f.Timeout
+			}
+		}
+		if got["a"] != "flow-model 7m0s" || got["b"] != "flow-model 1m30s" {
+			t.Fatalf("resolved settings per visit: %v", got)
+		}
+	})
 }
 
 // The run's output is written once, to output.json; the journal has it
@@ -760,7 +775,7 @@ timeout: 20ms
 `+agents+`nodes:
   - {id: slow, agent: worker, prompt: x}
 `)
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": deafDriver{after: 100 * time.Millisecond}}, RunsDir: t.TempDir()})
+	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": deafDriver{after: 100 * time.Millisecond}}, RunsDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -782,35 +797,37 @@ input: {items: [integer]}
       - {id: a, agent: worker, prompt: "a ${{ item }}"}
       - {id: b, agent: worker, prompt: "b ${{ a.output }} ${{ index }} ${{ item }}"}
 `)
-	d := &fakeDriver{answer: func(t *Turn) (string, error) {
-		return "answer to " + strings.SplitN(t.Prompt, "\n", 2)[0], nil
-	}}
-	items := make([]any, 60)
-	for i := range items {
-		items[i] = 1000 + i
-	}
-	res, _ := execute(t, p, d, Options{Input: map[string]any{"items": items}})
-	if !res.OK {
-		t.Fatalf("run failed: %v", res.Failure)
-	}
-	for _, tn := range d.turns {
-		if !strings.HasSuffix(tn.Visit, "/b") {
-			continue
+	onHosts(t, func(t *testing.T, h host) {
+		d := &fakeDriver{answer: func(t *Turn) (string, error) {
+			return "answer to " + strings.SplitN(t.Prompt, "\n", 2)[0], nil
+		}}
+		items := make([]any, 60)
+		for i := range items {
+			items[i] = 1000 + i
 		}
-		var i int
-		if _, err := fmt.Sscanf(tn.Visit, "each[%d]/b", &i); err != nil {
-			t.Fatal(err)
+		res, _ := executeOn(t, h, p, d, Options{Input: map[string]any{"items": items}})
+		if !res.OK {
+			t.Fatalf("run failed: %v", res.Failure)
 		}
-		want := fmt.Sprintf("b answer to a %d %d %d", 999+i, i, 999+i)
-		if got := strings.SplitN(tn.Prompt, "\n", 2)[0]; got != want {
-			t.Errorf("%s: prompt %q, want %q", tn.Visit, got, want)
+		for _, tn := range d.turns {
+			if !strings.HasSuffix(tn.Visit, "/b") {
+				continue
+			}
+			var i int
+			if _, err := fmt.Sscanf(tn.Visit, "each[%d]/b", &i); err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("b answer to a %d %d %d", 999+i, i, 999+i)
+			if got := strings.SplitN(tn.Prompt, "\n", 2)[0]; got != want {
+				t.Errorf("%s: prompt %q, want %q", tn.Visit, got, want)
+			}
 		}
-	}
-	for i, r := range res.Output.([]any) {
-		if got, want := r.(map[string]any)["output"], fmt.Sprintf("answer to b answer to a %d %d %d", 1000+i, i+1, 1000+i); got != want {
-			t.Errorf("item %d: output %v, want %v", i+1, got, want)
+		for i, r := range res.Output.([]any) {
+			if got, want := r.(map[string]any)["output"], fmt.Sprintf("answer to b answer to a %d %d %d", 1000+i, i+1, 1000+i); got != want {
+				t.Errorf("item %d: output %v, want %v", i+1, got, want)
+			}
 		}
-	}
+	})
 }
 
 // TestResumeDoesNotJournalEndedBlocksAgain: a resume enters a loop or a
@@ -828,52 +845,50 @@ func TestResumeDoesNotJournalEndedBlocksAgain(t *testing.T) {
         do: [{id: mark, agent: worker, prompt: "${{ item }}"}]
   - {id: after, agent: judge, prompt: go}
 `)
-	failing := &fakeDriver{answer: func(t *Turn) (string, error) {
-		if t.Visit == "after" {
-			return "", errors.New("server said 500")
+	onHosts(t, func(t *testing.T, h host) {
+		failing := &fakeDriver{answer: func(t *Turn) (string, error) {
+			if t.Visit == "after" {
+				return "", errors.New("server said 500")
+			}
+			time.Sleep(5 * time.Millisecond)
+			return "done", nil
+		}}
+		res, facts, err := h.walk(context.Background(), t, p, Options{Drivers: map[string]Driver{"exec": failing}, RunID: "r1"})
+		if err != nil || res.OK {
+			t.Fatalf("first attempt: %v %+v", err, res.Failure)
 		}
-		time.Sleep(5 * time.Millisecond)
-		return "done", nil
-	}}
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": failing}, RunsDir: t.TempDir(), RunID: "r1"})
-	if err != nil || res.OK {
-		t.Fatalf("first attempt: %v %+v", err, res.Failure)
-	}
-	var events []*Event
-	var mu sync.Mutex
-	res, err = Resume(context.Background(), res.Dir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": &fakeDriver{}},
-		OnEvent: func(e *Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
-	if err != nil || !res.OK {
-		t.Fatalf("resume: %v %+v", err, res.Failure)
-	}
-	facts, err := rundir.ReadJournal(res.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	starts := map[string]int{}
-	for _, f := range facts {
-		if f.Type == rundir.FactStart {
-			starts[f.Visit]++
+		var events []*Event
+		var mu sync.Mutex
+		res, facts, err = h.resume(context.Background(), t, p, res, facts, Options{Drivers: map[string]Driver{"exec": &fakeDriver{}},
+			OnEvent: func(e *Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
+		if err != nil || !res.OK {
+			t.Fatalf("resume: %v %+v", err, res.Failure)
 		}
-	}
-	for _, v := range []string{"fan", "fan[1]/rounds", "fan[2]/rounds", "fan[1]/rounds#1/mark"} {
-		if starts[v] != 1 {
-			t.Errorf("%s started %d times in the journal, want 1", v, starts[v])
+		starts := map[string]int{}
+		for _, f := range facts {
+			if f.Type == rundir.FactStart {
+				starts[f.Visit]++
+			}
 		}
-	}
-	if starts["after"] != 2 {
-		t.Errorf("after started %d times, want 2 (it ran again)", starts["after"])
-	}
-	for _, v := range rundir.Visits(facts) {
-		if v.Start.Visit == "fan" && v.End.WallMS < 5 {
-			t.Errorf("the map's wall time is %dms: its first attempt's end was replaced", v.End.WallMS)
+		for _, v := range []string{"fan", "fan[1]/rounds", "fan[2]/rounds", "fan[1]/rounds#1/mark"} {
+			if starts[v] != 1 {
+				t.Errorf("%s started %d times in the journal, want 1", v, starts[v])
+			}
 		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, e := range events {
-		if e.Visit == "fan[1]/rounds" && e.Type != rundir.EventVisitReplayed {
-			t.Errorf("the ended loop got a %s event on resume, want only %s", e.Type, rundir.EventVisitReplayed)
+		if starts["after"] != 2 {
+			t.Errorf("after started %d times, want 2 (it ran again)", starts["after"])
 		}
-	}
+		for _, v := range rundir.Visits(facts) {
+			if v.Start.Visit == "fan" && v.End.WallMS < 5 {
+				t.Errorf("the map's wall time is %dms: its first attempt's end was replaced", v.End.WallMS)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range events {
+			if e.Visit == "fan[1]/rounds" && e.Type != rundir.EventVisitReplayed {
+				t.Errorf("the ended loop got a %s event on resume, want only %s", e.Type, rundir.EventVisitReplayed)
+			}
+		}
+	})
 }

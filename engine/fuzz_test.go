@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
+	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -19,8 +20,9 @@ import (
 // flow given as a path once passed validate and then panicked the run). It
 // loads the input, and when it loads, dry-runs the plan: drivers and
 // commands that answer at once, no one at the terminal, the run directory
-// in a temporary directory, and 300 ms before the run is stopped. A
-// failed run is fine; a panic, or a run slow to end once stopped, is not.
+// in a temporary directory, and 300 ms before the run is stopped; on each
+// host (the local one and the one in memory). A failed run is fine; a
+// panic, or a run slow to end once stopped, is not.
 //
 // Seeds: the examples, the loader's golden and hostile archives, and the
 // corpus under testdata/fuzz/FuzzLoadAndRun.
@@ -72,13 +74,15 @@ func FuzzLoadAndRun(f *testing.F) {
 		if plan == nil {
 			return
 		}
-		ctx, cancel := context.WithTimeoutCause(context.Background(), 300*time.Millisecond, ErrStopped)
-		defer cancel()
-		start := time.Now()
-		_, _ = Execute(ctx, plan, Options{Drivers: drivers, Commands: dryCommands{}, RunsDir: t.TempDir(),
-			WorkDir: dir, Input: zeroOf(plan.Root.Input), Backoff: time.Millisecond})
-		if took := time.Since(start); took > 20*time.Second {
-			t.Errorf("the run ended %v after it started, though stopped after 300 ms:\n%s", took, src)
+		for _, h := range hosts {
+			ctx, cancel := context.WithTimeoutCause(context.Background(), 300*time.Millisecond, ErrStopped)
+			start := time.Now()
+			_, _, _ = h.walk(ctx, t, plan, Options{Drivers: drivers, Commands: dryCommands{},
+				WorkDir: dir, Input: zeroOf(plan.Root.Input), Backoff: time.Millisecond})
+			cancel()
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("the run on the %s host ended %v after it started, though stopped after 300 ms:\n%s", h.name, took, src)
+			}
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -22,22 +23,24 @@ input:
 nodes:
   - {id: a, run: [echo, "${{ input.file }}"]}
 `)
-	for _, c := range []struct {
-		in   any
-		want string
-	}{
-		{map[string]any{"fiel": "x"}, `unknown field "fiel"; did you mean "file"? (declared: file, opts)`},
-		{map[string]any{"opts": map[string]any{"dept": 2}}, `unknown field "dept" at opts; did you mean "depth"?`},
-	} {
-		_, err := Execute(context.Background(), p, Options{Commands: fakeCommands{}, RunsDir: t.TempDir(), Input: c.in})
-		var ie *InputError
-		if !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("input %v: got %v, want an InputError saying %q", c.in, err, c.want)
+	onHosts(t, func(t *testing.T, h host) {
+		for _, c := range []struct {
+			in   any
+			want string
+		}{
+			{map[string]any{"fiel": "x"}, `unknown field "fiel"; did you mean "file"? (declared: file, opts)`},
+			{map[string]any{"opts": map[string]any{"dept": 2}}, `unknown field "dept" at opts; did you mean "depth"?`},
+		} {
+			_, _, err := h.walk(context.Background(), t, p, Options{Commands: fakeCommands{}, Input: c.in})
+			var ie *InputError
+			if !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("input %v: got %v, want an InputError saying %q", c.in, err, c.want)
+			}
 		}
-	}
-	if res, _ := execute(t, p, &fakeDriver{}, Options{Input: map[string]any{"file": "x"}}); !res.OK {
-		t.Errorf("a declared input was refused: %v", res.Failure)
-	}
+		if res, _ := executeOn(t, h, p, &fakeDriver{}, Options{Input: map[string]any{"file": "x"}}); !res.OK {
+			t.Errorf("a declared input was refused: %v", res.Failure)
+		}
+	})
 }
 
 // A called flow's input may hold more than the callee declares: a caller
@@ -46,28 +49,32 @@ func TestCallInputMayHoldMore(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "callee.yaml", "name: callee\ninput: {a: integer}\nnodes:\n  - {id: x, run: [echo, \"${{ input.a }}\"]}\n")
 	p := loadBeside(t, dir, "caller", "name: caller\nnodes:\n  - {id: c, flow: callee, input: '{\"a\": 1, \"b\": 2}'}\n")
-	if res, _ := execute(t, p, &fakeDriver{}, Options{}); !res.OK {
-		t.Errorf("the call failed: %v", res.Failure)
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		if res, _ := executeOn(t, h, p, &fakeDriver{}, Options{}); !res.OK {
+			t.Errorf("the call failed: %v", res.Failure)
+		}
+	})
 }
 
 // A value that holds a NUL byte cannot reach a command: the visit fails
 // `condition`, saying which value, before anything starts.
 func TestNULValueIsACondition(t *testing.T) {
 	p := load(t, "nul", "name: nul\ninput: {v: string}\nnodes:\n  - {id: s, run: \"echo ${{ input.v }}\", on_fail: continue}\n  - {id: a, run: [echo, \"${{ input.v }}\"]}\n")
-	res, facts := execute(t, p, &fakeDriver{}, Options{Input: map[string]any{"v": "a\x00b"}})
-	if res.OK || res.Failure.Root().Kind != schema.FailCondition {
-		t.Fatalf("want a condition failure, got %+v", res.Failure)
-	}
-	n := 0
-	for _, f := range facts {
-		if f.Visit != "" && f.Error != nil && f.Error.Kind == schema.FailCondition && strings.Contains(f.Error.Message, "NUL") {
-			n++
+	onHosts(t, func(t *testing.T, h host) {
+		res, facts := executeOn(t, h, p, &fakeDriver{}, Options{Input: map[string]any{"v": "a\x00b"}})
+		if res.OK || res.Failure.Root().Kind != schema.FailCondition {
+			t.Fatalf("want a condition failure, got %+v", res.Failure)
 		}
-	}
-	if n != 2 {
-		t.Errorf("%d visits failed on the NUL byte, want 2 (script and argv)", n)
-	}
+		n := 0
+		for _, f := range facts {
+			if f.Visit != "" && f.Error != nil && f.Error.Kind == schema.FailCondition && strings.Contains(f.Error.Message, "NUL") {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Errorf("%d visits failed on the NUL byte, want 2 (script and argv)", n)
+		}
+	})
 }
 
 // loadBeside loads name.yaml written in dir, beside the flows it calls.

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -20,14 +22,14 @@ func TestHostileRunIDCollision(t *testing.T) {
 	p := load(t, "one", "name: one\n"+agents+"nodes:\n  - {id: a, agent: worker, prompt: x}\n")
 	runs := t.TempDir()
 	opts := Options{Drivers: map[string]Driver{"exec": &fakeDriver{}}, Commands: fakeCommands{}, RunsDir: runs, RunID: "taken"}
-	if _, err := Execute(context.Background(), p, opts); err != nil {
+	if _, err := local.Execute(context.Background(), p, opts); err != nil {
 		t.Fatal(err)
 	}
 	before, err := os.ReadFile(filepath.Join(runs, "taken", "journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Execute(context.Background(), p, opts); err == nil || !strings.Contains(err.Error(), "exists") {
+	if _, err := local.Execute(context.Background(), p, opts); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Fatalf("a second run with the same id: %v, want refused", err)
 	}
 	after, _ := os.ReadFile(filepath.Join(runs, "taken", "journal.jsonl"))
@@ -64,20 +66,22 @@ func TestHostileLongAnswerIsBoundedInTheJournal(t *testing.T) {
 // parsed into memory.
 func TestHostileHugeTypedAnswerIsRefused(t *testing.T) {
 	p := load(t, "typed", "name: typed\n"+agents+"nodes:\n  - {id: v, agent: worker, prompt: x, output: {items: [string]}}\n")
-	huge := `{"items":["` + strings.Repeat("x", TypedLimit) + `"]}`
-	res, _ := execute(t, p, &fakeDriver{answer: func(*Turn) (string, error) { return huge, nil }}, Options{})
-	if res.OK || res.Failure.Root().Kind != schema.FailSchema || !strings.Contains(res.Failure.Root().Message, "a typed output may have") {
-		t.Fatalf("run = %+v, want failed schema for the size", res.Failure)
-	}
-	// A typed answer over AnswerLimit but under TypedLimit parses whole.
-	long := `{"items":["` + strings.Repeat("y", 2*AnswerLimit) + `"]}`
-	res, _ = execute(t, p, &fakeDriver{answer: func(*Turn) (string, error) { return long, nil }}, Options{})
-	if !res.OK {
-		t.Fatalf("a %d-byte typed answer failed: %v", len(long), res.Failure)
-	}
-	if items := res.Output.(map[string]any)["items"].([]any); len(items[0].(string)) != 2*AnswerLimit {
-		t.Error("the typed answer was not parsed whole")
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		huge := `{"items":["` + strings.Repeat("x", TypedLimit) + `"]}`
+		res, _ := executeOn(t, h, p, &fakeDriver{answer: func(*Turn) (string, error) { return huge, nil }}, Options{})
+		if res.OK || res.Failure.Root().Kind != schema.FailSchema || !strings.Contains(res.Failure.Root().Message, "a typed output may have") {
+			t.Fatalf("run = %+v, want failed schema for the size", res.Failure)
+		}
+		// A typed answer over AnswerLimit but under TypedLimit parses whole.
+		long := `{"items":["` + strings.Repeat("y", 2*AnswerLimit) + `"]}`
+		res, _ = executeOn(t, h, p, &fakeDriver{answer: func(*Turn) (string, error) { return long, nil }}, Options{})
+		if !res.OK {
+			t.Fatalf("a %d-byte typed answer failed: %v", len(long), res.Failure)
+		}
+		if items := res.Output.(map[string]any)["items"].([]any); len(items[0].(string)) != 2*AnswerLimit {
+			t.Error("the typed answer was not parsed whole")
+		}
+	})
 }
 
 // A key an agent echoes reaches neither the journal, nor the events the

@@ -8,7 +8,7 @@ import (
 // LeafRunner runs the leaves that do work: this visit of this node with
 // this input. The walker decides everything around a leaf — what it
 // receives, its retries, its budgets before it starts, what its end means —
-// and hands the leaf itself to a LeafRunner: LocalLeaves in this process
+// and hands the leaf itself to a LeafRunner: the local leaves in this process (package engine/local)
 // (the default), or activities on Temporal workers (package temporal).
 //
 // Both methods block until the leaf ends or ctx is done, and must end

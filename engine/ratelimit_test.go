@@ -1,10 +1,11 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
+	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -17,24 +18,26 @@ func TestRateLimitAndQuotaKinds(t *testing.T) {
   - {id: busy, agent: worker, prompt: go, on_fail: continue}
   - {id: broke, agent: worker, prompt: go, on_fail: continue}
 `)
-	leaves := &scriptedLeaves{end: map[string]error{
-		"busy":  fmt.Errorf("the server answered 429: %w", rundir.ErrRateLimit),
-		"broke": &rundir.QuotaError{Message: "You exceeded your current quota"},
-	}}
-	rec := &memoryRecorder{}
-	if _, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: LocalRuntime{}, Leaves: leaves, Recorder: rec}), nil); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]*Failure{}
-	for _, f := range rec.facts {
-		if f.Type == "end" {
-			got[f.Visit] = f.Error
+	onHosts(t, func(t *testing.T, h host) {
+		leaves := &scriptedLeaves{end: map[string]error{
+			"busy":  fmt.Errorf("the server answered 429: %w", rundir.ErrRateLimit),
+			"broke": &rundir.QuotaError{Message: "You exceeded your current quota"},
+		}}
+		rec := &memoryRecorder{}
+		if _, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: h.runtime(), Leaves: leaves, Recorder: rec}), nil); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if f := got["busy"]; f == nil || f.Kind != schema.FailRateLimit || f.Quota() {
-		t.Errorf("busy ended %+v, want rate_limit, not a quota", f)
-	}
-	if f := got["broke"]; f == nil || f.Kind != schema.FailRateLimit || !f.Quota() || f.Message != "quota exhausted: You exceeded your current quota" {
-		t.Errorf("broke ended %+v, want rate_limit saying quota exhausted, with the provider's message", f)
-	}
+		got := map[string]*Failure{}
+		for _, f := range rec.facts {
+			if f.Type == "end" {
+				got[f.Visit] = f.Error
+			}
+		}
+		if f := got["busy"]; f == nil || f.Kind != schema.FailRateLimit || f.Quota() {
+			t.Errorf("busy ended %+v, want rate_limit, not a quota", f)
+		}
+		if f := got["broke"]; f == nil || f.Kind != schema.FailRateLimit || !f.Quota() || f.Message != "quota exhausted: You exceeded your current quota" {
+			t.Errorf("broke ended %+v, want rate_limit saying quota exhausted, with the provider's message", f)
+		}
+	})
 }

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -71,58 +72,60 @@ budget: {tokens: 100}
   - {id: cmd, run: [x], on_fail: continue}
   - {id: cmdslow, run: [x], on_fail: continue}
 `)
-	leaves := &scriptedLeaves{end: map[string]error{
-		"slow":    fmt.Errorf("leaf: %w", ErrTimeout),
-		"greedy":  fmt.Errorf("leaf: %w", ErrBudget),
-		"gone":    fmt.Errorf("leaf: %w", ErrUnavailable),
-		"broken":  errors.New("the provider said no"),
-		"cmdslow": fmt.Errorf("leaf: %w", ErrTimeout),
-	}}
-	rec := &memoryRecorder{}
-	res, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: LocalRuntime{}, Leaves: leaves, Recorder: rec}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.OK {
-		t.Fatalf("run failed: %+v", res.Failure)
-	}
-	want := map[string]schema.FailKind{"slow": schema.FailTimeout, "greedy": schema.FailBudget, "gone": schema.FailUnavailable,
-		"broken": schema.FailProvider, "cmdslow": schema.FailTimeout}
-	for _, f := range rec.facts {
-		if f.Type != "end" {
-			continue
+	onHosts(t, func(t *testing.T, h host) {
+		leaves := &scriptedLeaves{end: map[string]error{
+			"slow":    fmt.Errorf("leaf: %w", ErrTimeout),
+			"greedy":  fmt.Errorf("leaf: %w", ErrBudget),
+			"gone":    fmt.Errorf("leaf: %w", ErrUnavailable),
+			"broken":  errors.New("the provider said no"),
+			"cmdslow": fmt.Errorf("leaf: %w", ErrTimeout),
+		}}
+		rec := &memoryRecorder{}
+		res, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: h.runtime(), Leaves: leaves, Recorder: rec}), nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		var got schema.FailKind
-		if f.Error != nil {
-			got = f.Error.Kind
+		if !res.OK {
+			t.Fatalf("run failed: %+v", res.Failure)
 		}
-		if got != want[f.Visit] {
-			t.Errorf("%s ended %q, want %q", f.Visit, got, want[f.Visit])
-		}
-		switch f.Visit {
-		case "fine":
-			if f.Worker != "w1" || f.Transcript != "/far/away.jsonl" || f.Usage.Tokens() != 7 {
-				t.Errorf("fine's end fact lost where it ran or what it spent: %+v", f)
+		want := map[string]schema.FailKind{"slow": schema.FailTimeout, "greedy": schema.FailBudget, "gone": schema.FailUnavailable,
+			"broken": schema.FailProvider, "cmdslow": schema.FailTimeout}
+		for _, f := range rec.facts {
+			if f.Type != "end" {
+				continue
 			}
-		case "cmd":
-			if f.Worker != "w2" {
-				t.Errorf("cmd's end fact has worker %q, want w2", f.Worker)
+			var got schema.FailKind
+			if f.Error != nil {
+				got = f.Error.Kind
+			}
+			if got != want[f.Visit] {
+				t.Errorf("%s ended %q, want %q", f.Visit, got, want[f.Visit])
+			}
+			switch f.Visit {
+			case "fine":
+				if f.Worker != "w1" || f.Transcript != "/far/away.jsonl" || f.Usage.Tokens() != 7 {
+					t.Errorf("fine's end fact lost where it ran or what it spent: %+v", f)
+				}
+			case "cmd":
+				if f.Worker != "w2" {
+					t.Errorf("cmd's end fact has worker %q, want w2", f.Worker)
+				}
 			}
 		}
-	}
-	// Each turn is told what the budget had left as it started, and the
-	// stopped turns' tokens counted.
-	lefts := []int64{}
-	for _, tr := range leaves.turns {
-		if tr.Watch == nil {
-			t.Errorf("%s got no budget watch", tr.Visit)
+		// Each turn is told what the budget had left as it started, and the
+		// stopped turns' tokens counted.
+		lefts := []int64{}
+		for _, tr := range leaves.turns {
+			if tr.Watch == nil {
+				t.Errorf("%s got no budget watch", tr.Visit)
+			}
+			lefts = append(lefts, tr.TokensLeft)
 		}
-		lefts = append(lefts, tr.TokensLeft)
-	}
-	if fmt.Sprint(lefts) != "[100 93 86 79 72]" {
-		t.Errorf("tokens left at each turn's start = %v, want [100 93 86 79 72]", lefts)
-	}
-	if leaves.turns[0].Home != "fine" {
-		t.Errorf("a turn's home is the recorder's name for it, got %q", leaves.turns[0].Home)
-	}
+		if fmt.Sprint(lefts) != "[100 93 86 79 72]" {
+			t.Errorf("tokens left at each turn's start = %v, want [100 93 86 79 72]", lefts)
+		}
+		if leaves.turns[0].Home != "fine" {
+			t.Errorf("a turn's home is the recorder's name for it, got %q", leaves.turns[0].Home)
+		}
+	})
 }

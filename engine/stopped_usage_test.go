@@ -1,10 +1,12 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -39,7 +41,7 @@ func TestStoppedTurnsRecordTheirUsage(t *testing.T) {
 				<-ctx.Done()
 				return &TurnResult{Status: Aborted, Usage: Usage{Input: &in, CacheRead: &cached, Partial: true}}, context.Cause(ctx)
 			})
-			res, err := Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
+			res, err := local.Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}

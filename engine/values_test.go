@@ -1,10 +1,11 @@
-package engine
+package engine_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/flowrun/flow/rundir"
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 )
 
 // TestValuesOfTopLevelNodes: a finished run leaves each top-level node's
@@ -18,23 +19,22 @@ func TestValuesOfTopLevelNodes(t *testing.T) {
       - {id: verdict, agent: judge, prompt: p}
   - {id: tests, run: [go, test]}
 `)
-	res, _ := execute(t, p, &fakeDriver{}, Options{})
-	v, err := rundir.ReadValues(res.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	review, _ := v["review"].(map[string]any)
-	out, _ := review["output"].(map[string]any)
-	if review["ok"] != true || out["converged"] != true || out["iterations"] != 1.0 {
-		t.Errorf("review's value: %v", v["review"])
-	}
-	tests, _ := v["tests"].(map[string]any)
-	if to, _ := tests["output"].(map[string]any); to["passed"] != true {
-		t.Errorf("tests' value: %v", v["tests"])
-	}
-	if _, ok := v["input"]; !ok {
-		t.Errorf("no input in %v", v)
-	}
+	onHosts(t, func(t *testing.T, h host) {
+		res, _ := executeOn(t, h, p, &fakeDriver{}, Options{})
+		v := valuesOf(t, res)
+		review, _ := v["review"].(map[string]any)
+		out, _ := review["output"].(map[string]any)
+		if review["ok"] != true || out["converged"] != true || out["iterations"] != 1.0 {
+			t.Errorf("review's value: %v", v["review"])
+		}
+		tests, _ := v["tests"].(map[string]any)
+		if to, _ := tests["output"].(map[string]any); to["passed"] != true {
+			t.Errorf("tests' value: %v", v["tests"])
+		}
+		if _, ok := v["input"]; !ok {
+			t.Errorf("no input in %v", v)
+		}
+	})
 }
 
 // TestSharedLiveCap: runs given one Live semaphore share its cap.
@@ -48,7 +48,7 @@ func TestSharedLiveCap(t *testing.T) {
     do: [{id: w, agent: worker, prompt: p}]
 `)
 	d := &fakeDriver{delay: 20 * time.Millisecond}
-	live := LocalRuntime{}.NewSemaphore(1)
+	live := local.Runtime{}.NewSemaphore(1)
 	execute(t, p, d, Options{Live: live, Concurrency: 4})
 	if m := d.maxLive.Load(); m != 1 {
 		t.Errorf("%d turns were alive at once under a shared cap of 1", m)

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -49,7 +51,7 @@ func gitOut(dir string, args ...string) string {
 
 func resumeIn(t *testing.T, runDir string, d Driver) (*Result, []*Fact) {
 	t.Helper()
-	res, err := Resume(context.Background(), runDir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, Backoff: time.Millisecond})
+	res, err := local.Resume(context.Background(), runDir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
@@ -95,7 +97,7 @@ func TestResumeAfterAStopLandsEachScopeOnceInOrder(t *testing.T) {
 		}
 		return &TurnResult{Status: Completed, Output: "ok"}, nil
 	})
-	res, err := Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": first}, Commands: fakeCommands{}, RunsDir: t.TempDir(), WorkDir: dir})
+	res, err := local.Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": first}, Commands: fakeCommands{}, RunsDir: t.TempDir(), WorkDir: dir})
 	if err != nil || res.OK || res.Status() != rundir.StatusStopped {
 		t.Fatalf("first attempt: %v %+v", err, res.Failure)
 	}

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 )
@@ -103,7 +105,7 @@ func (w *writer) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 
 func runIn(t *testing.T, dir string, p *flows.Plan, d Driver) (*Result, []*Fact) {
 	t.Helper()
-	res, err := Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{},
+	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{},
 		RunsDir: t.TempDir(), WorkDir: dir, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatalf("execute: %v", err)

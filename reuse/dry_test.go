@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/reuse"
 )
@@ -32,7 +33,7 @@ func TestDryNamesFirstDifference(t *testing.T) {
 		t.Fatal(err)
 	}
 	dry := &reuse.Dry{From: set}
-	res, err := engine.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: baseInput, RunsDir: t.TempDir(), Leaves: dry})
+	res, err := local.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: baseInput, RunsDir: t.TempDir(), Leaves: dry})
 	if err != nil || !res.OK {
 		t.Fatalf("the dry walk failed: %v %v", err, res.Failure)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/gitwork"
 	"github.com/flowrun/flow/reuse"
@@ -47,9 +48,9 @@ func runIso(t *testing.T, repo string, from ...string) (*engine.Result, []string
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.Leaves = &reuse.Leaves{From: set, Next: engine.LocalLeaves{Drivers: opts.Drivers, Commands: opts.Commands}}
+		opts.Leaves = &reuse.Leaves{From: set, Next: local.Leaves{Drivers: opts.Drivers, Commands: opts.Commands}}
 	}
-	res, err := engine.Execute(context.Background(), plan, opts)
+	res, err := local.Execute(context.Background(), plan, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -93,7 +94,7 @@ func (l *Leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 // from the recording whatever its node says (--stub-commands).
 func (l *Leaves) Command(ctx context.Context, c *engine.Command) (*engine.CommandResult, error) {
 	if l.Next == nil && l.Commands != nil { // flow test: commands run for real
-		return engine.LocalLeaves{Commands: l.Commands}.Command(ctx, c)
+		return local.Leaves{Commands: l.Commands}.Command(ctx, c)
 	}
 	key := c.Key
 	if l.Next != nil && !c.Reuse {

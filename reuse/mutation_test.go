@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/reuse"
 	"github.com/flowrun/flow/rundir"
@@ -89,9 +90,9 @@ func runFlow(t *testing.T, dir string, input any, from ...string) (*engine.Resul
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.Leaves = &reuse.Leaves{From: set, Next: engine.LocalLeaves{Drivers: opts.Drivers, Commands: opts.Commands}}
+		opts.Leaves = &reuse.Leaves{From: set, Next: local.Leaves{Drivers: opts.Drivers, Commands: opts.Commands}}
 	}
-	res, err := engine.Execute(context.Background(), plan, opts)
+	res, err := local.Execute(context.Background(), plan, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 		t.Fatalf("the cassette's input: %v %v", input, err)
 	}
 	leaves := &reuse.Leaves{From: set, Commands: run.New()}
-	out, err := engine.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: input, Leaves: leaves})
+	out, err := local.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: input, Leaves: leaves})
 	if err != nil || !out.OK {
 		t.Fatalf("the replay failed: %v %v %v", err, out.Failure, leaves.Misses())
 	}
@@ -215,7 +216,7 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 	edit(t, dir, "big.yaml", "Continue.", "Continue, please.")
 	plan, _ = flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{WorkDir: dir, UserAgentDirs: []string{}})
 	leaves = &reuse.Leaves{From: set, Commands: run.New()}
-	out, err = engine.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: input, Leaves: leaves})
+	out, err = local.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: input, Leaves: leaves})
 	if err != nil || out.OK {
 		t.Fatalf("an edited prompt replayed: %v", err)
 	}

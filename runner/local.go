@@ -5,10 +5,11 @@ import (
 	"fmt"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 )
 
-// Local walks runs in this process (engine.Execute, engine.Resume): the
+// Local walks runs in this process (local.Execute, local.Resume): the
 // embedded default. Load says where a resumed run's agents come from and
 // which drivers exist. Its zero value is ready to use.
 type Local struct {
@@ -19,13 +20,13 @@ var _ Backend = Local{}
 
 // Start walks plan here.
 func (Local) Start(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
-	return engine.Execute(ctx, plan, opts)
+	return local.Execute(ctx, plan, opts)
 }
 
 // Resume continues the run in dir here.
 func (l Local) Resume(ctx context.Context, dir string, opts engine.Options) (*engine.Result, error) {
 	opts.RunID, opts.RunsDir = "", "" // the run's own
-	return engine.Resume(ctx, dir, l.Load, opts)
+	return local.Resume(ctx, dir, l.Load, opts)
 }
 
 // Attach has nothing to attach to: a local run is walked by the process
@@ -39,3 +40,7 @@ func (Local) Stop(cancel context.CancelCauseFunc, how Stopping) { stop(cancel, h
 
 // Schedules is nil: this process fires the schedules.
 func (Local) Schedules(string) Schedules { return nil }
+
+// LiveCap is a cap of n live agent turns that runs walked in this process
+// share (engine.Options.Live: a sweep's cells).
+func LiveCap(n int) engine.Semaphore { return local.Runtime{}.NewSemaphore(n) }

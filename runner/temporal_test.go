@@ -10,6 +10,7 @@ import (
 	tclient "go.temporal.io/sdk/client"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
@@ -42,7 +43,7 @@ func TestTemporalLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	w := temporal.NewWorker(c, "runner-test", &temporal.Activities{Leaves: engine.LocalLeaves{Commands: run.New()}, RunsDir: t.TempDir()})
+	w := temporal.NewWorker(c, "runner-test", &temporal.Activities{Leaves: local.Leaves{Commands: run.New()}, RunsDir: t.TempDir()})
 	workerCtx, stopWorker := context.WithCancel(context.Background())
 	var wg conc.WaitGroup
 	defer wg.Wait()

@@ -275,7 +275,7 @@ func (r *runs) stop(ctx context.Context, id, by string, wait time.Duration) (fou
 
 // shutdown refuses new runs, drops the queue, stops every running run and
 // waits for all of them: when it returns no run of this server is left,
-// nor any process one started (engine.Execute ends them).
+// nor any process one started (local.Execute ends them).
 func (r *runs) shutdown() {
 	r.mu.Lock()
 	r.closed = true

@@ -13,6 +13,7 @@ import (
 	tclient "go.temporal.io/sdk/client"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
@@ -42,7 +43,7 @@ func TestServeTemporalSchedulesFireOnTemporalAndAreMirrored(t *testing.T) {
 	defer c.Close()
 	tc := runner.OnTemporal(c, runner.TemporalConfig{Address: srv.Address, Namespace: "default", TaskQueue: "serve-test"})
 	cmds := &fakeCommands{}
-	w := temporal.NewWorker(c, "serve-test", &temporal.Activities{Leaves: engine.LocalLeaves{Commands: cmds}, RunsDir: t.TempDir()})
+	w := temporal.NewWorker(c, "serve-test", &temporal.Activities{Leaves: local.Leaves{Commands: cmds}, RunsDir: t.TempDir()})
 	workerCtx, stopWorker := context.WithCancel(context.Background())
 	var wg conc.WaitGroup
 	defer wg.Wait()

@@ -95,7 +95,7 @@ func (s *Sweep) Run(ctx context.Context, plan *flows.Plan, opts RunOptions) erro
 	if opts.Backend == nil {
 		opts.Backend = runner.Local{Load: opts.Load}
 	}
-	r := &run{s: s, plan: plan, opts: opts, live: engine.LocalRuntime{}.NewSemaphore(plan.Concurrency(opts.Engine.Concurrency)), assigned: map[string]Assignment{}, forecasts: map[string]Forecast{},
+	r := &run{s: s, plan: plan, opts: opts, live: runner.LiveCap(plan.Concurrency(opts.Engine.Concurrency)), assigned: map[string]Assignment{}, forecasts: map[string]Forecast{},
 		ended: sync.NewCond(&s.mu)}
 	defer context.AfterFunc(ctx, func() {
 		s.mu.Lock()

@@ -16,7 +16,7 @@ import (
 )
 
 // Activities run the leaves of runs on a worker: each turn and command
-// through the worker's own LeafRunner (engine.LocalLeaves of the drivers
+// through the worker's own LeafRunner (local.Leaves of the drivers
 // this machine is configured with), in a run directory of the worker's
 // (homes, transcripts, answers too long to travel). Workers share no
 // storage: what a leaf leaves on a worker stays there, and its facts say

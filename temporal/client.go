@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 )
@@ -40,7 +41,7 @@ func (c *Client) queue() string {
 	return c.TaskQueue
 }
 
-// Execute is engine.Execute with the walk on Temporal: it creates the run
+// Execute is local.Execute with the walk on Temporal: it creates the run
 // directory as Execute does (input checked, snapshot, lock), starts the
 // run workflow (its id is the run id), and mirrors the workflow's facts
 // into the journal until the run ends, handing opts.OnEvent the events a
@@ -50,7 +51,7 @@ func (c *Client) queue() string {
 // Attach (flow resume) continues the mirror.
 func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
 	opts.Asker = nil // a Temporal run is unattended: asks take their defaults
-	w, snap, err := engine.Begin(ctx, plan, opts)
+	w, snap, err := local.Begin(ctx, plan, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -149,13 +150,13 @@ func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*engine.Ev
 
 // Resume continues the run in dir as flow resume does: a run directory
 // that mirrors a Temporal run is re-attached to, or resumed there
-// (Attach); any other run resumes in this process (engine.Resume). It is
+// (Attach); any other run resumes in this process (local.Resume). It is
 // how flow sweep --temporal --resume takes up a cell that was cut off.
 func (c *Client) Resume(ctx context.Context, dir string, load flows.Options, opts engine.Options) (*engine.Result, error) {
 	if snap, err := rundir.ReadSnapshot(dir); err == nil && snap.Temporal != nil {
 		return c.Attach(ctx, dir, opts.OnEvent)
 	}
-	return engine.Resume(ctx, dir, load, opts)
+	return local.Resume(ctx, dir, load, opts)
 }
 
 // Adopt mirrors into runsDir a run that a Temporal Schedule started (its

@@ -13,7 +13,7 @@
 //     the worker that holds its session.
 //   - recorder is the engine.Recorder of a workflow: facts in workflow
 //     state, read by the facts query.
-//   - Activities run leaves on a worker through engine.LocalLeaves, with
+//   - Activities run leaves on a worker through local.Leaves, with
 //     heartbeats that carry progress and deliver cancellation.
 //   - Worker polls the shared task queue and its own.
 //   - Client starts a run and mirrors its facts into a local run

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
@@ -55,7 +56,7 @@ func newClusterOf(t *testing.T, concurrency int, drivers ...engine.Driver) *clus
 	}
 	cl := &cluster{t: t, srv: srv, c: c, queue: "flow-" + strings.ReplaceAll(t.Name(), "/", "-")}
 	for _, d := range drivers {
-		acts := &Activities{Leaves: engine.LocalLeaves{Drivers: map[string]engine.Driver{"exec": d}, Commands: echoCommands{}}, RunsDir: t.TempDir(), Concurrency: concurrency}
+		acts := &Activities{Leaves: local.Leaves{Drivers: map[string]engine.Driver{"exec": d}, Commands: echoCommands{}}, RunsDir: t.TempDir(), Concurrency: concurrency}
 		w := NewWorker(c, cl.queue, acts)
 		ctx, stop := context.WithCancel(context.Background())
 		cl.workers = append(cl.workers, w)
@@ -86,7 +87,7 @@ func (cl *cluster) run(src string, timing Timing) (*RunOutput, []*rundir.Fact, s
 		t.Fatalf("load:\n%s", diags.Error())
 	}
 	id := rundir.NewRunID(time.Now())
-	snap := engine.NewSnapshot(id, plan, nil, rundir.Settings{WorkDir: dir, Concurrency: 8, TurnTimeout: "1m"})
+	snap := local.NewSnapshot(id, plan, nil, rundir.Settings{WorkDir: dir, Concurrency: 8, TurnTimeout: "1m"})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	run, err := cl.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: cl.queue}, WorkflowName, &RunInput{Snapshot: snap, Timing: timing})

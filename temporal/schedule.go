@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 )
 
@@ -87,7 +88,7 @@ func (s *Schedules) put(ctx context.Context, id, name string, sc Scheduled) erro
 	sched := sc.Plan.Root.Schedule
 	opts := sc.Opts
 	opts.RunID, opts.Input = "", sched.Input // the workflow's id names each fired run
-	snap, err := engine.Snapshot(sc.Plan, opts)
+	snap, err := local.Snapshot(sc.Plan, opts)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -78,7 +79,7 @@ const testAgents = `agents:
 `
 
 // harness is a test workflow environment with the run workflow and real
-// activities (engine.LocalLeaves over a scripted driver) in process.
+// activities (local.Leaves over a scripted driver) in process.
 type harness struct {
 	t      *testing.T
 	env    *testsuite.TestWorkflowEnvironment
@@ -92,7 +93,7 @@ func newHarness(t *testing.T, d *scripted) *harness {
 	var suite testsuite.WorkflowTestSuite
 	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment(), driver: d}
 	h.env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
-	acts := &Activities{Leaves: engine.LocalLeaves{Drivers: map[string]engine.Driver{"exec": d}, Commands: echoCommands{}},
+	acts := &Activities{Leaves: local.Leaves{Drivers: map[string]engine.Driver{"exec": d}, Commands: echoCommands{}},
 		RunsDir: t.TempDir(), Queue: "w1", Host: "h1"}
 	h.env.RegisterActivityWithOptions(acts.Turn, activity.RegisterOptions{Name: TurnActivity})
 	h.env.RegisterActivityWithOptions(acts.Command, activity.RegisterOptions{Name: CommandActivity})
@@ -129,7 +130,7 @@ func (h *harness) runWith(src string, input any, settings rundir.Settings) (*Run
 		h.t.Fatal(err)
 	}
 	settings.WorkDir = dir
-	snap := engine.NewSnapshot("run-1", plan, in, settings)
+	snap := local.NewSnapshot("run-1", plan, in, settings)
 	h.snap = snap
 	h.env.ExecuteWorkflow(WorkflowName, &RunInput{Snapshot: snap, Timing: Timing{Heartbeat: time.Minute}})
 	if !h.env.IsWorkflowCompleted() {

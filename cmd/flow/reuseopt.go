@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/reuse"
 	"github.com/flowrun/flow/rundir"
 )
@@ -44,7 +45,7 @@ func reusing(opts *engine.Options, dirs []string) error {
 	}
 	next := opts.Leaves
 	if next == nil {
-		next = engine.LocalLeaves{Drivers: opts.Drivers, Commands: opts.Commands}
+		next = local.Leaves{Drivers: opts.Drivers, Commands: opts.Commands}
 	}
 	opts.Leaves = &reuse.Leaves{From: set, Next: next}
 	return nil

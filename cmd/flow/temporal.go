@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/steps/run"
 	"github.com/flowrun/flow/sweep"
@@ -184,7 +184,7 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 	if f.concurrency < 0 {
 		return invalid("--concurrency %d: give the most visits at once, or 0 for no limit of flow's", f.concurrency)
 	}
-	acts := &temporal.Activities{Leaves: engine.LocalLeaves{Drivers: drivers, Commands: run.New()}, RunsDir: runsDir, WorkDir: f.workDir,
+	acts := &temporal.Activities{Leaves: local.Leaves{Drivers: drivers, Commands: run.New()}, RunsDir: runsDir, WorkDir: f.workDir,
 		Concurrency: f.concurrency}
 	w := temporal.NewWorker(c, tf.taskQueue, acts)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

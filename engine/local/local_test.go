@@ -16,14 +16,6 @@ import (
 	"github.com/flowrun/flow/rundir"
 )
 
-// shout answers every turn with its prompt's first line in capitals.
-type shout struct{}
-
-func (shout) Turn(_ context.Context, t *engine.Turn) (*engine.TurnResult, error) {
-	first, _, _ := strings.Cut(t.Prompt, "\n")
-	return &engine.TurnResult{Status: engine.Completed, Output: strings.ToUpper(first)}, nil
-}
-
 const src = `name: hello
 input: {names: [string]}
 agents:

@@ -79,30 +79,10 @@ func impure(name string, f *ast.File) []string {
 // impureAllowed is what package engine still does that its hosts should:
 // a shrinking allowlist while the walker's effects move behind Host. A
 // line here that no longer holds fails the test too, so that the list
-// only shrinks. What remains: local_leaves.go and local_run.go are the
-// local host still in package engine (its runtime, leaves, run directory
-// and processes), bound for engine/local, and local_workspace.go (its
-// git worktrees, the Workspace's repositories) and snapshot.go (the
-// snapshot a local run records) with them. The walker's own files are
-// clean, and so is its vocabulary (engine/record), which is checked too.
+// only shrinks. What remains: nothing; the local host is package
+// engine/local. The walker's own files are clean, and so is its
+// vocabulary (engine/record), which is checked too.
 var impureAllowed = []string{
-	"local_leaves.go: chan type",
-	"local_leaves.go: context.WithTimeoutCause",
-	"local_leaves.go: import github.com/flowrun/flow/rundir",
-	"local_leaves.go: import github.com/sourcegraph/conc/pool",
-	"local_leaves.go: import os",
-	"local_leaves.go: import sync",
-	"local_leaves.go: make(chan)",
-	"local_leaves.go: time.NewTimer",
-	"local_leaves.go: time.Now",
-	"local_leaves.go: time.Since",
-	"local_run.go: import github.com/flowrun/flow/internal/gitwork",
-	"local_run.go: import github.com/flowrun/flow/internal/proc",
-	"local_run.go: import github.com/flowrun/flow/rundir",
-	"local_run.go: import os",
-	"local_workspace.go: context.WithTimeout",
-	"local_workspace.go: import github.com/flowrun/flow/internal/gitwork",
-	"snapshot.go: import github.com/flowrun/flow/rundir",
 }
 
 // pureDirs are the packages the walker is made of, under engine: package

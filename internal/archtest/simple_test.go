@@ -49,8 +49,8 @@ func goFiles(t *testing.T, dir string) []string {
 // of their own), and no assembly, unsafe or memory mapping anywhere in the
 // module (STYLE.md, "Performance work"). The bound was 3,000 before the
 // ledger's reservations, the Host seam and visit keys joined the walker;
-// the local host's code still in the package (local_*.go) comes out as it
-// moves to engine/local (docs/decisions.md, "A pure walker").
+// the local host's code has since moved to engine/local (docs/decisions.md,
+// "The local host leaves package engine").
 func TestEngineStaysPlain(t *testing.T) {
 	root := moduleRoot(t)
 	lines := 0

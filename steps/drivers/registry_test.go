@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/steps/drivers"
 )
@@ -58,7 +59,7 @@ nodes:
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	res, err := engine.Execute(context.Background(), plan, engine.Options{
+	res, err := local.Execute(context.Background(), plan, engine.Options{
 		Drivers: drivers, RunsDir: filepath.Join(dir, "runs"), WorkDir: dir, Input: "ada"})
 	if err != nil {
 		t.Fatal(err)

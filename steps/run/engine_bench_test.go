@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/steps/run"
 )
@@ -60,7 +61,7 @@ nodes:
 		for b.Loop() {
 			n++
 			opts.RunID = fmt.Sprintf("bench-%d", n)
-			res, err := engine.Execute(context.Background(), plan, opts)
+			res, err := local.Execute(context.Background(), plan, opts)
 			if err != nil {
 				b.Fatalf("run: %v", err)
 			}

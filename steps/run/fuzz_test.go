@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/steps/run"
 )
@@ -90,7 +91,7 @@ func FuzzRunScript(f *testing.F) {
 		value := strings.ReplaceAll(hostileRunValues[int(which)%len(hostileRunValues)], "%s", marker)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, _ = engine.Execute(ctx, plan, engine.Options{Commands: cmds, RunsDir: filepath.Join(dir, "runs"),
+		_, _ = local.Execute(ctx, plan, engine.Options{Commands: cmds, RunsDir: filepath.Join(dir, "runs"),
 			WorkDir: dir, Input: map[string]any{"v": value}})
 		if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
 			t.Fatalf("the value %q ran as code in a script that validates:\n%s", value, script)

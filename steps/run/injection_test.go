@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/exec"
@@ -86,7 +87,7 @@ func runContexts(t *testing.T, src, v string, input any) {
 	}
 	opts := engine.Options{Commands: run.New(), Drivers: map[string]engine.Driver{"exec": exec.New(exec.Options{})},
 		RunsDir: filepath.Join(dir, "runs"), WorkDir: dir, Input: input}
-	res, err := engine.Execute(context.Background(), plan, opts)
+	res, err := local.Execute(context.Background(), plan, opts)
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}

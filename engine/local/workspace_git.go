@@ -1,18 +1,17 @@
-package engine
+package local
 
 import (
 	"context"
 	"errors"
 	"time"
 
+	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/gitwork"
 )
 
 // The local host's working copies: git worktrees, made and landed by git
-// in this process (internal/gitwork). This is the local host's code, not
-// the walker's: it is in package engine only because localWorkspace is
-// declared beside the local run (local_run.go), and it moves to
-// engine/local with it (docs/decisions.md, "A pure walker").
+// in this process (internal/gitwork): the Workspace the walker lands
+// isolated scopes through (docs/decisions.md, "A pure walker").
 
 // gitTimeout bounds one git step that must not be cut short by a stop (a
 // checkpoint, a removal, a landing: the walker gives it a ctx without
@@ -22,14 +21,14 @@ const gitTimeout = 2 * time.Minute
 
 // IntegrationBranch is flow/<run-id>, ScopeBranch flow/<run-id>.<scope>
 // (docs/worktrees.md).
-func (localWorkspace) IntegrationBranch(runID string) string { return gitwork.IntegrationBranch(runID) }
-func (localWorkspace) ScopeBranch(runID, scope string) string {
+func (workspace) IntegrationBranch(runID string) string { return gitwork.IntegrationBranch(runID) }
+func (workspace) ScopeBranch(runID, scope string) string {
 	return gitwork.ScopeBranch(runID, scope)
 }
 
 // OpenRepo opens the repository of dir and makes the run's integration
 // branch there.
-func (localWorkspace) OpenRepo(ctx context.Context, runID, dir string, base func(top string) string) (Repo, error) {
+func (workspace) OpenRepo(ctx context.Context, runID, dir string, base func(top string) string) (engine.Repo, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	g, err := gitwork.Open(ctx, dir)
@@ -100,20 +99,20 @@ func (r *localRepo) BranchHead(ctx context.Context, branch string) (string, bool
 	return head, ok, noGit(err)
 }
 
-func (r *localRepo) Merge(ctx context.Context, commit, visit, msg string) (LandResult, error) {
+func (r *localRepo) Merge(ctx context.Context, commit, visit, msg string) (engine.LandResult, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	return landResult(r.git.Merge(ctx, gitwork.IntegrationBranch(r.run), commit, gitwork.RunIdentity(r.run, visit), msg))
 }
 
-func (r *localRepo) Rebase(ctx context.Context, path, visit string) (LandResult, error) {
+func (r *localRepo) Rebase(ctx context.Context, path, visit string) (engine.LandResult, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	return landResult(r.git.Rebase(ctx, path, gitwork.IntegrationBranch(r.run), gitwork.RunIdentity(r.run, visit)))
 }
 
-func landResult(l gitwork.Landing, err error) (LandResult, error) {
-	return LandResult{Conflicts: l.Conflicts, Onto: l.Onto, Head: l.Head}, noGit(err)
+func landResult(l gitwork.Landing, err error) (engine.LandResult, error) {
+	return engine.LandResult{Conflicts: l.Conflicts, Onto: l.Onto, Head: l.Head}, noGit(err)
 }
 
 // bounded gives a step that no stop can end (ctx has no Done) the bound
@@ -126,10 +125,10 @@ func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // noGitError is an error of git that says it cannot be used at all
-// (gitwork.ErrNoGit): it is ErrNoWorkspace to the walker.
+// (gitwork.ErrNoGit): it is engine.ErrNoWorkspace to the walker.
 type noGitError struct{ error }
 
-func (e noGitError) Is(target error) bool { return target == ErrNoWorkspace }
+func (e noGitError) Is(target error) bool { return target == engine.ErrNoWorkspace }
 func (e noGitError) Unwrap() error        { return e.error }
 
 func noGit(err error) error {

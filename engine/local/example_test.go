@@ -1,4 +1,4 @@
-package engine_test
+package local_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 )
@@ -41,7 +42,7 @@ nodes:
 		fmt.Println(diags)
 		return
 	}
-	res, err := engine.Execute(context.Background(), plan, engine.Options{
+	res, err := local.Execute(context.Background(), plan, engine.Options{
 		Drivers: map[string]engine.Driver{"exec": shout{}},
 		RunsDir: filepath.Join(dir, "runs"),
 		Input:   map[string]any{"names": []any{"ada", "bo"}},

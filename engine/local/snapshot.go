@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"github.com/flowrun/flow/flows"
