@@ -82,8 +82,7 @@ func impure(name string, f *ast.File) []string {
 // only shrinks. What remains: nothing; the local host is package
 // engine/local. The walker's own files are clean, and so is its
 // vocabulary (engine/record), which is checked too.
-var impureAllowed = []string{
-}
+var impureAllowed = []string{}
 
 // pureDirs are the packages the walker is made of, under engine: package
 // engine itself and its vocabulary, engine/record.
