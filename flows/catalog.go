@@ -107,6 +107,7 @@ func (c *Catalogue) addDir(dir, scope string, opts Options) {
 		}
 		a := agentFromDoc(doc, scope, path, driver)
 		opts.checkTools(doc, a.Driver, &diags)
+		diags.Quote(path, src)
 		if diags.HasErrors() {
 			key := doc.Name.Value
 			if key == "" {
