@@ -98,7 +98,10 @@ func (d Diagnostic) writeQuote(b *strings.Builder) {
 		return
 	}
 	num := fmt.Sprintf("%5d", d.Pos.Line)
-	fmt.Fprintf(b, "\n%s | %s", num, d.Source)
+	b.WriteString("\n")
+	b.WriteString(num)
+	b.WriteString(" | ")
+	b.WriteString(d.Source)
 	if d.SourceCol < 1 {
 		return
 	}
