@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
@@ -19,7 +20,7 @@ type meter struct {
 	mu      Locker
 	tokens  int64
 	cost    float64
-	holding map[*hold]spend // the running turns' reservations here
+	holding []reservation // the running turns' reservations here, in the order they were made
 	over    record.Overspend
 }
 
@@ -65,20 +66,38 @@ func (h *hold) isStopped() bool {
 	return h.stopped
 }
 
+// reservation is one running turn's reservation under a meter. The meter keeps
+// them in a slice, not a map: their costs are summed, and float addition
+// gives the same sum only in the same order, on every host and replay.
+type reservation struct {
+	h *hold
+	r spend
+}
+
+// holdOf is h's reservation here (zero when it holds none).
+func (m *meter) holdOf(h *hold) spend {
+	for _, o := range m.holding {
+		if o.h == h {
+			return o.r
+		}
+	}
+	return spend{}
+}
+
 func newMeter(rt Runtime, b *flows.Budget, where string) *meter {
-	return &meter{limit: b, where: where, holding: map[*hold]spend{}, mu: rt.NewLock()}
+	return &meter{limit: b, where: where, mu: rt.NewLock()}
 }
 
 // others is what the running turns other than h hold: each its
 // reservation, or its live tokens when it already spent more.
 func (m *meter) others(h *hold) spend {
 	var s spend
-	for o, r := range m.holding {
-		if o == h {
+	for _, o := range m.holding {
+		if o.h == h {
 			continue
 		}
-		s.tokens += max(r.tokens, o.liveTokens())
-		s.cost += r.cost
+		s.tokens += max(o.r.tokens, o.h.liveTokens())
+		s.cost += o.r.cost
 	}
 	return s
 }
@@ -118,7 +137,7 @@ func (m *meter) reserve(h *hold, want, floor spend) string {
 		}
 		r.cost = min(want.cost, left)
 	}
-	m.holding[h] = r
+	m.holding = append(m.holding, reservation{h, r})
 	return ""
 }
 
@@ -133,7 +152,7 @@ func (m *meter) bound(h *hold) (int64, bool) {
 		return 0, false
 	}
 	if h.blind {
-		return max(m.holding[h].tokens, 1), true
+		return max(m.holdOf(h).tokens, 1), true
 	}
 	return max(m.limit.Tokens-m.tokens-m.others(h).tokens, 1), true
 }
@@ -152,7 +171,7 @@ func (m *meter) crossed(h *hold, live int64) bool {
 func (m *meter) settle(h *hold, u *Usage) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.holding, h)
+	m.holding = slices.DeleteFunc(m.holding, func(o reservation) bool { return o.h == h })
 	return m.addLocked(u, func() string {
 		if h.isStopped() {
 			return fmt.Sprintf("%s was stopped as it crossed the budget, and had spent past it by then", h.visit)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/ordered"
 	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/schema"
 )
@@ -333,7 +333,7 @@ func checkDrivers(p *flows.Plan, o Options) error {
 // node every time when several would do.
 func flowsInOrder(p *flows.Plan) []*flows.Flow {
 	out := make([]*flows.Flow, 0, len(p.Flows))
-	for _, name := range slices.Sorted(maps.Keys(p.Flows)) {
+	for _, name := range ordered.Keys(p.Flows) {
 		out = append(out, p.Flows[name])
 	}
 	return out

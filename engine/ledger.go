@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/flowrun/flow/engine/record"
+	"github.com/flowrun/flow/internal/ordered"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -62,7 +63,8 @@ func (l *ledger) price(agent string) (want, floor spend, priced bool) {
 	defer l.mu.Unlock()
 	var leastTokens []int64
 	var leastCost []float64
-	for _, h := range l.turns {
+	for _, agent := range ordered.Keys(l.turns) {
+		h := l.turns[agent]
 		if len(h.tokens) > 0 {
 			leastTokens = append(leastTokens, slices.Min(h.tokens))
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/ordered"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -177,8 +178,8 @@ func (rp *wtRepo) init(ctx context.Context, r *runner) error {
 		base := r.wt.starts[top]
 		r.wt.mu.Lock()
 		defer r.wt.mu.Unlock()
-		for _, rec := range r.wt.earlier {
-			if base == "" && rec.Repo == top && rec.Base != "" {
+		for _, scope := range ordered.Keys(r.wt.earlier) {
+			if rec := r.wt.earlier[scope]; base == "" && rec.Repo == top && rec.Base != "" {
 				base = rec.Base
 			}
 		}

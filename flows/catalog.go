@@ -3,9 +3,9 @@ package flows
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
+	"github.com/flowrun/flow/internal/ordered"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -19,10 +19,9 @@ type Catalogue struct {
 // Agents returns the catalogue's agents sorted by name.
 func (c *Catalogue) Agents() []*Agent {
 	out := make([]*Agent, 0, len(c.agents))
-	for _, a := range c.agents {
-		out = append(out, a)
+	for _, name := range ordered.Keys(c.agents) {
+		out = append(out, c.agents[name])
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
@@ -107,6 +106,7 @@ func (c *Catalogue) addDir(dir, scope string, opts Options) {
 		}
 		a := agentFromDoc(doc, scope, path, driver)
 		opts.checkTools(doc, a.Driver, &diags)
+		diags.Quote(path, src)
 		if diags.HasErrors() {
 			key := doc.Name.Value
 			if key == "" {

@@ -176,6 +176,7 @@ func (c *checker) agentNode(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 	n.Output = schema.StringType
 	if d.Output != nil {
 		n.Output, n.Typed = d.Output, true
+		//workflowcheck:ignore encoding/json sorts map keys; the checker reaches the GC's start through reflect
 		n.OutputSchema, _ = json.Marshal(d.Output.JSONSchema())
 	}
 	n.Retry = d.Retry.Value

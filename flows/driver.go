@@ -1,10 +1,10 @@
 package flows
 
 import (
-	"maps"
 	"slices"
 	"strings"
 
+	"github.com/flowrun/flow/internal/ordered"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -45,7 +45,11 @@ func (o Options) checkTools(a *schema.AgentDoc, driver string, diags *schema.Dia
 		if _, ok := names[strings.ToLower(strings.TrimSpace(t.Value))]; ok {
 			continue
 		}
-		own := slices.Sorted(maps.Values(names))
+		own := make([]string, 0, len(names))
+		for _, t := range ordered.Keys(names) {
+			own = append(own, names[t])
+		}
+		slices.Sort(own)
 		own = slices.Compact(own)
 		diags.Add(t.Pos, schema.CodeTool,
 			"remove it, or run the agent on a driver that has it (driver: claude); "+driver+"'s tools are "+strings.Join(own, ", "),

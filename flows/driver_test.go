@@ -30,24 +30,36 @@ func TestUnknownDriver(t *testing.T) {
 		name: "inline in a node",
 		src:  "name: f\nnodes:\n  - id: a\n    agent: {name: x, description: d, driver: bogus}\n    prompt: p\n",
 		want: `f.yaml:4:12: driver: agent "x" has driver "bogus", which flow does not know
+    4 |     agent: {name: x, description: d, driver: bogus}
+      |            ^
 	hint: set driver: in the agent file, or a default driver in the configuration
 f.yaml:4:46: driver: unknown driver "bogus"
+    4 |     agent: {name: x, description: d, driver: bogus}
+      |                                              ^
 	hint: drivers are pi, claude, codex, openai, exec`,
 		drivers: testDrivers,
 	}, {
 		name: "inline in the flow",
 		src:  "name: f\nagents: [{name: x, description: d, driver: codx}]\nnodes:\n  - {id: a, agent: x, prompt: p}\n",
 		want: `f.yaml:2:44: driver: unknown driver "codx"
+    2 | agents: [{name: x, description: d, driver: codx}]
+      |                                            ^
 	hint: did you mean "codex"?
 f.yaml:4:20: driver: agent "x" has driver "codx", which flow does not know
+    4 |   - {id: a, agent: x, prompt: p}
+      |                    ^
 	hint: set driver: in the agent file, or a default driver in the configuration`,
 		drivers: testDrivers,
 	}, {
 		name: "in an agent file",
 		src:  "name: f\nagents: [./agents]\nnodes:\n  - {id: a, agent: w, prompt: p}\n",
 		want: `agents/w.md:4:9: driver: unknown driver "claud"
+    4 | driver: claud
+      |         ^
 	hint: did you mean "claude"?
 f.yaml:4:20: agent: agent "w" could not be read
+    4 |   - {id: a, agent: w, prompt: p}
+      |                    ^
 	hint: fix agents/w.md (see its errors)`,
 		drivers: testDrivers,
 	}, {
@@ -58,8 +70,12 @@ f.yaml:4:20: agent: agent "w" could not be read
 		name: "the list is the program's",
 		src:  "name: f\nnodes:\n  - {id: a, agent: {name: x, description: d, driver: pi}, prompt: p}\n",
 		want: `f.yaml:3:20: driver: agent "x" has driver "pi", which flow does not know
+    3 |   - {id: a, agent: {name: x, description: d, driver: pi}, prompt: p}
+      |                    ^
 	hint: set driver: in the agent file, or a default driver in the configuration
 f.yaml:3:54: driver: unknown driver "pi"
+    3 |   - {id: a, agent: {name: x, description: d, driver: pi}, prompt: p}
+      |                                                      ^
 	hint: drivers are echo`,
 		drivers: []string{"echo"},
 	}, {

@@ -7,7 +7,8 @@ import (
 )
 
 // A flow is checked whole before anything runs: every fault is reported at
-// once, each at its line and column.
+// once, each at its line and column, quoting the line with a caret
+// under the column.
 func ExampleLoadSource() {
 	src := []byte(`name: review
 nodes:
@@ -24,7 +25,11 @@ nodes:
 	}
 	// Output:
 	// review.yaml:7:35: expr: invalid operation: == (mismatched types bool and string)
+	//     7 |       - when: tests.output.passed == "yes"
+	//       |                                   ^
 	// 	hint: compare values of the same type; see the node's declared output:
 	// review.yaml:8:48: unknown-key: unknown key "timout" in a node
+	//     8 |         do: [{id: deploy, run: [make, deploy], timout: 5m}]
+	//       |                                                ^
 	// 	hint: did you mean "timeout"?
 }

@@ -3,10 +3,8 @@ package flows
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/flowrun/flow/internal/ordered"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -69,17 +68,19 @@ func (x *compiler) compile(src string, env types.Map, asBool bool) (*vm.Program,
 		for _, name := range noClock {
 			expr.DisableBuiltin(name)(x.base)
 		}
-		for name := range x.base.Disabled {
+		for _, name := range noClock { // the names DisableBuiltin put in Disabled
 			delete(x.base.Builtins, name)
 		}
 	}
 	cfg := *x.base
 	cfg.NtCache = nature.Cache{}
+	//workflowcheck:ignore expr builds its environment's map from env's: the same in any order
 	cfg.WithEnv(env)
 	if asBool {
 		expr.AsBool()(&cfg)
 	}
 	cfg.Check()
+	//workflowcheck:ignore the map expr's checker ranges over holds embedded structs, and env has none
 	tree, err := exprchecker.ParseCheck(src, &cfg)
 	if err != nil {
 		return nil, err
@@ -93,6 +94,7 @@ func (x *compiler) compile(src string, env types.Map, asBool bool) (*vm.Program,
 			return nil, err
 		}
 	}
+	//workflowcheck:ignore as ParseCheck: the map expr ranges over holds embedded structs, and env has none
 	return exprcompiler.Compile(tree, &cfg)
 }
 
@@ -289,7 +291,7 @@ func typeOfNature(nt *nature.Nature, depth int) *schema.Type {
 			return schema.AnyType
 		}
 		t := &schema.Type{Kind: schema.TObject}
-		for _, name := range slices.Sorted(maps.Keys(nt.Fields)) {
+		for _, name := range ordered.Keys(nt.Fields) {
 			f := nt.Fields[name]
 			t.Fields = append(t.Fields, schema.F(name, typeOfNature(&f, depth+1)))
 		}

@@ -14,8 +14,11 @@ import (
 // that the node is not inside another isolated scope.
 func (c *checker) isolation(n *Node, d *schema.Node, sc *scope, ancestors []*schema.Node) {
 	if !d.Isolation.Set() {
-		for name, key := range map[string]schema.String{"land": d.Land, "repo": d.Repo} {
-			if key.Set() {
+		for _, k := range []struct {
+			name string
+			key  schema.String
+		}{{"land", d.Land}, {"repo", d.Repo}} {
+			if name, key := k.name, k.key; key.Set() {
 				c.diags.Add(key.Pos, schema.CodeIsolation, "add isolation: worktree, or remove "+name+":", "%s: is for isolated nodes, and node %q has no isolation: worktree", name, d.ID.Value)
 			}
 		}

@@ -4,10 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/flowrun/flow/schema"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/flowrun/flow/internal/ordered"
+	"github.com/flowrun/flow/schema"
 )
 
 // The parts of a visit's key (docs/reuse-and-tests.md), in the order
@@ -111,12 +114,7 @@ func (n *Node) Key(in KeyInput) VisitKey {
 		k = n.key
 	}
 	prompt := in.Prompt
-	roots := make([]string, 0, len(in.Roots))
-	for root := range in.Roots {
-		if root != "" {
-			roots = append(roots, root)
-		}
-	}
+	roots := slices.DeleteFunc(ordered.Keys(in.Roots), func(root string) bool { return root == "" })
 	// The longest first: the run directory before the run id in it.
 	sort.Slice(roots, func(i, j int) bool {
 		return len(roots[i]) > len(roots[j]) || len(roots[i]) == len(roots[j]) && roots[i] < roots[j]
@@ -192,7 +190,7 @@ func iterations(path string) string {
 
 // computeKeys fills the static key of every node of the plan.
 func (p *Plan) computeKeys() {
-	for name, f := range p.Flows {
-		EachNode(f.Nodes, func(n *Node) { computeStatic(name, n) })
+	for _, name := range ordered.Keys(p.Flows) {
+		EachNode(p.Flows[name].Nodes, func(n *Node) { computeStatic(name, n) })
 	}
 }

@@ -97,6 +97,9 @@ func LoadSource(file string, src []byte, opts Options) (*Plan, schema.Diagnostic
 	l := &loader{opts: opts, plan: &Plan{Flows: map[string]*Flow{}, Agents: map[string]*Agent{}, Limits: opts.Limits.WithDefaults()}}
 	root := l.flow(file, src)
 	diags := l.diags.Sorted()
+	for _, f := range l.read {
+		diags.Quote(f.File, f.Doc.Source)
+	}
 	var errs, warns schema.Diagnostics
 	for _, d := range diags {
 		if d.Severity == schema.Warning {
@@ -128,6 +131,7 @@ type loader struct {
 	loading   []string // the call stack of flow names, for cycles
 	agentDirs []string // the agent directories of the flows being loaded
 	inline    []*Agent // and their inline agents: a called flow sees its callers'
+	read      []*Flow  // every flow file parsed, in order: their diagnostics quote them
 }
 
 // flow parses and checks one flow file.
@@ -141,6 +145,7 @@ func (l *loader) flow(file string, src []byte) *Flow {
 	f := &Flow{Name: name, File: file, Doc: doc, Input: doc.Input, Model: doc.Model.Value,
 		Timeout: doc.Timeout.Value, Concurrency: doc.Concurrency.Value, Budget: budget(doc.Budget)}
 	l.plan.Flows[name] = f
+	l.read = append(l.read, f)
 	l.loading = append(l.loading, name)
 	defer func() { l.loading = l.loading[:len(l.loading)-1] }()
 

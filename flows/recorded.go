@@ -3,6 +3,7 @@ package flows
 import (
 	"encoding/json"
 
+	"github.com/flowrun/flow/internal/ordered"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -26,8 +27,10 @@ func EncodeAgents(agents map[string]*Agent) map[string]json.RawMessage {
 // read from the disk. workDir, when not "", is the run's working directory.
 func Reload(file string, sources map[string][]byte, agents map[string]json.RawMessage, workDir string, opts Options) (*Plan, schema.Diagnostics) {
 	opts.Sources, opts.Agents = sources, make([]*Agent, 0, len(agents))
-	for name, raw := range agents {
+	for _, name := range ordered.Keys(agents) {
+		raw := agents[name]
 		a := new(Agent)
+		//workflowcheck:ignore decoding is a function of raw; the checker reaches the GC's start through reflect
 		if err := json.Unmarshal(raw, a); err != nil {
 			var diags schema.Diagnostics
 			diags.Add(schema.Pos{File: file}, schema.CodeRead, "", "the recorded agent %s does not read: %v", name, err)

@@ -32,6 +32,10 @@ const (
 	CatchupOnce  = "once"
 )
 
+// neverFiresFrom is the instant a cron spec is tried from to tell one that
+// never fires (30 February): any fixed instant answers as the clock would.
+var neverFiresFrom = time.Date(2000, time.January, 1, 0, 0, 0, 0, time.UTC)
+
 // Next returns the first fire strictly after t, or the zero time if the
 // schedule never fires again.
 func (s *Schedule) Next(t time.Time) time.Time {
@@ -72,7 +76,10 @@ func (l *loader) schedule(f *Flow, d *schema.Schedule) *Schedule {
 		ok = false
 	} else {
 		s.spec = spec
-		if s.Next(time.Now()).IsZero() {
+		// From a fixed instant, not the clock: a spec fires within any
+		// five years or never, and a load (a Temporal workflow's replay
+		// too) must give the same answer whenever it runs.
+		if s.Next(neverFiresFrom).IsZero() {
 			l.diags.Add(d.Cron.Pos, schema.CodeCron, "check the day of the month against the month", "schedule.cron %q never fires", d.Cron.Value)
 			ok = false
 		}

@@ -3,7 +3,6 @@ package flows
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/expr-lang/expr"
 
+	"github.com/flowrun/flow/internal/ordered"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -124,7 +124,7 @@ func (l Label) String() string {
 	if l.Model != "" {
 		parts = append(parts, l.Model)
 	}
-	for _, a := range slices.Sorted(maps.Keys(l.Agents)) {
+	for _, a := range ordered.Keys(l.Agents) {
 		parts = append(parts, a+"="+l.Agents[a])
 	}
 	return strings.Join(parts, " ")
@@ -238,7 +238,7 @@ func (c *checker) checkBaseline(b schema.String, s *Sweep) {
 			faults = append(faults, fmt.Sprintf("%s=%s is not in sweep.assign", a.Agent, m))
 		}
 	}
-	for agent := range l.Agents {
+	for _, agent := range ordered.Keys(l.Agents) {
 		if !slices.ContainsFunc(s.Assign, func(a Assign) bool { return a.Agent == agent }) {
 			faults = append(faults, agent+" is not under sweep.assign")
 		}
@@ -293,10 +293,5 @@ func (p *Plan) usedAgents(nodes []*Node) []string {
 		})
 	}
 	walk(nodes)
-	out := make([]string, 0, len(seen))
-	for a := range seen {
-		out = append(out, a)
-	}
-	slices.Sort(out)
-	return out
+	return ordered.Keys(seen)
 }

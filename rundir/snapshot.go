@@ -70,6 +70,7 @@ type Settings struct {
 // (for flows.Reload).
 func (s *Snapshot) Sources() map[string][]byte {
 	out := make(map[string][]byte, len(s.Flows))
+	//workflowcheck:ignore a map built from a map, each flow under its own file: the same in any order
 	for _, f := range s.Flows {
 		out[f.File] = []byte(f.Source)
 	}

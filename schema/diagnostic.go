@@ -24,14 +24,21 @@ func (s Severity) String() string {
 }
 
 // Diagnostic is one problem found in a flow or agent file. It prints as
-// `file:line:col: code: summary`, followed by the detail (how to fix it) on an
-// indented line when there is one.
+// `file:line:col: code: summary`, then the source line it points at with a
+// caret under the column when the loader quoted it (Quote), then the detail
+// (how to fix it) on an indented line when there is one (docs/flow-files.md,
+// Diagnostics).
 type Diagnostic struct {
 	Severity Severity `json:"severity"`
 	Pos      Pos      `json:"pos"`
 	Code     Code     `json:"code"`    // stable, kebab-case: "unknown-key", "type", ... (codes.go)
 	Summary  string   `json:"summary"` // one line, lower case, no final period
 	Detail   string   `json:"detail,omitempty"`
+	// Source is the line Pos points at, as written (cut around the column
+	// when long), and SourceCol the column in Source the caret stands
+	// under; both are empty until Quote fills them.
+	Source    string `json:"source,omitempty"`
+	SourceCol int    `json:"source_col,omitempty"`
 }
 
 func (d Diagnostic) String() string {
@@ -44,6 +51,7 @@ func (d Diagnostic) String() string {
 	b.WriteString(string(d.Code))
 	b.WriteString(": ")
 	b.WriteString(d.Summary)
+	d.writeQuote(&b)
 	if d.Detail != "" {
 		b.WriteString("\n\thint: ")
 		b.WriteString(strings.ReplaceAll(d.Detail, "\n", "\n\t"))

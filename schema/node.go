@@ -411,9 +411,9 @@ func validID(s string) bool {
 
 func kindsTaking(key string) string {
 	var ks []string
-	for k, keys := range kindKeys {
-		if contains(keys, key) {
-			ks = append(ks, string(k))
+	for _, k := range nodeKindKeys {
+		if contains(kindKeys[Kind(k)], key) {
+			ks = append(ks, k)
 		}
 	}
 	sort.Strings(ks)

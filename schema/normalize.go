@@ -28,6 +28,7 @@ func (t *Type) Normalize(v any) any {
 	case TObject:
 		if m, ok := v.(map[string]any); ok {
 			out := make(map[string]any, len(m))
+			//workflowcheck:ignore a copy of a map into a map: the same in any order
 			for k, x := range m {
 				out[k] = x
 			}

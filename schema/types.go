@@ -390,6 +390,7 @@ func (t *Type) WithDefaults(v any) any {
 		m = map[string]any{}
 	}
 	out := make(map[string]any, len(m)+len(t.Fields))
+	//workflowcheck:ignore a copy of a map into a map: the same in any order
 	for k, x := range m {
 		out[k] = x
 	}

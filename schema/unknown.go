@@ -2,8 +2,9 @@ package schema
 
 import (
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/flowrun/flow/internal/ordered"
 )
 
 // Unknown reports the first key of v, a value decoded from JSON or YAML,
@@ -27,12 +28,7 @@ func (t *Type) unknown(v any, at *valuePath) error {
 		}
 	case TObject:
 		m, _ := v.(map[string]any)
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
+		for _, k := range ordered.Keys(m) {
 			f := t.Field(k)
 			if f == nil {
 				return t.unknownField(k, at)

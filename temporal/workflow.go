@@ -59,6 +59,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: leaves{queue: info.TaskQueueName, timing: timing}, Recorder: rec, Blind: true})
 	// The workflow's cancellation stops the walk with the cause a Ctrl-C
 	// gives, from a coroutine: deterministic.
+	//workflowcheck:ignore Background has no Done, so no goroutine starts; stop runs whole on one coroutine
 	root, stop := context.WithCancelCause(context.Background())
 	defer stop(nil)
 	workflow.Go(ctx, func(c workflow.Context) {

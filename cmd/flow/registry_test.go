@@ -116,7 +116,9 @@ func TestValidateListsTheRegisteredDrivers(t *testing.T) {
 	if err := root.Execute(); !errors.As(err, &ee) || ee.code != exitInvalid {
 		t.Fatalf("flow validate = %v, want exit %d", err, exitInvalid)
 	}
-	want := "f.yaml:3:54: driver: unknown driver \"nope\"\n\thint: drivers are pi, claude, codex, openai, exec\n"
+	want := "f.yaml:3:54: driver: unknown driver \"nope\"\n" +
+		"    3 |   - {id: a, agent: {name: x, description: d, driver: nope}, prompt: p}\n" +
+		"      |                                                      ^\n\thint: drivers are pi, claude, codex, openai, exec\n"
 	if !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr:\n%s\nwant among it:\n%s", stderr.String(), want)
 	}

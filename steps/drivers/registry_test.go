@@ -78,7 +78,9 @@ func TestUnregisteredDriverIsPositioned(t *testing.T) {
 	src := []byte("name: f\nnodes:\n  - {id: a, agent: {name: x, description: d, driver: whisper}, prompt: p}\n")
 	_, diags := flows.LoadSource("f.yaml", src, flows.Options{UserAgentDirs: []string{}, Drivers: reg.Names()})
 	got := diags.Error()
-	if want := "f.yaml:3:54: driver: unknown driver \"whisper\"\n\thint: drivers are echo, shout"; !strings.Contains(got, want) {
+	if want := "f.yaml:3:54: driver: unknown driver \"whisper\"\n" +
+		"    3 |   - {id: a, agent: {name: x, description: d, driver: whisper}, prompt: p}\n" +
+		"      |                                                      ^\n\thint: drivers are echo, shout"; !strings.Contains(got, want) {
 		t.Errorf("diagnostics:\n%s\nwant among them:\n%s", got, want)
 	}
 }
