@@ -24,6 +24,6 @@ type Agent struct {
 	Source string `json:"source,omitempty"`
 	// Delegate is the agent file's default delegation, for a node that
 	// names the agent and gives none (docs/delegation.md).
-	Delegate *Delegate `json:"delegate,omitempty"`
-	Pos    schema.Pos `json:"-"`
+	Delegate *Delegate  `json:"delegate,omitempty"`
+	Pos      schema.Pos `json:"-"`
 }
