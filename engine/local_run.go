@@ -109,7 +109,9 @@ func runLocal(ctx context.Context, plan *flows.Plan, opts Options, w *rundir.Wri
 			err = fmt.Errorf("closing run directory: %w", cerr)
 		}
 	}()
-	return walk(ctx, plan, opts, NewHost(Parts{Runtime: opts.Runtime, Leaves: opts.Leaves, Recorder: w, Redactor: w.Secrets(), Workspace: localWorkspace{w}}), input, earlier, notes...)
+	del, closeDelegates := opts.delegator(w.Dir())
+	defer closeDelegates()
+	return walk(ctx, plan, opts, NewHost(Parts{Runtime: opts.Runtime, Leaves: opts.Leaves, Recorder: w, Redactor: w.Secrets(), Workspace: localWorkspace{w}, Delegator: del}), input, earlier, notes...)
 }
 
 // Resume continues the run in dir from its first unended visit (docs/resume-and-budgets.md):

@@ -41,6 +41,8 @@ type outcome struct {
 	// answered it (docs/reuse-and-tests.md).
 	key    *flows.VisitKey
 	reused *rundir.Reused
+	// deleg is the visit's delegator when its turns may delegate.
+	deleg *delegator
 }
 
 // visit runs one node and journals its start and end.
@@ -196,7 +198,9 @@ func condition(err error) *outcome {
 
 // journalStart journals and announces a visit's start.
 func (r *runner) journalStart(n *flows.Node, path string, start time.Time) *Failure {
-	if err := r.dir.Fact(&Fact{Type: rundir.FactStart, Time: start, Visit: path, Node: n.ID, Kind: n.Kind}); err != nil {
+	f := &Fact{Type: rundir.FactStart, Time: start, Visit: path, Node: n.ID, Kind: n.Kind}
+	r.childStart(f)
+	if err := r.dir.Fact(f); err != nil {
 		return &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 	}
 	r.emit(&Event{Time: start, Type: rundir.EventVisitStart, Visit: path, Node: n.ID, Kind: n.Kind})
