@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 )
 
@@ -19,12 +20,14 @@ var _ Backend = Local{}
 
 // Start walks plan here.
 func (Local) Start(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
+	delegates(&opts)
 	return engine.Execute(ctx, plan, opts)
 }
 
 // Resume continues the run in dir here.
 func (l Local) Resume(ctx context.Context, dir string, opts engine.Options) (*engine.Result, error) {
 	opts.RunID, opts.RunsDir = "", "" // the run's own
+	delegates(&opts)
 	return engine.Resume(ctx, dir, l.Load, opts)
 }
 
@@ -39,3 +42,11 @@ func (Local) Stop(cancel context.CancelCauseFunc, how Stopping) { stop(cancel, h
 
 // Schedules is nil: this process fires the schedules.
 func (Local) Schedules(string) Schedules { return nil }
+
+// delegates gives a run in this process its delegation server, a socket
+// in its run directory, unless the caller gave one (docs/delegation.md).
+func delegates(opts *engine.Options) {
+	if opts.Delegates == nil {
+		opts.Delegates = local.Delegates
+	}
+}
