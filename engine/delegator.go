@@ -1,6 +1,11 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"fmt"
+
+	"github.com/flowrun/flow/flows"
+)
 
 // Delegator is the host's side of delegation (docs/delegation.md): it
 // carries one turn's delegate calls from wherever the turn's process makes
@@ -27,4 +32,10 @@ func (o *Options) delegator(runDir string) (Delegator, func()) {
 		return nil, func() {}
 	}
 	return o.Delegates(runDir)
+}
+
+// noDelegation is the refusal of a plan that delegates on a host that
+// cannot serve delegate calls (a Temporal run).
+func noDelegation(n *flows.Node) string {
+	return fmt.Sprintf("%s: node %q delegates, and delegation runs only in this process: run it with flow run, not on Temporal (docs/delegation.md)", n.Pos, n.ID)
 }

@@ -115,7 +115,7 @@ func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlie
 	}
 	if host.Delegator() == nil {
 		if n := delegatingNode(plan); n != nil {
-			return nil, &RefusedError{Msg: fmt.Sprintf("%s: delegate: needs a host that serves delegate calls; run it with flow run, not on Temporal (docs/delegation.md)", n.Pos)}
+			return nil, &RefusedError{Msg: noDelegation(n)}
 		}
 	}
 	if host.Workspace() == nil {
@@ -168,7 +168,7 @@ func (o *Options) check(plan *flows.Plan) error {
 	}
 	if !o.hosted && o.Delegates == nil {
 		if n := delegatingNode(plan); n != nil {
-			return &RefusedError{Msg: fmt.Sprintf("%s: delegate: this run has no delegation server (engine.Options.Delegates; flow run gives one)", n.Pos)}
+			return &RefusedError{Msg: noDelegation(n)}
 		}
 	}
 	if o.Leaves == nil {
