@@ -217,3 +217,71 @@ func TestDelegateSweepAssign(t *testing.T) {
 		t.Errorf("the delegated scouts ran on %v, want m1 and m2\n%s", seen, out)
 	}
 }
+
+// TestDelegateRunawayProcesses is the runaway with real processes: an
+// exec agent that delegates to itself at every level, five calls a turn.
+// No child is deeper than max_depth or beyond max_children, every agent
+// process that ran is a journaled visit (a refused call started none),
+// and the children's spend stays within the budget plus one turn.
+func TestDelegateRunawayProcesses(t *testing.T) {
+	dir := t.TempDir()
+	src := `name: runaway
+agents:
+  - name: looper
+    description: delegates at every level
+    driver: exec
+    command: [bash, -c, 'cat >/dev/null; echo "$FLOW_VISIT" >>ran.log; if [ -n "$FLOW_DELEGATE_SOCKET" ]; then for i in 1 2 3 4 5; do flow delegate looper "dig $i" >/dev/null 2>>refused.log; done; fi; echo "FLOW_USAGE {\"input\": 100}" >&2; echo done']
+nodes:
+  - id: lead
+    agent: looper
+    prompt: Dig.
+    delegate: {agents: [looper], max_depth: 2, max_children: 2, budget: {tokens: 500}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "runaway.yaml"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := flowBinary(t)
+	cmd := exec.Command(bin, "run", "runaway.yaml")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("flow run: %v\n%s", err, out)
+	}
+	facts, err := rundir.ReadJournal(onlyRun(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	visits, kids := 0, map[string]int{}
+	var spend int64
+	for _, f := range facts {
+		if f.Type == rundir.FactStart && f.Kind == "agent" {
+			visits++
+		}
+		if f.Type == rundir.FactStart && f.Parent != "" {
+			kids[f.Parent]++
+			if d := strings.Count(f.Visit, "/delegate:"); d > 2 {
+				t.Errorf("%s is %d deep, past max_depth 2", f.Visit, d)
+			}
+		}
+		if f.Type == rundir.FactEnd && strings.Contains(f.Visit, "/delegate:") && f.Usage != nil {
+			spend += f.Usage.Tokens()
+		}
+	}
+	for p, n := range kids {
+		if n > 2 {
+			t.Errorf("%s started %d children, past max_children 2", p, n)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "ran.log"))
+	if ran := len(strings.Fields(string(b))); ran != visits {
+		t.Errorf("%d agent processes ran for %d journaled visits:\n%s", ran, visits, b)
+	}
+	if spend > 500+100 {
+		t.Errorf("the children spent %d tokens, past the budget 500 plus one turn", spend)
+	}
+	refused, _ := os.ReadFile(filepath.Join(dir, "refused.log"))
+	if !strings.Contains(string(refused), "refused: max_children is 2") {
+		t.Errorf("no call was refused for max_children:\n%s", refused)
+	}
+}
