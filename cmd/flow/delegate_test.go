@@ -110,6 +110,15 @@ func TestDelegateExecAgents(t *testing.T) {
 	} else if u.Total.Input+u.Total.Output != sum {
 		t.Errorf("usage.json's total is %+v, the turns spent %d:\n%s", u.Total, sum, b)
 	}
+	show := exec.Command(filepath.Join(pathDir(env), "flow"), "show", filepath.Base(run))
+	show.Dir, show.Env = dir, env
+	shown, err := show.CombinedOutput()
+	if err != nil || !strings.Contains(string(shown), "(15 tokens; 25 with its delegates)") || !strings.Contains(string(shown), "\n  ✓ lead/delegate:scout#1") {
+		t.Errorf("flow show does not draw the tree with its total (%v):\n%s", err, shown)
+	}
+	if b, err := os.ReadFile(filepath.Join(run, "report.html")); err != nil || !strings.Contains(string(b), "25 with its delegates") {
+		t.Errorf("report.html does not give the tree's total (%v)", err)
+	}
 	if _, err := os.Stat(filepath.Join(run, "delegate.sock")); !os.IsNotExist(err) {
 		t.Errorf("the delegation socket is left in the run directory: %v", err)
 	}
