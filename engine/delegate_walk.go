@@ -20,6 +20,7 @@ import (
 // it: what they may do, and the budget they share.
 type delegTree struct {
 	spec *flows.Delegate
+	pos  schema.Pos // the delegating node's, where its children's failures point
 }
 
 // delegator is one visit of the tree that may start children: the node's
@@ -65,7 +66,7 @@ func (r *runner) delegation(fr *frame, n *flows.Node, path string) *delegator {
 	defer r.mu.Unlock()
 	d := r.delegators[path]
 	if d == nil {
-		tree := &delegTree{spec: n.Delegate}
+		tree := &delegTree{spec: n.Delegate, pos: n.Pos}
 		kids := *fr
 		kids.scope, kids.gates = nil, nil
 		d = &delegator{tree: tree, path: path, kids: kids.withBudget(n.Delegate.Budget, path+" (delegate)")}
@@ -158,7 +159,7 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *liveSlot, req
 		r.delegators[path] = child
 	}
 	r.mu.Unlock()
-	n := &flows.Node{ID: delegNodePrefix + a.Name, Kind: schema.KindAgent, Pos: schema.Pos{}, Output: schema.StringType,
+	n := &flows.Node{ID: delegNodePrefix + a.Name, Kind: schema.KindAgent, Pos: d.tree.pos, Output: schema.StringType,
 		Agent: a, Prompt: &flows.Template{Source: req.Task, Parts: []flows.TemplatePart{{Text: req.Task}}},
 		Continue: true, Delegate: spec}
 	slot.lend()

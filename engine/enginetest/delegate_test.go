@@ -114,3 +114,77 @@ nodes:
 		}
 	}
 }
+
+// TestDelegateResumeMatchesRepeats: a parent whose turn failed after two
+// calls with the same task, and a third that failed, runs again on resume
+// and repeats them: the nth repeat is answered by the nth recorded child,
+// the failed one's failure stays, and no child runs again.
+func TestDelegateResumeMatchesRepeats(t *testing.T) {
+	plan := loadText(t, "again", `name: again
+agents:
+  - {name: lead, description: leads, driver: exec, command: [x]}
+  - {name: scout, description: scouts, driver: exec, command: [x]}
+nodes:
+  - id: lead
+    agent: lead
+    prompt: Go.
+    delegate: {agents: [scout], max_children: 3}
+`)
+	script := func(h *enginetest.Host, scoutTurns *int, failLead bool, replies *[]engine.DelegateReply) func(*engine.Turn) (*engine.TurnResult, error) {
+		return func(turn *engine.Turn) (*engine.TurnResult, error) {
+			in := int64(5)
+			if turn.Agent.Name == "scout" {
+				*scoutTurns++
+				if strings.HasPrefix(turn.Prompt, "break") {
+					return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{"broke"}}, nil
+				}
+				return &engine.TurnResult{Status: engine.Completed, Output: fmt.Sprintf("answer %d", *scoutTurns), Usage: engine.Usage{Input: &in}}, nil
+			}
+			for _, task := range []string{"same", "same", "break"} {
+				r, err := h.Delegate(context.Background(), turn, "scout", task)
+				if err != nil {
+					t.Fatal(err)
+				}
+				*replies = append(*replies, r)
+			}
+			if failLead {
+				return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{"lead died"}}, nil
+			}
+			return &engine.TurnResult{Status: engine.Completed, Output: "done", Usage: engine.Usage{Input: &in}}, nil
+		}
+	}
+	h := enginetest.New()
+	var first, again []engine.DelegateReply
+	turns := 0
+	h.Turns = script(h, &turns, true, &first)
+	res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "r1", WorkDir: t.TempDir()}, h, nil)
+	if err != nil || res.OK {
+		t.Fatalf("first attempt: %v, %+v", err, res)
+	}
+	if turns != 3 {
+		t.Fatalf("the first attempt ran %d scout turns, want 3", turns)
+	}
+	h2 := enginetest.New()
+	turns2 := 0
+	h2.Turns = script(h2, &turns2, false, &again)
+	res, err = engine.Walk(context.Background(), plan, engine.Options{RunID: "r1", WorkDir: t.TempDir()}, h2, h.Facts())
+	if err != nil || !res.OK {
+		t.Fatalf("resumed attempt: %v, %+v", err, res)
+	}
+	if turns2 != 0 {
+		t.Errorf("the resumed attempt ran %d scout turns, want none", turns2)
+	}
+	for i := range first {
+		if first[i] != again[i] {
+			t.Errorf("call %d: first %+v, resumed %+v", i, first[i], again[i])
+		}
+	}
+	if again[0].Answer != "answer 1" || again[1].Answer != "answer 2" || !strings.Contains(again[2].Error, "lead/delegate:scout#3 failed") {
+		t.Errorf("resumed replies: %+v", again)
+	}
+	for _, f := range h2.Facts() {
+		if f.Type == "start" && f.Parent != "" {
+			t.Errorf("the resumed attempt started a child: %s", f.Visit)
+		}
+	}
+}
