@@ -21,6 +21,11 @@ import (
 type delegTree struct {
 	spec *flows.Delegate
 	pos  schema.Pos // the delegating node's, where its children's failures point
+	// unpriced is held by the tree's one child that runs before any turn
+	// of the run could price it (see unpricedTurn); holder is its path.
+	unpriced Mutex
+	mu       Locker
+	holder   string
 }
 
 // delegator is one visit of the tree that may start children: the node's
@@ -66,7 +71,7 @@ func (r *runner) delegation(fr *frame, n *flows.Node, path string) *delegator {
 	defer r.mu.Unlock()
 	d := r.delegators[path]
 	if d == nil {
-		tree := &delegTree{spec: n.Delegate, pos: n.Pos}
+		tree := &delegTree{spec: n.Delegate, pos: n.Pos, unpriced: r.rt.NewMutex(), mu: r.rt.NewLock()}
 		kids := *fr
 		kids.scope, kids.gates = nil, nil
 		d = &delegator{tree: tree, path: path, kids: kids.withBudget(n.Delegate.Budget, path+" (delegate)")}
@@ -145,11 +150,23 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *liveSlot, req
 	if strings.TrimSpace(req.Task) == "" {
 		return DelegateReply{Error: "refused: the task is empty"}
 	}
+	held, err := r.unpricedTurn(ctx, d, req.Agent)
+	if err != nil {
+		return DelegateReply{Error: "the call was withdrawn: " + err.Error()}
+	}
+	if held {
+		defer d.tree.releaseUnpriced()
+	}
 	path, refusal := d.take(req, func() string { return r.affords(d.kids, req.Agent) })
 	if refusal != "" {
 		return DelegateReply{Error: refusal}
 	}
 	defer d.done()
+	if held {
+		d.tree.mu.Lock()
+		d.tree.holder = path + "/" // the child's subtree: its paths start so
+		d.tree.mu.Unlock()
+	}
 	r.mu.Lock()
 	r.childStarts[path] = delegParentStart{parent: d.path, task: req.Task}
 	child := r.delegators[path]
@@ -336,4 +353,42 @@ func (r *runner) affords(fr *frame, agent string) string {
 		m.settle(h, nil)
 	}
 	return ""
+}
+
+// unpricedTurn keeps a tree under a budget to one child that nothing can
+// price yet: before any turn of the run ended, a child reserves all that
+// is left (book), so a sibling's call would find nothing left. It waits
+// instead, for the unpriced child to end and price it. A call from that
+// child's own subtree does not wait (it would wait on itself): the
+// budget refuses it. held says the call holds the tree's unpriced turn,
+// which releaseUnpriced gives back.
+func (r *runner) unpricedTurn(ctx context.Context, d *delegator, agent string) (held bool, err error) {
+	if len(d.kids.meters) == 0 {
+		return false, nil
+	}
+	if _, _, priced := r.ledger.price(agent); priced {
+		return false, nil
+	}
+	t := d.tree
+	t.mu.Lock()
+	holder := t.holder
+	t.mu.Unlock()
+	if holder != "" && strings.HasPrefix(d.path+"/", holder) {
+		return false, nil
+	}
+	if err := t.unpriced.Lock(ctx); err != nil {
+		return false, err
+	}
+	if _, _, priced := r.ledger.price(agent); priced {
+		t.unpriced.Unlock()
+		return false, nil
+	}
+	return true, nil
+}
+
+func (t *delegTree) releaseUnpriced() {
+	t.mu.Lock()
+	t.holder = ""
+	t.mu.Unlock()
+	t.unpriced.Unlock()
 }

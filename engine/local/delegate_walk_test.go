@@ -124,3 +124,39 @@ nodes:
 type noDelegator struct{ *enginetest.Host }
 
 func (noDelegator) Delegator() engine.Delegator { return nil }
+
+// TestUnpricedChildrenWaitForAPrice: calls made at once under a budget
+// before any turn of the run ended are not refused: the first child runs
+// on all that is left, and its siblings wait for it to price them.
+func TestUnpricedChildrenWaitForAPrice(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "fan.yaml")
+	src := `name: fan
+agents:
+  - {name: lead, description: leads, driver: exec, command: [unused]}
+  - {name: scout, description: scouts, driver: exec, command: [unused]}
+nodes:
+  - id: lead
+    agent: lead
+    prompt: Go.
+    delegate: {agents: [scout], max_children: 3, budget: {tokens: 1000}}
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, diags := flows.Load(file, flows.Options{WorkDir: dir, UserAgentDirs: []string{}, Drivers: []string{"exec"}})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	d := &fanOut{calls: 3}
+	res, err := local.Execute(context.Background(), plan, engine.Options{Drivers: map[string]engine.Driver{"exec": d}, RunsDir: t.TempDir(), WorkDir: dir,
+		Delegates: local.DelegatesWith([]string{"flow", "mcp-delegate"})})
+	if err != nil || !res.OK {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	for _, r := range d.got {
+		if r.Answer != "ok" {
+			t.Errorf("reply %+v, want every call answered", r)
+		}
+	}
+}
