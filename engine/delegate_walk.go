@@ -183,7 +183,9 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *liveSlot, req
 	v, fail := r.visit(ctx, d.kids, n, nil, path)
 	slot.reclaim(ctx)
 	if fail != nil {
-		return DelegateReply{Error: fmt.Sprintf("the child %s failed (%s): %s", path, fail.Kind, fail.Message)}
+		// Bounded as an answer is: a failure's message may hold a
+		// program's output.
+		return DelegateReply{Error: utf8Prefix(fmt.Sprintf("the child %s failed (%s): %s", path, fail.Kind, fail.Message), AnswerLimit)}
 	}
 	answer := text(v["output"])
 	if file, _ := v["_file"].(string); file != "" {

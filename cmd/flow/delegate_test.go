@@ -294,3 +294,37 @@ nodes:
 		t.Errorf("no call was refused for max_children:\n%s", refused)
 	}
 }
+
+// TestDelegateInterrupt: Ctrl-C while a child runs ends the child, its
+// parent and flow, which exits 130; the socket goes with the run.
+func TestDelegateInterrupt(t *testing.T) {
+	dir, env := writeDelegateFlow(t)
+	if err := os.WriteFile(filepath.Join(dir, "slow"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(pathDir(env), "flow"), "run", "lead.yaml")
+	cmd.Dir, cmd.Env = dir, env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(marked("4646.1")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tester did not start:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	interrupt(t, cmd, &out)
+	if left := marked("4646.1"); len(left) > 0 {
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Errorf("the child's process outlived the run: %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(onlyRun(t, dir), "delegate.sock")); !os.IsNotExist(err) {
+		t.Errorf("the delegation socket is left in the run directory: %v", err)
+	}
+}
