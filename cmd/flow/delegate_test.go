@@ -122,6 +122,11 @@ func TestDelegateExecAgents(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(run, "delegate.sock")); !os.IsNotExist(err) {
 		t.Errorf("the delegation socket is left in the run directory: %v", err)
 	}
+	plan := exec.Command(filepath.Join(pathDir(env), "flow"), "plan", "lead.yaml")
+	plan.Dir, plan.Env = dir, env
+	if b, err := plan.CombinedOutput(); err != nil || !strings.Contains(string(b), "delegates to scout, tester: max_depth 1, max_children 2, concurrency 2") {
+		t.Errorf("flow plan does not say the delegation (%v):\n%s", err, b)
+	}
 }
 
 func pathDir(env []string) string {
