@@ -122,6 +122,11 @@ func TestDelegateExecAgents(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(run, "delegate.sock")); !os.IsNotExist(err) {
 		t.Errorf("the delegation socket is left in the run directory: %v", err)
 	}
+	tail := exec.Command(filepath.Join(pathDir(env), "flow"), "tail", filepath.Base(run), "lead/delegate:scout#1")
+	tail.Dir, tail.Env = dir, env
+	if b, err := tail.CombinedOutput(); err != nil || !strings.Contains(string(b), `"answer":"scout on default did: look at A"`) {
+		t.Errorf("the child's transcript, in its own home, does not read (%v):\n%s", err, b)
+	}
 	plan := exec.Command(filepath.Join(pathDir(env), "flow"), "plan", "lead.yaml")
 	plan.Dir, plan.Env = dir, env
 	if b, err := plan.CombinedOutput(); err != nil || !strings.Contains(string(b), "delegates to scout, tester: max_depth 1, max_children 2, concurrency 2") {
