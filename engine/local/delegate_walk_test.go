@@ -160,3 +160,63 @@ nodes:
 		}
 	}
 }
+
+// stuck is a driver whose scout turns never end on their own and whose
+// lead turns delegate once and answer with the reply.
+type stuck struct{}
+
+func (stuck) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
+	if t.Agent.Name == "scout" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	r, err := delegate.Call(ctx, t.Delegate.Socket, t.Delegate.Token, "scout", "look")
+	if err != nil {
+		return nil, err
+	}
+	return &engine.TurnResult{Status: engine.Completed, Output: "lead heard: " + r.Answer + r.Error}, nil
+}
+
+// TestChildFailureIsAReply: a child that times out (it takes the flow's
+// timeout, not its parent node's) fails `timeout` as any visit does, and
+// its parent reads the failure as the call's error and succeeds.
+func TestChildFailureIsAReply(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "slow.yaml")
+	src := `name: slow
+timeout: 200ms
+agents:
+  - {name: lead, description: leads, driver: exec, command: [unused]}
+  - {name: scout, description: scouts, driver: exec, command: [unused]}
+nodes:
+  - id: lead
+    agent: lead
+    prompt: Go.
+    timeout: 30s
+    delegate: {agents: [scout]}
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, diags := flows.Load(file, flows.Options{WorkDir: dir, UserAgentDirs: []string{}, Drivers: []string{"exec"}})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	res, err := local.Execute(context.Background(), plan, engine.Options{Drivers: map[string]engine.Driver{"exec": stuck{}}, RunsDir: t.TempDir(), WorkDir: dir,
+		Delegates: local.DelegatesWith([]string{"flow", "mcp-delegate"})})
+	if err != nil || !res.OK {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if out, _ := res.Output.(string); !strings.Contains(out, "the child lead/delegate:scout#1 failed (timeout)") {
+		t.Errorf("the parent's answer: %q", out)
+	}
+	facts, err := rundir.ReadJournal(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range facts {
+		if f.Type == rundir.FactEnd && f.Visit == "lead/delegate:scout#1" && (f.Error == nil || f.Error.Kind != "timeout") {
+			t.Errorf("the child's end: %+v", f)
+		}
+	}
+}
