@@ -24,7 +24,7 @@ func (r *reader) delegate(n ast.Node) *Delegate {
 		switch e.key {
 		case "agents":
 			d.Agents = r.strings(e.value, "delegate.agents")
-			if len(d.Agents) == 0 {
+			if len(d.Agents) == 0 && !isScalar(e.value) { // a scalar is a type error already
 				r.errorf(e.value, CodeEmpty, "name the agents it may start: agents: [scout]", "delegate.agents is empty")
 			}
 		case "max_depth":
