@@ -69,6 +69,15 @@ type Options struct {
 	// Notes are said as the run starts, after its start event (a
 	// resume's: what changed, what was ended).
 	Notes []string
+
+	// Delegates opens the delegation server of a run in this process, in
+	// its run directory (local.Delegates), and returns it with what closes
+	// it; nil: no turn may delegate, and a plan that delegates is refused
+	// (docs/delegation.md).
+	Delegates func(runDir string) (Delegator, func())
+	// hosted says the walk's host is the caller's (Walk), which says
+	// itself whether it serves delegate calls.
+	hosted bool
 }
 
 // Result is how a run ended.
@@ -104,10 +113,15 @@ func (r *Result) Status() record.Status {
 // where facts and processes live. Isolated scopes need the host's
 // Workspace: a plan with them is refused on a host that has none.
 func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlier []*Fact) (*Result, error) {
-	opts.Runtime, opts.Leaves = host, host
+	opts.Runtime, opts.Leaves, opts.hosted = host, host, true
 	input, err := opts.Prepare(plan)
 	if err != nil {
 		return nil, err
+	}
+	if host.Delegator() == nil {
+		if n := delegatingNode(plan); n != nil {
+			return nil, &RefusedError{Msg: noDelegation(n)}
+		}
 	}
 	if host.Workspace() == nil {
 		if n := isolatedNode(plan); n != nil {
@@ -148,6 +162,11 @@ func (o *Options) check(plan *flows.Plan) error {
 			return &RefusedError{Msg: fmt.Sprintf("%s: ask %q has no default and nobody is at the terminal to answer it; add default: or run it in a terminal", n.Pos, n.ID)}
 		}
 	}
+	if !o.hosted && o.Delegates == nil {
+		if n := delegatingNode(plan); n != nil {
+			return &RefusedError{Msg: noDelegation(n)}
+		}
+	}
 	if o.Leaves == nil {
 		// The host's leaves will be made of Drivers and Commands.
 		if err := checkDrivers(plan, *o); err != nil {
@@ -166,7 +185,8 @@ func (o *Options) check(plan *flows.Plan) error {
 func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input any, earlier []*Fact, notes ...string) (*Result, error) {
 	rec := host
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
-		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.Repos)}
+		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.Repos),
+		delegates: host.Delegator(), delegators: map[string]*delegator{}, earlierKids: map[string][]earlierChild{}, childStarts: map[string]delegParentStart{}}
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
 	}
@@ -241,6 +261,14 @@ type runner struct {
 	usage    Usage            // what every visit spent, earlier attempts' included
 
 	wt *worktrees // isolated scopes and their repositories (docs/worktrees.md)
+
+	// delegation (docs/delegation.md): the host's Delegator (nil: no turn
+	// may delegate), the visits that may start children, the children an
+	// earlier attempt started by parent, and what a child's start records.
+	delegates   Delegator
+	delegators  map[string]*delegator
+	earlierKids map[string][]earlierChild
+	childStarts map[string]delegParentStart
 }
 
 // emit writes an event and hands it to OnEvent.

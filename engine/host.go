@@ -30,6 +30,10 @@ type Host interface {
 	Workspace() Workspace
 	// Blind says the host's turns cannot be watched live (Parts.Blind).
 	Blind() bool
+	// Delegator serves the delegate calls of the host's turns, or is nil
+	// on a host that cannot: a plan that delegates is then refused before
+	// the walk.
+	Delegator() Delegator
 }
 
 // Workspace holds the working copies of a run's isolated scopes.
@@ -116,6 +120,9 @@ type Parts struct {
 	// (a Temporal worker): Turn.Watch never reaches the turn, so each turn
 	// is bound by what it reserved, which Turn.TokensLeft carries.
 	Blind bool
+	// Delegator serves turns' delegate calls (docs/delegation.md); nil:
+	// no turn on this host may delegate.
+	Delegator Delegator
 }
 
 // hostOf is a Host made of its parts.
@@ -134,6 +141,14 @@ func NewHost(p Parts) Host {
 func (h hostOf) Redactor() *secret.Redactor { return h.p.Redactor }
 
 func (h hostOf) Blind() bool { return h.p.Blind }
+
+// Delegator is nil, not a nil value in an interface, when h has none.
+func (h hostOf) Delegator() Delegator {
+	if h.p.Delegator == nil {
+		return nil
+	}
+	return h.p.Delegator
+}
 
 // Workspace is nil, not a nil value in an interface, when h has none.
 func (h hostOf) Workspace() Workspace {

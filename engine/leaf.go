@@ -77,6 +77,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	o.home = homePath
 	o.key = r.visitKey(ctx, fr, n, path, o.model, prompt, sess, nil)
 	o.usage = &Usage{}
+	o.deleg = r.delegation(fr, n, path)
 	delay := r.opts.Backoff
 	for attempt := 1; ; attempt++ {
 		o.attempts = attempt
@@ -116,13 +117,23 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 // answer comes back bounded (AnswerLimit), with the file that holds it
 // whole when it is longer (the LeafRunner stores it).
 func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess *session) (reply, *Failure) {
-	if err := r.live.Acquire(ctx); err != nil {
+	slot, err := r.takeLive(ctx)
+	if err != nil {
 		return reply{}, cancelled(ctx, t.Visit)
 	}
-	defer r.live.Release()
+	defer slot.release()
 	b, refused := r.book(ctx, fr, t.Agent.Name, t.Visit)
 	if refused != nil {
 		return reply{}, refused
+	}
+	if o.deleg != nil {
+		d, closeDelegation, fail := r.serve(ctx, o.deleg, slot)
+		if fail != nil {
+			r.settle(b, nil, false)
+			return reply{}, fail
+		}
+		defer closeDelegation()
+		t.Delegate = d
 	}
 	if sess != nil {
 		t.Session = sess.id

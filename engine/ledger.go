@@ -176,7 +176,12 @@ func (r *runner) book(ctx context.Context, fr *frame, agent, visit string) (*boo
 	blind := r.blind
 	b := &booking{h: &hold{visit: visit, blind: blind, mu: r.rt.NewLock()}, meters: fr.meters}
 	want, floor, priced := r.ledger.price(agent)
-	if !priced {
+	// A delegated child does not wait for the run's first turn to price
+	// it: that turn may be its parent, waiting on it. Unpriced, it is
+	// bound by its reservation, of all that is left (docs/delegation.md).
+	child := !priced && r.isChild(visit)
+	b.h.blind = blind || child
+	if !priced && !child {
 		if err := r.ledger.first.Lock(ctx); err != nil {
 			return nil, cancelled(ctx, visit)
 		}

@@ -30,6 +30,7 @@ func (r *runner) replay(facts []*Fact) (notes []string) {
 		}
 	}
 	for _, f := range facts {
+		r.replayChild(f)
 		if f.Type == record.FactLand {
 			r.wt.landed[f.Visit] = f
 		}

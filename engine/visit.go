@@ -41,6 +41,8 @@ type outcome struct {
 	// answered it (docs/reuse-and-tests.md).
 	key    *flows.VisitKey
 	reused *record.Reused
+	// deleg is the visit's delegator when its turns may delegate.
+	deleg *delegator
 }
 
 // visit runs one node and journals its start and end.
@@ -198,7 +200,9 @@ func condition(err error) *outcome {
 
 // journalStart journals and announces a visit's start.
 func (r *runner) journalStart(n *flows.Node, path string, start time.Time) *Failure {
-	if err := r.dir.Fact(record.VisitStarted{Time: start, Visit: path, Node: n.ID, Kind: n.Kind}.Fact()); err != nil {
+	started := record.VisitStarted{Time: start, Visit: path, Node: n.ID, Kind: n.Kind}
+	r.childStart(&started)
+	if err := r.dir.Fact(started.Fact()); err != nil {
 		return &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 	}
 	r.emit(&Event{Time: start, Type: record.EventVisitStart, Visit: path, Node: n.ID, Kind: n.Kind})

@@ -21,6 +21,9 @@ type Agent struct {
 	Scope string `json:"scope"`
 	// Source is the file it was read from: the flow file for an inline
 	// agent, "" for a builtin one.
-	Source string     `json:"source,omitempty"`
-	Pos    schema.Pos `json:"-"`
+	Source string `json:"source,omitempty"`
+	// Delegate is the agent file's default delegation, for a node that
+	// names the agent and gives none (docs/delegation.md).
+	Delegate *Delegate  `json:"delegate,omitempty"`
+	Pos      schema.Pos `json:"-"`
 }

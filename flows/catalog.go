@@ -167,5 +167,6 @@ func agentFromDoc(d *schema.AgentDoc, scope, source, defaultDriver string) *Agen
 	for _, c := range d.Command {
 		a.Command = append(a.Command, c.Value)
 	}
+	a.Delegate = delegateOf(d.Delegate)
 	return a
 }

@@ -197,6 +197,7 @@ func (c *checker) agentNode(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 			c.diags.Add(d.Agent.Pos, schema.CodeDriver, "set driver: in the agent file, or a default driver in the configuration", "agent %q has driver %q, which flow does not know", n.Agent.Name, n.Agent.Driver)
 		}
 	}
+	c.delegation(n, d)
 	if d.Prompt.Set() {
 		n.Prompt = c.template(d.Prompt, sc)
 	}

@@ -76,6 +76,9 @@ type Node struct {
 	Memory       string // "", "flow", or the id of an enclosing node
 	Retry        int
 	Timeout      time.Duration // 0: not set on the node
+	// Delegate is who the turn may start and within what (the node's
+	// delegate:, else its agent file's), or nil (docs/delegation.md).
+	Delegate *Delegate
 
 	// run
 	Argv   []*Template

@@ -73,9 +73,14 @@ func writeReport(dir string, info *RunInfo, facts []*Fact, secrets *secret.Redac
 	total := float64(max(info.WallMS, 1))
 	visits := Visits(facts)
 	p.Visits = len(visits)
+	trees := DelegationTotals(facts)
 	p.Rows = func(yield func(row) bool) {
 		for _, v := range visits {
-			if !yield(reportRow(v, info.Started, total, now)) {
+			r := reportRow(v, info.Started, total, now)
+			if u, ok := trees[v.Start.Visit]; ok {
+				r.Tokens += " (" + TokensText(u) + " with its delegates)"
+			}
+			if !yield(r) {
 				return
 			}
 		}

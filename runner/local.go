@@ -20,12 +20,14 @@ var _ Backend = Local{}
 
 // Start walks plan here.
 func (Local) Start(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
+	delegates(&opts)
 	return local.Execute(ctx, plan, opts)
 }
 
 // Resume continues the run in dir here.
 func (l Local) Resume(ctx context.Context, dir string, opts engine.Options) (*engine.Result, error) {
 	opts.RunID, opts.RunsDir = "", "" // the run's own
+	delegates(&opts)
 	return local.Resume(ctx, dir, l.Load, opts)
 }
 
@@ -44,3 +46,11 @@ func (Local) Schedules(string) Schedules { return nil }
 // LiveCap is a cap of n live agent turns that runs walked in this process
 // share (engine.Options.Live: a sweep's cells).
 func LiveCap(n int) engine.Semaphore { return local.Runtime{}.NewSemaphore(n) }
+
+// delegates gives a run in this process its delegation server, a socket
+// in its run directory, unless the caller gave one (docs/delegation.md).
+func delegates(opts *engine.Options) {
+	if opts.Delegates == nil {
+		opts.Delegates = local.Delegates
+	}
+}

@@ -23,6 +23,8 @@ type AgentDoc struct {
 	BaseURL      String
 	APIKeyEnv    String
 	Instructions string
+	// Delegate is the agent's default delegation (docs/delegation.md).
+	Delegate *Delegate
 }
 
 // ParseAgentFile decodes an agent Markdown file: frontmatter between `---`
@@ -118,6 +120,8 @@ func (r *reader) agentFields(a *AgentDoc, n ast.Node, strict bool) {
 			a.APIKeyEnv = r.str(e.value, "api_key_env")
 		case "instructions":
 			a.Instructions = r.str(e.value, "instructions").Value
+		case "delegate":
+			a.Delegate = r.delegate(e.value)
 		}
 	}
 	switch name := a.Name.Value; {

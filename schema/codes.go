@@ -53,3 +53,8 @@ const (
 	CodeTimezone      Code = "timezone"       // a schedule's tz is not a time zone this machine knows
 	CodeScheduleInput Code = "schedule-input" // a schedule's input does not fit the flow's declared input
 )
+
+// The codes of delegation (docs/delegation.md).
+const (
+	CodeDelegate Code = "delegate" // delegate: names an agent the catalogue lacks
+)

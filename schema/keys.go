@@ -9,13 +9,14 @@ var (
 	nodeKeys     = append(append([]string{"id"}, nodeKindKeys...),
 		"prompt", "reads", "output", "memory", "retry", "timeout", "on_fail", "budget", "env",
 		"fail_fast", "max", "concurrency", "do", "input", "options", "default", "show",
-		"isolation", "land", "repo", "reuse")
+		"isolation", "land", "repo", "reuse", "delegate")
 	loopKeys     = []string{"until", "max"}
 	budgetKeys   = []string{"tokens", "cost"}
 	scheduleKeys = []string{"cron", "tz", "input", "overlap", "catchup"}
 	sweepKeys    = []string{"models", "assign", "inputs", "params", "repeat", "score", "baseline"}
 	agentKeys    = []string{"name", "description", "driver", "model", "thinking", "tools", "command",
-		"base_url", "api_key_env", "instructions"}
+		"base_url", "api_key_env", "instructions", "delegate"}
+	delegateKeys = []string{"agents", "max_depth", "max_children", "concurrency", "budget"}
 )
 
 // Keys returns, for each document type, the keys its decoder accepts.
@@ -28,5 +29,6 @@ func Keys() map[string][]string {
 		"schedule": scheduleKeys,
 		"sweep":    sweepKeys,
 		"agent":    agentKeys,
+		"delegate": delegateKeys,
 	}
 }

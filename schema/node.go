@@ -25,7 +25,7 @@ const (
 
 // kindKeys says which keys besides id, budget and on_fail each kind takes.
 var kindKeys = map[Kind][]string{
-	KindAgent:    {"agent", "prompt", "reads", "output", "memory", "retry", "timeout", "isolation", "land", "repo", "reuse"},
+	KindAgent:    {"agent", "prompt", "reads", "output", "memory", "retry", "timeout", "isolation", "land", "repo", "reuse", "delegate"},
 	KindRun:      {"run", "env", "timeout", "isolation", "land", "repo", "reuse"},
 	KindChoice:   {"choice"},
 	KindParallel: {"parallel", "fail_fast", "isolation", "land", "repo"},
@@ -63,6 +63,7 @@ type Node struct {
 	Memory      String
 	Retry       Int
 	Timeout     Duration // agent: one turn; run: the command; ask: the wait for an answer
+	Delegate    *Delegate
 
 	// run
 	Argv   []String
@@ -244,6 +245,8 @@ func (r *reader) nodeField(nd *Node, e entry, label string) {
 			nd.InlineAgent = r.inlineAgent(e.value)
 			nd.Agent = String{Value: nd.InlineAgent.Name.Value, Pos: r.pos(e.value)}
 		}
+	case "delegate":
+		nd.Delegate = r.delegate(e.value)
 	case "prompt":
 		nd.Prompt = r.str(e.value, "prompt")
 	case "reads":

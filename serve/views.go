@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"strings"
 	"time"
 
 	"github.com/flowrun/flow/rundir"
@@ -64,6 +65,12 @@ type VisitView struct {
 	Error   *rundir.Failure `json:"error,omitempty"`
 	Output  any             `json:"output,omitempty"`
 	Answer  *rundir.Answer  `json:"answer,omitempty"`
+	// Parent is the visit that delegated this one; Depth is how deep in
+	// its delegation tree it is, and TreeUsage what a visit that
+	// delegated spent with its subtree (docs/delegation.md).
+	Parent    string        `json:"parent,omitempty"`
+	Depth     int           `json:"-"`
+	TreeUsage *rundir.Usage `json:"tree_usage,omitempty"`
 }
 
 // runView makes the view of a run directory's summary, with what the
@@ -88,9 +95,14 @@ func (s *Server) queuedView(j *job) *RunView {
 // visitViews reads a run's visits from its journal facts.
 func visitViews(facts []*rundir.Fact, stillRunning bool) []VisitView {
 	vs := rundir.Visits(facts)
+	trees := rundir.DelegationTotals(facts)
 	out := make([]VisitView, 0, len(vs))
 	for _, v := range vs {
-		vv := VisitView{Visit: v.Start.Visit, Node: v.Start.Node, Kind: string(v.Start.Kind), Started: v.Start.Time}
+		vv := VisitView{Visit: v.Start.Visit, Node: v.Start.Node, Kind: string(v.Start.Kind), Started: v.Start.Time,
+			Parent: v.Start.Parent, Depth: strings.Count(v.Start.Visit, "/delegate:")}
+		if u, ok := trees[vv.Visit]; ok {
+			vv.TreeUsage = &u
+		}
 		switch e := v.End; {
 		case e == nil && stillRunning:
 			vv.Status = "running"

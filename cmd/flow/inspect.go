@@ -121,6 +121,7 @@ func (a *app) showCmd() *cobra.Command {
 // indented by its depth, siblings in the order they started.
 func visitRows(facts []*rundir.Fact) []string {
 	visits := rundir.Tree(rundir.Visits(facts))
+	trees := rundir.DelegationTotals(facts)
 	rows := make([]string, 0, len(visits))
 	for _, visit := range visits {
 		v := visit.Start.Visit
@@ -145,7 +146,11 @@ func visitRows(facts []*rundir.Fact) []string {
 				if e.Usage.Partial {
 					partial = ", partial"
 				}
-				detail += fmt.Sprintf("  (%d tokens%s)", e.Usage.Tokens(), partial)
+				with := ""
+				if u, ok := trees[v]; ok {
+					with = fmt.Sprintf("; %d with its delegates", u.Tokens())
+				}
+				detail += fmt.Sprintf("  (%d tokens%s%s)", e.Usage.Tokens(), partial, with)
 			}
 			detail = fmtMS(e.WallMS) + "  " + detail
 		}

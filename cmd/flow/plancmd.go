@@ -145,6 +145,9 @@ func printEstimate(w io.Writer, seq *flows.SequenceEstimate, indent string) {
 			resolved = fmt.Sprintf(" [%s, timeout %s]", model, e.Timeout)
 		}
 		fmt.Fprintf(w, "%s%s  %s%s  (%d turns, %s)\n", indent, n.ID, describeNode(n), resolved, e.Turns, e.Time)
+		if d := n.Delegate; d != nil {
+			fmt.Fprintf(w, "%s  delegates to %s: %s (children's turns not counted above)\n", indent, strings.Join(d.Agents, ", "), delegateLimits(d))
+		}
 		for _, b := range e.Branches {
 			fmt.Fprintf(w, "%s  %s:\n", indent, b.Label)
 			printEstimate(w, b.SequenceEstimate, indent+"    ")
@@ -231,4 +234,18 @@ func (m *mermaidWriter) sequence(nodes []*flows.Node, prefix, indent string) {
 		}
 		prev = id
 	}
+}
+
+// delegateLimits says a delegation's limits as `flow plan` shows them.
+func delegateLimits(d *flows.Delegate) string {
+	s := fmt.Sprintf("max_depth %d, max_children %d, concurrency %d", d.MaxDepth, d.MaxChildren, d.Concurrency)
+	if b := d.Budget; b != nil {
+		if b.Tokens > 0 {
+			s += fmt.Sprintf(", budget %d tokens", b.Tokens)
+		}
+		if b.Cost > 0 {
+			s += fmt.Sprintf(", budget $%.2f", b.Cost)
+		}
+	}
+	return s
 }

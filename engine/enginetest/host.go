@@ -33,6 +33,9 @@ type Host struct {
 	events []*engine.Event
 	values map[string]any
 	output any
+
+	delegates map[string]engine.DelegateHandler // open delegations, by token
+	served    int
 }
 
 // New returns a Host whose clock reads Epoch.
@@ -232,3 +235,39 @@ func (h *Host) Workspace() engine.Workspace { return nil }
 
 // Blind is false: the walker's watch reaches the scripted turns.
 func (h *Host) Blind() bool { return false }
+
+// Delegator is the host itself: its scripted leaves make a turn's
+// delegate calls with Delegate.
+func (h *Host) Delegator() engine.Delegator { return h }
+
+// Serve keeps the turn's handler under a token of its own, for Delegate.
+func (h *Host) Serve(ctx context.Context, visit string, handle engine.DelegateHandler) (*engine.Delegation, func(), error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.delegates == nil {
+		h.delegates = map[string]engine.DelegateHandler{}
+	}
+	h.served++
+	token := fmt.Sprintf("t%d", h.served)
+	h.delegates[token] = handle
+	return &engine.Delegation{Socket: "enginetest", Token: token, Server: []string{"enginetest"}}, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.delegates, token)
+	}, nil
+}
+
+// Delegate makes a delegate call of turn t, as a driver would: the reply
+// of the walker, or an error when t may not delegate or its turn ended.
+func (h *Host) Delegate(ctx context.Context, t *engine.Turn, agent, task string) (engine.DelegateReply, error) {
+	if t.Delegate == nil {
+		return engine.DelegateReply{}, errors.New("enginetest: the turn may not delegate")
+	}
+	h.mu.Lock()
+	handle := h.delegates[t.Delegate.Token]
+	h.mu.Unlock()
+	if handle == nil {
+		return engine.DelegateReply{}, errors.New("enginetest: the turn's delegation is closed")
+	}
+	return handle(ctx, engine.DelegateRequest{Token: t.Delegate.Token, Agent: agent, Task: task}), nil
+}

@@ -15,8 +15,13 @@ import (
 // NewHost is the host of a walk in this process recorded into w: rt (nil:
 // Runtime{}) and leaves, w's redactor, and w's working copies.
 func NewHost(rt engine.Runtime, leaves engine.LeafRunner, w *rundir.Writer) engine.Host {
+	return hostOf(rt, leaves, w, nil)
+}
+
+// hostOf is NewHost whose turns' delegate calls del serves (nil: none).
+func hostOf(rt engine.Runtime, leaves engine.LeafRunner, w *rundir.Writer, del engine.Delegator) engine.Host {
 	if rt == nil {
 		rt = Runtime{}
 	}
-	return engine.NewHost(engine.Parts{Runtime: rt, Leaves: leaves, Recorder: w, Redactor: w.Secrets(), Workspace: workspace{w}})
+	return engine.NewHost(engine.Parts{Runtime: rt, Leaves: leaves, Recorder: w, Redactor: w.Secrets(), Workspace: workspace{w}, Delegator: del})
 }

@@ -133,7 +133,13 @@ func run(ctx context.Context, plan *flows.Plan, opts engine.Options, w *rundir.W
 			err = fmt.Errorf("closing run directory: %w", cerr)
 		}
 	}()
-	return engine.Walk(ctx, plan, opts, NewHost(opts.Runtime, opts.Leaves, w), earlier)
+	var del engine.Delegator
+	if opts.Delegates != nil {
+		d, closeDelegates := opts.Delegates(w.Dir())
+		defer closeDelegates()
+		del = d
+	}
+	return engine.Walk(ctx, plan, opts, hostOf(opts.Runtime, opts.Leaves, w, del), earlier)
 }
 
 // Resume continues the run in dir from its first unended visit

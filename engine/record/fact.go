@@ -91,6 +91,10 @@ type Fact struct {
 	// that run's visit and what it spent (this one spent nothing).
 	Key    *schema.VisitKey `json:"key,omitempty"`
 	Reused *Reused          `json:"reused,omitempty"`
+	// Parent, on the start of a delegated child's visit, is the visit of
+	// the turn that started it; the start's Input is its task
+	// (docs/delegation.md).
+	Parent string `json:"parent,omitempty"`
 
 	// Run facts.
 	RunID  string `json:"run,omitempty"`

@@ -49,11 +49,15 @@ type VisitStarted struct {
 	Visit string
 	Node  string
 	Kind  schema.Kind
+	// Parent and Input are a delegated child's: the visit of the turn that
+	// started it, and the task it was given (docs/delegation.md).
+	Parent string
+	Input  any
 }
 
 // Fact is the start fact.
 func (s VisitStarted) Fact() *Fact {
-	return &Fact{Type: FactStart, Time: s.Time, Visit: s.Visit, Node: s.Node, Kind: s.Kind}
+	return &Fact{Type: FactStart, Time: s.Time, Visit: s.Visit, Node: s.Node, Kind: s.Kind, Parent: s.Parent, Input: s.Input}
 }
 
 // VisitEnded ends a visit with its whole outcome (the fields are Fact's).

@@ -176,7 +176,8 @@ func resolve(command []string, source string) []string {
 
 // flowVars are set by the driver; inherited values are dropped so that a
 // flow running inside another flow's agent does not pass the outer ones on.
-var flowVars = []string{"FLOW_MODEL=", "FLOW_VISIT=", "FLOW_RUN=", "FLOW_OUTPUT_SCHEMA="}
+var flowVars = []string{"FLOW_MODEL=", "FLOW_VISIT=", "FLOW_RUN=", "FLOW_OUTPUT_SCHEMA=",
+	engine.EnvDelegateSocket + "=", engine.EnvDelegateToken + "="}
 
 func environ(t *engine.Turn) []string {
 	parent := os.Environ()
@@ -189,6 +190,11 @@ func environ(t *engine.Turn) []string {
 	env = append(env, "FLOW_MODEL="+t.Model, "FLOW_VISIT="+t.Visit, "FLOW_RUN="+t.RunID)
 	if t.OutputSchema != nil {
 		env = append(env, "FLOW_OUTPUT_SCHEMA="+string(t.OutputSchema))
+	}
+	// A turn that may delegate hands its calls to `flow delegate`
+	// (docs/delegation.md).
+	if d := t.Delegate; d != nil {
+		env = append(env, engine.EnvDelegateSocket+"="+d.Socket, engine.EnvDelegateToken+"="+d.Token)
 	}
 	return env
 }

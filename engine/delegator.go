@@ -1,0 +1,33 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flowrun/flow/flows"
+)
+
+// Delegator is the host's side of delegation (docs/delegation.md): it
+// carries one turn's delegate calls from wherever the turn's process makes
+// them to the walker, which decides each. The local host serves them on a
+// Unix socket in the run directory (package engine/local); the in-memory
+// host hands them to its scripted leaves.
+type Delegator interface {
+	// Serve opens the delegation of one turn at visit and returns what its
+	// driver gets (Socket, Token and Server; the walker fills in Agents),
+	// and close. handle is called once for each call, from many goroutines
+	// at once, with a ctx that ends when the call is withdrawn or the turn
+	// ends; its reply is the call's. close refuses calls from then on,
+	// ends the calls in flight (their ctx) and returns once every handle
+	// has returned. ctx is the turn's: its end ends the delegation too.
+	Serve(ctx context.Context, visit string, handle DelegateHandler) (d *Delegation, close func(), err error)
+}
+
+// DelegateHandler decides one delegate call of a turn.
+type DelegateHandler func(ctx context.Context, req DelegateRequest) DelegateReply
+
+// noDelegation is the refusal of a plan that delegates on a host that
+// cannot serve delegate calls (a Temporal run).
+func noDelegation(n *flows.Node) string {
+	return fmt.Sprintf("%s: node %q delegates, and delegation runs only in this process: run it with flow run, not on Temporal (docs/delegation.md)", n.Pos, n.ID)
+}

@@ -1,0 +1,36 @@
+package rundir
+
+// DelegationTotals is, for each visit that started delegated children
+// (docs/delegation.md), what it spent with its whole subtree: its own
+// usage and every descendant's, each of every attempt, as the run's total
+// counts them. Visits that delegated nothing are not in it: their total
+// is their own.
+func DelegationTotals(facts []*Fact) map[string]Usage {
+	parent := map[string]string{}
+	own := map[string]Usage{}
+	for _, f := range facts {
+		switch {
+		case f.Type == FactStart && f.Parent != "":
+			parent[f.Visit] = f.Parent
+		case f.Type == FactEnd && f.Usage != nil && f.Visit != "":
+			u := own[f.Visit]
+			u.Add(*f.Usage)
+			own[f.Visit] = u
+		}
+	}
+	if len(parent) == 0 {
+		return nil
+	}
+	out := map[string]Usage{}
+	for child := range parent {
+		for p, seen := parent[child], 0; p != "" && seen <= len(parent); p, seen = parent[p], seen+1 {
+			if _, ok := out[p]; !ok {
+				out[p] = own[p]
+			}
+			u := out[p]
+			u.Add(own[child])
+			out[p] = u
+		}
+	}
+	return out
+}
