@@ -56,7 +56,7 @@
 // not. A server that sends none leaves them not reported, and a count of
 // chunks is no usage. A stream stopped or cut before [DONE] records what
 // it had reported, partial. Cost is never reported. Turns is the number
-// of requests answered: 1 without tools. A turn's rounds share one
+// of rounds answered, and 1 for a turn of one request. A turn's rounds share one
 // ledger, so each answer counts once and the live figure is the turn's.
 //
 // # Memory

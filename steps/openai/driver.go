@@ -84,7 +84,8 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		return nil, fmt.Errorf("starting openai turn: %w: no agent", engine.ErrUnavailable)
 	}
 	start := time.Now()
-	res := &engine.TurnResult{Usage: engine.Usage{Turns: new(int64)}}
+	one := int64(1) // a turn is one turn until a second round is answered
+	res := &engine.TurnResult{Usage: engine.Usage{Turns: &one}}
 	model := t.Model
 	if model == "" {
 		model = a.Model
