@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/delegatetest"
 	"github.com/flowrun/flow/internal/modelserver"
 )
@@ -60,6 +61,8 @@ func delegateTurn(t *testing.T, flow string, tools []string) {
 	if last := string(gen[len(gen)-1].Body); !strings.Contains(last, "scout-answer-7731: the flake is in TestRace") {
 		t.Errorf("the tool's result did not reach the model: %.800s", last)
 	}
+	// The token is in a file of the turn's scratch directory only.
+	clitest.NoKey(t, tn.Home, "tok-claude-0123456789")
 	if *res.Usage.Turns != 2 {
 		t.Errorf("turns = %d, want 2", *res.Usage.Turns)
 	}
