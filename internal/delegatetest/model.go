@@ -6,30 +6,48 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 
+	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/modelserver"
 )
 
-// Model returns a modelserver handler for a turn that delegates once: the
-// first request that offers a tool named like "delegate" (a CLI may
-// prefix it, e.g. mcp__flow__delegate) is answered with a call of that
-// tool with args; a request whose body holds marker (the tool's result
-// came back) is answered with the text final; any other with a text that
-// says what went wrong, so a turn ends whatever the CLI did with the call.
+// Call is one delegate call a scripted model makes: its arguments, and a
+// marker of its result (a request that holds it got the result back).
+type Call struct{ Args, Marker string }
+
+// Model returns a modelserver handler for a turn that delegates once: see
+// Script.
 func Model(args, marker, final string) func(modelserver.Request) modelserver.Reply {
-	var called atomic.Bool
+	return Script(final, Call{Args: args, Marker: marker})
+}
+
+// Script returns a modelserver handler for a turn that makes calls one
+// after another: a request that offers a tool named like "delegate" (a
+// CLI may prefix it, e.g. mcp__flow__delegate, or put it in a namespace)
+// is answered with the next call once the previous call's result is in
+// it, and with the text final once the last's is; any other request with
+// a text that says what went wrong, so that a turn ends whatever the CLI
+// did with a call.
+func Script(final string, calls ...Call) func(modelserver.Request) modelserver.Reply {
+	var mu sync.Mutex
+	made := 0
 	return func(r modelserver.Request) modelserver.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		body := string(r.Body)
+		back := made == 0 || strings.Contains(body, calls[made-1].Marker)
 		switch name, ns := offered(r); {
-		case strings.Contains(string(r.Body), marker):
+		case made == len(calls) && back:
 			return modelserver.Reply{Text: final}
 		case name == "":
 			return modelserver.Reply{Text: "no delegate tool was offered"}
-		case called.Swap(true):
+		case !back:
 			return modelserver.Reply{Text: "the delegate call's result did not come back"}
 		default:
-			return modelserver.Reply{ToolCall: &modelserver.ToolCall{Name: name, Namespace: ns, Arguments: args}}
+			made++
+			return modelserver.Reply{ToolCall: &modelserver.ToolCall{Name: name, Namespace: ns, Arguments: calls[made-1].Args}}
 		}
 	}
 }
@@ -92,4 +110,25 @@ func FlowBinary(t testing.TB) string {
 		t.Fatalf("building flow: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// TwoCalls is a script's two calls, to scout and then to tester; Answer
+// answers them with their markers.
+var TwoCalls = []Call{
+	{Args: `{"agent":"scout","task":"find the flaky test"}`, Marker: "done-scout-4242"},
+	{Args: `{"agent":"tester","task":"run it a hundred times"}`, Marker: "done-tester-4242"},
+}
+
+// Answer is a fake child's answer: what it did, and its agent's marker.
+func Answer(r engine.DelegateRequest) engine.DelegateReply {
+	return engine.DelegateReply{Answer: r.Agent + " did: " + r.Task + "; done-" + r.Agent + "-4242"}
+}
+
+// TwoCallsMade is what the socket must have received of TwoCalls from a
+// turn holding token.
+func TwoCallsMade(token string) []engine.DelegateRequest {
+	return []engine.DelegateRequest{
+		{Token: token, Agent: "scout", Task: "find the flaky test"},
+		{Token: token, Agent: "tester", Task: "run it a hundred times"},
+	}
 }

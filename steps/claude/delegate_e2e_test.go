@@ -2,6 +2,7 @@ package claude
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,9 +12,10 @@ import (
 	"github.com/flowrun/flow/internal/modelserver"
 )
 
-// TestE2EDelegate runs a turn whose model calls the delegate tool, which
-// Claude Code reaches through the real `flow mcp-delegate`: with the
-// read-only tools, and with no tool of Claude Code's own at all.
+// TestE2EDelegate runs a turn whose model delegates to two children, one
+// after the other, through the delegate tool, which Claude Code reaches
+// through the real `flow mcp-delegate`: with the read-only tools, and
+// with no tool of Claude Code's own at all.
 func TestE2EDelegate(t *testing.T) {
 	t.Parallel()
 	flow := delegatetest.FlowBinary(t)
@@ -29,21 +31,21 @@ func TestE2EDelegate(t *testing.T) {
 }
 
 func delegateTurn(t *testing.T, flow string, tools []string) {
-	fake := delegatetest.Start(t, func(r engine.DelegateRequest) engine.DelegateReply {
-		return engine.DelegateReply{Answer: "scout-answer-7731: the flake is in TestRace"}
-	})
+	fake := delegatetest.Start(t, delegatetest.Answer)
 	d, s := e2e(t)
-	s.Handle(delegatetest.Model(`{"agent":"scout","task":"find the flaky test"}`, "scout-answer-7731", "The scout found it."))
+	s.Handle(delegatetest.Script("Both children answered.", delegatetest.TwoCalls...))
 	tn := newTurn(t, "Find the flaky test.")
 	tn.Agent.Tools = tools
+	const token = "tok-claude-0123456789"
 	tn.Delegate = &engine.Delegation{Agents: []string{"scout", "tester"}, Socket: fake.Socket(),
-		Token: "tok-claude-0123456789", Server: []string{flow, "mcp-delegate"}}
+		Token: token, Server: []string{flow, "mcp-delegate"}}
+	var progress clitest.Progress
+	tn.Progress = progress.Record
 	res, err := d.Turn(context.Background(), tn)
-	if err != nil || res.Status != engine.Completed || res.Output != "The scout found it." {
+	if err != nil || res.Status != engine.Completed || res.Output != "Both children answered." {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}
-	calls := fake.Calls()
-	if len(calls) != 1 || calls[0] != (engine.DelegateRequest{Token: "tok-claude-0123456789", Agent: "scout", Task: "find the flaky test"}) {
+	if calls := fake.Calls(); !slices.Equal(calls, delegatetest.TwoCallsMade(token)) {
 		t.Fatalf("calls = %+v", calls)
 	}
 	var gen []modelserver.Request
@@ -52,18 +54,24 @@ func delegateTurn(t *testing.T, flow string, tools []string) {
 			gen = append(gen, r)
 		}
 	}
-	if len(gen) < 2 {
-		t.Fatalf("%d generation requests, want the call and the answer", len(gen))
+	if len(gen) < 3 {
+		t.Fatalf("%d generation requests, want two calls and the answer", len(gen))
 	}
 	if name := delegatetest.ToolName(gen[0]); name != delegateTool {
 		t.Errorf("the tool is offered as %q, want %q", name, delegateTool)
 	}
-	if last := string(gen[len(gen)-1].Body); !strings.Contains(last, "scout-answer-7731: the flake is in TestRace") {
-		t.Errorf("the tool's result did not reach the model: %.800s", last)
+	last := string(gen[len(gen)-1].Body)
+	for _, want := range []string{"scout did: find the flaky test; done-scout-4242", "tester did: run it a hundred times; done-tester-4242"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the tool's result %q did not reach the model", want)
+		}
+	}
+	if !progress.Has("using " + delegateTool) {
+		t.Errorf("progress = %s, want using %s", &progress, delegateTool)
 	}
 	// The token is in a file of the turn's scratch directory only.
-	clitest.NoKey(t, tn.Home, "tok-claude-0123456789")
-	if *res.Usage.Turns != 2 {
-		t.Errorf("turns = %d, want 2", *res.Usage.Turns)
+	clitest.NoKey(t, tn.Home, token)
+	if *res.Usage.Turns != 3 {
+		t.Errorf("turns = %d, want 3", *res.Usage.Turns)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,5 +153,32 @@ func TestDelegateCancelled(t *testing.T) {
 	}
 	if res.Usage.Tokens() != s.Billed() || *res.Usage.Turns != 1 {
 		t.Errorf("usage = %+v, want the one billed round", res.Usage)
+	}
+}
+
+func TestDelegateTwoChildren(t *testing.T) {
+	t.Setenv("FLOW_TEST_OPENAI_KEY", fakeKey)
+	fake := delegatetest.Start(t, delegatetest.Answer)
+	s := modelserver.Start(t)
+	s.Handle(delegatetest.Script("Both children answered.", delegatetest.TwoCalls...))
+	tn := delegating(t, s, fake)
+	var live int64
+	tn.Progress = func(p engine.Progress) { live = max(live, p.Tokens) }
+	res, err := New(Options{}).Turn(context.Background(), tn)
+	if err != nil || res.Status != engine.Completed || res.Output != "Both children answered." {
+		t.Fatalf("Turn = %+v, %v", res, err)
+	}
+	if calls := fake.Calls(); !slices.Equal(calls, delegatetest.TwoCallsMade("tok-openai-0123456789")) {
+		t.Fatalf("calls = %+v", calls)
+	}
+	reqs := s.Requests()
+	last := string(reqs[len(reqs)-1].Body)
+	if len(reqs) != 3 || !strings.Contains(last, "done-scout-4242") || !strings.Contains(last, "done-tester-4242") {
+		t.Errorf("%d requests; the last lacks a child's answer", len(reqs))
+	}
+	// Three rounds, each billed answer counted once; the live figure is
+	// the turn's, not the last round's.
+	if *res.Usage.Turns != 3 || res.Usage.Tokens() != s.Billed() || len(s.Bills()) != 3 || live != s.Billed() {
+		t.Errorf("usage = %+v (%d tokens, %d live), want 3 turns and the %d billed", res.Usage, res.Usage.Tokens(), live, s.Billed())
 	}
 }

@@ -2,6 +2,7 @@ package pi
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,36 +12,42 @@ import (
 	"github.com/flowrun/flow/internal/modelserver"
 )
 
-// TestE2EDelegate runs a turn whose model calls the delegate tool, which
-// the real pi serves through flow's extension: with the read-only tools,
-// with none of pi's own, and with a call the host refuses (the model gets
-// the refusal as the tool's error result).
+// TestE2EDelegate runs turns whose model calls the delegate tool, which
+// the real pi serves through flow's extension: two children one after the
+// other, with the read-only tools and with none of pi's own; and a call
+// the host refuses, whose refusal the model gets as the tool's error.
 func TestE2EDelegate(t *testing.T) {
 	t.Parallel()
+	const token = "tok-pi-0123456789abcdef"
+	refuse := func(engine.DelegateRequest) engine.DelegateReply {
+		return engine.DelegateReply{Error: "refused: max_children 4 reached; done-scout-4242"}
+	}
 	for _, tc := range []struct {
-		name  string
-		tools []string
-		reply engine.DelegateReply
+		name   string
+		tools  []string
+		answer func(engine.DelegateRequest) engine.DelegateReply
+		calls  []delegatetest.Call
+		want   []string // in the model's last request
 	}{
-		{"read-only", nil, engine.DelegateReply{Answer: "scout-answer-5120: the flake is in TestRace"}},
-		{"no-tools", []string{}, engine.DelegateReply{Answer: "scout-answer-5120: the flake is in TestRace"}},
-		{"refused", nil, engine.DelegateReply{Error: "scout-answer-5120: refused: max_children 4 reached"}},
+		{"read-only", nil, delegatetest.Answer, delegatetest.TwoCalls,
+			[]string{"scout did: find the flaky test; done-scout-4242", "tester did: run it a hundred times; done-tester-4242"}},
+		{"no-tools", []string{}, delegatetest.Answer, delegatetest.TwoCalls,
+			[]string{"scout did: find the flaky test; done-scout-4242", "tester did: run it a hundred times; done-tester-4242"}},
+		{"refused", nil, refuse, delegatetest.TwoCalls[:1], []string{"refused: max_children 4 reached"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			fake := delegatetest.Start(t, func(engine.DelegateRequest) engine.DelegateReply { return tc.reply })
+			fake := delegatetest.Start(t, tc.answer)
 			d, s := e2e(t)
-			s.Handle(delegatetest.Model(`{"agent":"scout","task":"find the flaky test"}`, "scout-answer-5120", "The scout answered."))
+			s.Handle(delegatetest.Script("The children answered.", tc.calls...))
 			tn := newTurn(t, "Find the flaky test.")
 			tn.Agent.Tools = tc.tools
-			const token = "tok-pi-0123456789abcdef"
 			tn.Delegate = &engine.Delegation{Agents: []string{"scout", "tester"}, Socket: fake.Socket(), Token: token}
 			res, err := d.Turn(context.Background(), tn)
-			if err != nil || res.Status != engine.Completed || res.Output != "The scout answered." {
+			if err != nil || res.Status != engine.Completed || res.Output != "The children answered." {
 				t.Fatalf("Turn = %+v, %v", res, err)
 			}
-			calls := fake.Calls()
-			if len(calls) != 1 || calls[0] != (engine.DelegateRequest{Token: token, Agent: "scout", Task: "find the flaky test"}) {
+			if calls := fake.Calls(); !slices.Equal(calls, delegatetest.TwoCallsMade(token)[:len(tc.calls)]) {
 				t.Fatalf("calls = %+v", calls)
 			}
 			var gen []modelserver.Request
@@ -49,13 +56,14 @@ func TestE2EDelegate(t *testing.T) {
 					gen = append(gen, r)
 				}
 			}
-			if len(gen) < 2 || delegatetest.ToolName(gen[0]) != "delegate" {
-				t.Fatalf("%d generation requests, want the call and the answer, the tool named delegate", len(gen))
+			if len(gen) != len(tc.calls)+1 || delegatetest.ToolName(gen[0]) != "delegate" {
+				t.Fatalf("%d generation requests, want one per call and the answer's, the tool named delegate", len(gen))
 			}
 			last := string(gen[len(gen)-1].Body)
-			want := tc.reply.Answer + tc.reply.Error
-			if !strings.Contains(last, want) {
-				t.Errorf("the tool's result did not reach the model: %.800s", last)
+			for _, want := range tc.want {
+				if !strings.Contains(last, want) {
+					t.Errorf("the tool's result %q did not reach the model", want)
+				}
 			}
 			clitest.NoKey(t, tn.Home, token)
 		})
