@@ -2,9 +2,13 @@ package claude
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/clitest"
@@ -74,4 +78,58 @@ func delegateTurn(t *testing.T, flow string, tools []string) {
 	if *res.Usage.Turns != 3 {
 		t.Errorf("turns = %d, want 3", *res.Usage.Turns)
 	}
+}
+
+// TestE2EDelegateCancel cancels a turn while its delegate call waits for
+// the child: Claude Code, and the MCP server it started, end with it.
+func TestE2EDelegateCancel(t *testing.T) {
+	t.Parallel()
+	flow := delegatetest.FlowBinary(t)
+	const marker = "scout-cancel-8137" // an agent name: on the MCP server's command line
+	inCall, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fake := delegatetest.Start(t, func(engine.DelegateRequest) engine.DelegateReply {
+		once.Do(func() { close(inCall) })
+		<-release
+		return engine.DelegateReply{Answer: "too late"}
+	})
+	defer close(release)
+	d, s := e2e(t)
+	s.Handle(delegatetest.Model(`{"agent":"`+marker+`","task":"wait"}`, "too late", "never reached"))
+	tn := newTurn(t, "Wait for the scout.")
+	tn.Delegate = &engine.Delegation{Agents: []string{marker}, Socket: fake.Socket(), Token: "tok-claude-cancel-0123",
+		Server: []string{flow, "mcp-delegate"}}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan error, 1)
+	var res *engine.TurnResult
+	go func() {
+		var err error
+		res, err = d.Turn(ctx, tn)
+		done <- err
+	}()
+	select {
+	case <-inCall:
+	case err := <-done:
+		t.Fatalf("the turn ended before its call reached the socket: %+v, %v", res, err)
+	}
+	if len(delegatetest.Processes(marker)) == 0 {
+		t.Error("no MCP server is running while its call waits")
+	}
+	cause := errors.New("the test cancels")
+	cancel(cause)
+	if err := <-done; !errors.Is(err, cause) || res.Status != engine.Aborted {
+		t.Errorf("Turn = %+v, %v; want aborted with the cause", res, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(delegatetest.Processes(marker)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := delegatetest.Processes(marker); len(left) > 0 {
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Errorf("the MCP server outlived the turn: %v", left)
+	}
+	clitest.NoneLeft(t, tn.RunID)
 }

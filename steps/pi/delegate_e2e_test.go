@@ -2,8 +2,10 @@ package pi
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/flowrun/flow/engine"
@@ -68,4 +70,42 @@ func TestE2EDelegate(t *testing.T) {
 			clitest.NoKey(t, tn.Home, token)
 		})
 	}
+}
+
+// TestE2EDelegateCancel cancels a turn while its delegate call waits for
+// the child: pi ends, and its call with it.
+func TestE2EDelegateCancel(t *testing.T) {
+	t.Parallel()
+	inCall, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fake := delegatetest.Start(t, func(engine.DelegateRequest) engine.DelegateReply {
+		once.Do(func() { close(inCall) })
+		<-release
+		return engine.DelegateReply{Answer: "too late"}
+	})
+	defer close(release)
+	d, s := e2e(t)
+	s.Handle(delegatetest.Model(`{"agent":"scout","task":"wait"}`, "too late", "never reached"))
+	tn := newTurn(t, "Wait for the scout.")
+	tn.Delegate = &engine.Delegation{Agents: []string{"scout"}, Socket: fake.Socket(), Token: "tok-pi-cancel-0123456"}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan error, 1)
+	var res *engine.TurnResult
+	go func() {
+		var err error
+		res, err = d.Turn(ctx, tn)
+		done <- err
+	}()
+	select {
+	case <-inCall:
+	case err := <-done:
+		t.Fatalf("the turn ended before its call reached the socket: %+v, %v", res, err)
+	}
+	cause := errors.New("the test cancels")
+	cancel(cause)
+	if err := <-done; !errors.Is(err, cause) || res.Status != engine.Aborted {
+		t.Errorf("Turn = %+v, %v; want aborted with the cause", res, err)
+	}
+	clitest.NoneLeft(t, tn.RunID)
 }
