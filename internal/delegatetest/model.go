@@ -2,6 +2,8 @@ package delegatetest
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -97,19 +99,42 @@ func offered(r modelserver.Request) (name, namespace string) {
 	return "", ""
 }
 
-// FlowBinary builds the flow command into a directory of t's and returns
-// its path: the MCP server a CLI starts is the real `flow mcp-delegate`.
+// flow is the flow command FlowBinary built, once per test binary.
+var flow struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// FlowBinary returns the flow command, built once per test binary: the
+// MCP server a CLI starts is the real `flow mcp-delegate`. A package that
+// calls it removes the build in its TestMain with RemoveFlowBinary.
 func FlowBinary(t testing.TB) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	bin := filepath.Join(t.TempDir(), "flow")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/flow")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building flow: %v\n%s", err, out)
+	flow.once.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		if flow.dir, flow.err = os.MkdirTemp("", "flow-bin-"); flow.err != nil {
+			return
+		}
+		flow.bin = filepath.Join(flow.dir, "flow")
+		cmd := exec.Command("go", "build", "-o", flow.bin, "./cmd/flow")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			flow.err = fmt.Errorf("building flow: %v\n%s", err, out)
+		}
+	})
+	if flow.err != nil {
+		t.Fatal(flow.err)
 	}
-	return bin
+	return flow.bin
+}
+
+// RemoveFlowBinary removes what FlowBinary built, if it built anything.
+func RemoveFlowBinary() {
+	if flow.dir != "" {
+		os.RemoveAll(flow.dir)
+	}
 }
 
 // TwoCalls is a script's two calls, to scout and then to tester; Answer
