@@ -219,6 +219,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	root.AddCommand(a.mcpDelegateCmd()) // hidden: Claude Code and Codex start it
 	// --project-agents is a flag of the commands that resolve agents only:
 	// on flow show or flow gc it would do nothing.
 	for _, c := range []*cobra.Command{a.runCmd(), a.validateCmd(), a.planCmd(), a.agentsCmd(), a.testCmd(), a.resumeCmd(),
@@ -226,7 +227,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		c.Flags().Bool("project-agents", false, "load the repository's own agents (.flow/agents, .pi/agents, .claude/agents)")
 		root.AddCommand(c)
 	}
-	root.AddCommand(a.schemaCmd(), a.runsCmd(), a.showCmd(), a.tailCmd(), a.gcCmd(), a.workerCmd(), a.mcpDelegateCmd())
+	root.AddCommand(a.schemaCmd(), a.runsCmd(), a.showCmd(), a.tailCmd(), a.gcCmd(), a.workerCmd())
 	// cobra adds these when it executes; added now, their arguments are
 	// checked as every other command's.
 	addExamples(root)
