@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -77,7 +78,12 @@ func (r *rounds) run(ctx context.Context) (*parser, error) {
 			return p, nil
 		}
 		r.msgs = append(r.msgs, message{Role: "assistant", Content: p.text.String(), ToolCalls: calls})
+		// Text before tool calls is no answer: a long one's file goes (its
+		// start goes on in the conversation, the whole in the transcript).
 		_ = p.text.Close()
+		if f := p.text.File(); f != "" {
+			_ = os.Remove(f)
+		}
 		r.serve(ctx, calls)
 	}
 }
