@@ -219,6 +219,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	root.AddCommand(a.mcpDelegateCmd()) // hidden: Claude Code and Codex start it
 	// --project-agents is a flag of the commands that resolve agents only:
 	// on flow show or flow gc it would do nothing.
 	for _, c := range []*cobra.Command{a.runCmd(), a.validateCmd(), a.planCmd(), a.agentsCmd(), a.testCmd(), a.resumeCmd(),

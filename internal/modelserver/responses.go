@@ -32,7 +32,11 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, req Request) 
 	}
 	call := func(status string, args string) map[string]any {
 		tc := rep.ToolCall
-		return map[string]any{"id": fcID, "type": "function_call", "status": status, "call_id": tc.ID, "name": tc.Name, "arguments": args}
+		item := map[string]any{"id": fcID, "type": "function_call", "status": status, "call_id": tc.ID, "name": tc.Name, "arguments": args}
+		if tc.Namespace != "" {
+			item["namespace"] = tc.Namespace
+		}
+		return item
 	}
 	if rep.Text != "" || rep.ToolCall == nil {
 		output = append(output, message("completed", rep.Text))

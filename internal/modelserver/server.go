@@ -65,6 +65,9 @@ type ToolCall struct {
 	ID        string // "" means a generated id
 	Name      string
 	Arguments string // a JSON object
+	// Namespace is the Responses API's namespace of the tool (Codex puts
+	// an MCP server's tools in one); the other APIs have none.
+	Namespace string
 }
 
 // Request is one request the server received.

@@ -22,6 +22,16 @@
 // driver sets ANTHROPIC_BASE_URL and a private CLAUDE_CONFIG_DIR in the
 // memory scope's home; the key is passed in the environment only.
 //
+// # Delegation
+//
+// A turn with a Delegate gets flow's delegate MCP server: an --mcp-config
+// file in the turn's scratch directory (it holds the turn's token, so it
+// never lands in the home) starts Delegation.Server with --agent flags and
+// the socket and token in its environment (package mcpserver),
+// --strict-mcp-config keeps every other MCP server out, and the tool,
+// mcp__flow__delegate, is added to --allowedTools so it runs without
+// asking. --tools names built-in tools only, so it does not hide it.
+//
 // # Outcome
 //
 // Read from the result event, not the exit status: its subtype can say

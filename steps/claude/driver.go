@@ -2,6 +2,7 @@ package claude
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/steps/agentcli"
+	"github.com/flowrun/flow/steps/delegate"
 )
 
 // Options configure the claude driver. The zero value runs `claude` from
@@ -99,8 +101,19 @@ func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err 
 		// Only the agent's tools exist, and they run without asking;
 		// anything else is denied rather than waiting for a person.
 		"--permission-mode", "dontAsk", "--tools", strings.Join(tools, ",")}
-	if len(tools) > 0 {
-		args = append(args, "--allowedTools", strings.Join(tools, ","))
+	allowed := tools
+	if t.Delegate != nil {
+		cfg, err := mcpConfig(t.Delegate, scratch)
+		if err != nil {
+			return nil, nil, err
+		}
+		// Only flow's server, whatever the user's or the project's
+		// configuration holds, and its tool runs without asking.
+		args = append(args, "--mcp-config", cfg, "--strict-mcp-config")
+		allowed = append(allowed[:len(allowed):len(allowed)], delegateTool)
+	}
+	if len(allowed) > 0 {
+		args = append(args, "--allowedTools", strings.Join(allowed, ","))
 	}
 	if t.Model != "" {
 		args = append(args, "--model", t.Model)
@@ -194,4 +207,27 @@ func effort(thinking string) string {
 	default:
 		return strings.ToLower(thinking) // xhigh, max: as Claude Code knows them
 	}
+}
+
+// delegateTool is the name Claude Code gives the delegate tool of flow's
+// MCP server: mcp__<server>__<tool>.
+const delegateTool = "mcp__" + delegate.MCPName + "__" + engine.DelegateTool
+
+// mcpConfig writes the --mcp-config file that starts flow's delegate
+// server (package mcpserver) into dir, and returns its path. The file
+// holds the turn's token, so it lives in the turn's scratch directory,
+// removed when the turn ends, not in the home.
+func mcpConfig(d *engine.Delegation, dir string) (string, error) {
+	l, err := delegate.MCPLaunch(d)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		delegate.MCPName: map[string]any{"type": "stdio", "command": l.Command, "args": l.Args, "env": l.Env},
+	}})
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "mcp.json")
+	return path, os.WriteFile(path, b, 0o600)
 }

@@ -38,6 +38,17 @@
 // ~/.codex is left alone; without one, Codex uses the user's own home and
 // login.
 //
+// # Delegation
+//
+// A turn with a Delegate gets flow's delegate MCP server through -c
+// overrides of mcp_servers.flow: command and args are
+// Delegation.Server with --agent flags (package mcpserver), env_vars
+// hands the socket and the token on from Codex's own environment (so
+// neither is on the command line the transcript records), and
+// default_tools_approval_mode "approve" runs the tool without asking (under
+// approval_policy "never" a tool that needs approval is refused). Codex
+// offers it in the namespace mcp__flow as the function delegate.
+//
 // # Outcome
 //
 // The JSONL stream decides, not the exit code alone. Completed means a clean

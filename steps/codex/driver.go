@@ -133,6 +133,14 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		providerKey = ""
 	}
 	args := arguments(t, model, base, providerKey, schemaFile, d.opts.MaxRetries)
+	var delegateEnv []string
+	if t.Delegate != nil {
+		var more []string
+		if more, delegateEnv, err = mcpArguments(t.Delegate); err != nil {
+			return nil, fmt.Errorf("preparing codex: %w", err)
+		}
+		args = append(args[:len(args)-1], append(more, "-")...)
+	}
 
 	log, err := transcript.Open(home, a.Name, transcript.Header{Visit: t.Visit, Driver: "codex", Model: model,
 		Session: t.Session, Started: start, System: a.Instructions, Prompt: t.Prompt}, t.Secrets)
@@ -144,8 +152,12 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	log.Record(map[string]any{"command": map[string]any{"visit": t.Visit, "argv": append([]string{d.opts.Binary}, args...), "codex_home": codexHome}})
 
 	var env []string // nil: the flow process's
-	if codexHome != "" {
-		env = agentcli.Environ([]string{"CODEX_HOME"}, "CODEX_HOME="+codexHome)
+	if codexHome != "" || delegateEnv != nil {
+		var set []string
+		if codexHome != "" {
+			set = append(set, "CODEX_HOME="+codexHome)
+		}
+		env = agentcli.Environ([]string{"CODEX_HOME", engine.EnvDelegateSocket, engine.EnvDelegateToken}, append(set, delegateEnv...)...)
 	}
 	s := newStream(t.Progress)
 	s.before = threadBefore(home, a.Name, t.Session)

@@ -1,6 +1,8 @@
 // Package openai implements the `openai` agent driver (docs/drivers.md): one turn is
 // one streaming request to an OpenAI-compatible /v1/chat/completions
-// endpoint. No tools are offered: the model answers from the turn text.
+// endpoint, or several when the model calls the tools it is offered. A turn
+// that may delegate (Turn.Delegate) is offered one tool, delegate; any
+// other turn none, and the model answers from the turn text.
 //
 // # Server, key and model
 //
@@ -21,6 +23,20 @@
 // not an object is left to the prompt's own answer-format instruction, since
 // json_schema response formats need an object root.
 //
+// # Delegation
+//
+// A turn with a Delegate offers the function delegate (steps/delegate's
+// schema: agent, one of the agents, and task). While an answer ends with
+// finish_reason tool_calls, the driver serves its calls at once, each
+// through steps/delegate.Call to the run's socket, appends the assistant's
+// message with its tool_calls and one tool message per call (the child's
+// answer, or "Error: " and why there is none), and sends the next request.
+// A call of any other tool gets an error result naming the one tool there
+// is. At most MaxRounds requests are sent: a model still calling tools in
+// the last fails the turn, still requesting tools. Every round's request
+// and the calls' results are in the transcript; only the turn text and
+// the final answer go into the session's history.
+//
 // # Outcome
 //
 // Completed means HTTP 200, a well-formed stream that ends with [DONE], a
@@ -39,7 +55,9 @@
 // every chunk); prompt_tokens counts the cached ones, which input does
 // not. A server that sends none leaves them not reported, and a count of
 // chunks is no usage. A stream stopped or cut before [DONE] records what
-// it had reported, partial. Cost is never reported. Turns is 1.
+// it had reported, partial. Cost is never reported. Turns is the number
+// of rounds answered, and 1 for a turn of one request. A turn's rounds share one
+// ledger, so each answer counts once and the live figure is the turn's.
 //
 // # Memory
 //

@@ -84,7 +84,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		return nil, fmt.Errorf("starting openai turn: %w: no agent", engine.ErrUnavailable)
 	}
 	start := time.Now()
-	one := int64(1)
+	one := int64(1) // a turn is one turn until a second round is answered
 	res := &engine.TurnResult{Usage: engine.Usage{Turns: &one}}
 	model := t.Model
 	if model == "" {
@@ -126,42 +126,25 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		res.Diagnostics = append(res.Diagnostics, err.Error())
 		return finish(nil)
 	}
-	body := requestBody(model, a.Instructions, hist.Messages, t.Prompt, t.OutputSchema)
-	log.Record(map[string]any{"request": map[string]any{"visit": t.Visit, "url": endpoint, "body": json.RawMessage(body)}})
-
-	t.Progress(engine.Progress{Activity: "waiting for " + model})
-	resp, tk, ferr := d.send(ctx, t, sendArgs{endpoint: endpoint, key: key, model: model, body: body, log: log, res: res})
-	switch {
-	case ctx.Err() != nil:
-		return d.aborted(ctx, res, finish)
-	case resp == nil:
-		return finish(ferr)
+	r := &rounds{d: d, t: t, log: log, res: res, endpoint: endpoint, key: key, model: model, secrets: secrets,
+		msgs: conversation(a.Instructions, hist.Messages, t.Prompt)}
+	p, err := r.run(ctx)
+	steps = r.steps
+	if p == nil { // no answer: the request failed or was stopped
+		if ctx.Err() != nil {
+			return d.aborted(ctx, res, finish)
+		}
+		return finish(err)
 	}
-	defer resp.Body.Close()
-	// The request holds its slot of the limiter until its answer is read.
-	defer tk.Done(ratelimit.Answer{Header: resp.Header})
-
-	p := newParser(t.Progress)
-	p.ledger.Open() // the server answers: the request is billed
-	p.text = transcript.NewAnswer(t.Home, a.Name, secrets)
 	defer p.text.Close()
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		err = p.whole(resp.Body, log)
-	} else {
-		err = p.stream(resp.Body, log)
-	}
 	if ctx.Err() != nil {
 		p.setUsage(res) // what the stream had reported when it was stopped
 		return d.aborted(ctx, res, finish)
-	}
-	if err != nil {
-		p.diag = append(p.diag, fmt.Sprintf("reading the answer: %v", err))
 	}
 	if err := p.text.Result(res, false); err != nil {
 		p.diag = append(p.diag, "storing the answer: "+err.Error())
 	}
 	p.setUsage(res)
-	steps = p.steps()
 	res.Status, res.Diagnostics = p.outcome()
 	if res.Status != engine.Completed {
 		return finish(nil)

@@ -66,7 +66,7 @@ func TestPlainTurn(t *testing.T) {
 	if err := json.Unmarshal(reqs[0].Body, &body); err != nil {
 		t.Fatal(err)
 	}
-	want := []message{{"system", "You review code."}, {"user", "Review this."}}
+	want := []message{{Role: "system", Content: "You review code."}, {Role: "user", Content: "Review this."}}
 	if body.Model != "test-model" || !body.Stream || !body.StreamOptions["include_usage"] || fmt.Sprint(body.Messages) != fmt.Sprint(want) || body.Format != nil {
 		t.Errorf("request = %+v", body)
 	}
@@ -234,7 +234,7 @@ func TestMemory(t *testing.T) {
 	if err := json.Unmarshal(s.Requests()[1].Body, &body); err != nil {
 		t.Fatal(err)
 	}
-	want := []message{{"system", "You review code."}, {"user", "Review this."}, {"assistant", "First answer."}, {"user", "Again."}}
+	want := []message{{Role: "system", Content: "You review code."}, {Role: "user", Content: "Review this."}, {Role: "assistant", Content: "First answer."}, {Role: "user", Content: "Again."}}
 	if fmt.Sprint(body.Messages) != fmt.Sprint(want) {
 		t.Errorf("second request messages = %v", body.Messages)
 	}

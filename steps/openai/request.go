@@ -4,25 +4,47 @@ import (
 	"encoding/json"
 )
 
-// message is one chat message.
+// message is one chat message: the system's, the user's, the assistant's
+// (with the tools it calls), or a tool's result.
 type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []wireCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 }
 
-// requestBody builds the streaming chat completions request of one turn.
-func requestBody(model, system string, history []message, prompt string, schema []byte) []byte {
+// wireCall is a tool call as the assistant's message carries it.
+type wireCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// conversation is the messages of a turn's first request: the system
+// message, the session's history, the turn text.
+func conversation(system string, history []message, prompt string) []message {
 	msgs := make([]message, 0, len(history)+2)
 	if system != "" {
 		msgs = append(msgs, message{Role: "system", Content: system})
 	}
 	msgs = append(msgs, history...)
-	msgs = append(msgs, message{Role: "user", Content: prompt})
+	return append(msgs, message{Role: "user", Content: prompt})
+}
+
+// requestBody builds one streaming chat completions request of a turn,
+// offering tools when there are any.
+func requestBody(model string, msgs []message, schema []byte, tools []any) []byte {
 	req := map[string]any{
 		"model":          model,
 		"messages":       msgs,
 		"stream":         true,
 		"stream_options": map[string]any{"include_usage": true},
+	}
+	if len(tools) > 0 {
+		req["tools"] = tools
 	}
 	if rf := responseFormat(schema); rf != nil {
 		req["response_format"] = rf

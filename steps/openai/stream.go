@@ -55,16 +55,23 @@ type parser struct {
 	tools     map[int]*toolCall
 	order     []int
 	finish    string
-	ledger    usage.Ledger
-	done      bool // [DONE] seen, or a whole JSON answer read
+	ledger    *usage.Ledger // shared by the turn's rounds
+	offered   bool          // the request offered tools
+	done      bool          // [DONE] seen, or a whole JSON answer read
 	lastProg  time.Time
 	diag      []string
 }
 
-type toolCall struct{ name, args string }
+type toolCall struct{ id, name, args string }
 
 func newParser(progress func(engine.Progress)) *parser {
-	return &parser{progress: progress, tools: map[int]*toolCall{}, text: transcript.NewAnswer("", "", nil)}
+	return roundParser(progress, &usage.Ledger{})
+}
+
+// roundParser returns a parser for one round of a turn whose usage goes
+// into ledger.
+func roundParser(progress func(engine.Progress), ledger *usage.Ledger) *parser {
+	return &parser{progress: progress, tools: map[int]*toolCall{}, text: transcript.NewAnswer("", "", nil), ledger: ledger}
 }
 
 // stream reads server-sent events to the end, logging every data line.
@@ -167,6 +174,9 @@ func (p *parser) chunk(c *chunk) {
 				p.tools[tc.Index] = t
 				p.order = append(p.order, tc.Index)
 			}
+			if tc.ID != "" {
+				t.id = tc.ID
+			}
 			t.name += tc.Function.Name
 			t.args += tc.Function.Arguments
 		}
@@ -204,7 +214,11 @@ func (p *parser) outcome() (engine.Status, []string) {
 		for _, i := range p.order {
 			names = append(names, p.tools[i].name)
 		}
-		diag = append(diag, fmt.Sprintf("the model is still requesting tools (%s); the openai driver offers none", strings.Join(names, ", ")))
+		if p.offered {
+			diag = append(diag, fmt.Sprintf("the model is still requesting tools (%s)", strings.Join(names, ", ")))
+		} else {
+			diag = append(diag, fmt.Sprintf("the model is still requesting tools (%s); the openai driver offers none to a turn that may not delegate", strings.Join(names, ", ")))
+		}
 		ok = false
 	case "":
 		diag = append(diag, "the stream gave no finish reason")

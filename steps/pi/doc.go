@@ -19,6 +19,17 @@
 // variable — and a settings.json that bounds pi's own retries. Without it,
 // pi uses the user's configuration as it is.
 //
+// # Delegation
+//
+// A turn with a Delegate gets the delegate tool from a pi extension flow
+// writes into the turn's scratch directory (delegate.ts, loaded with
+// --extension, its name added to --tools): it registers `delegate` with
+// the agents as its enum and carries each call to the run's socket with
+// Node's own net module, one JSON line each way, as steps/delegate.Call
+// does. The socket and the token are in pi's environment, never in the
+// file; a refusal or a failed child is thrown, which pi gives the model as
+// the tool's error result. No MCP server is involved.
+//
 // # Outcome
 //
 // pi exits 0 even when every request failed, so the outcome is read from

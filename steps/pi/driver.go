@@ -129,7 +129,17 @@ func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err 
 	if t.Agent.Thinking != "" {
 		args = append(args, "--thinking", t.Agent.Thinking)
 	}
-	if tools := toolList(t.Agent.Tools); tools == "" {
+	tools := toolList(t.Agent.Tools)
+	if t.Delegate != nil {
+		ext, err := writeExtension(t.Delegate, scratch)
+		if err != nil {
+			return nil, nil, err
+		}
+		// --tools allows extension tools by name too.
+		args = append(args, "--extension", ext)
+		tools = strings.TrimPrefix(tools+","+engine.DelegateTool, ",")
+	}
+	if tools == "" {
 		args = append(args, "--no-tools")
 	} else {
 		args = append(args, "--tools", tools)
@@ -156,6 +166,10 @@ func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err 
 		drop, set = []string{"PI_CODING_AGENT_DIR"}, []string{"PI_CODING_AGENT_DIR=" + agentDir}
 	}
 	set = append(set, d.opts.Env...)
+	if t.Delegate != nil {
+		drop = append(drop, engine.EnvDelegateSocket, engine.EnvDelegateToken)
+		set = append(set, engine.EnvDelegateSocket+"="+t.Delegate.Socket, engine.EnvDelegateToken+"="+t.Delegate.Token)
+	}
 	// No update checks or install telemetry from inside a flow.
 	set = append(set, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0")
 	return args, agentcli.Environ(drop, set...), nil

@@ -53,11 +53,16 @@ type Ledger struct {
 
 // Open says a call went out: from now on, a turn that ends without the
 // provider's final figure has a partial usage, even if nothing was
-// reported yet.
+// reported yet. A driver that makes several calls itself (the openai
+// driver's tool rounds) opens each: the end seen of an earlier one is
+// not the end of the turn.
 func (l *Ledger) Open() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.opened = true
+	if l.total == nil {
+		l.final = false
+	}
 }
 
 // Report records the usage of call id (a message or response id). A later
