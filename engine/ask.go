@@ -57,12 +57,13 @@ type Answer struct {
 // nobody answering in time, takes the default; without a default the
 // visit fails `timeout` (an unattended run was refused before it started).
 func (r *runner) ask(ctx context.Context, n *flows.Node, vars map[string]any, path string) *outcome {
-	text, err := render(n.Ask, vars)
+	an := n.AsAsk()
+	text, err := render(an.Ask, vars)
 	if err != nil {
 		return condition(err)
 	}
 	var shown []Shown
-	for _, rd := range n.Show {
+	for _, rd := range an.Show {
 		v, err := eval(rd.Expr, vars)
 		if err != nil {
 			return condition(err)
@@ -70,23 +71,23 @@ func (r *runner) ask(ctx context.Context, n *flows.Node, vars map[string]any, pa
 		shown = append(shown, shownValue(rd.Address, v))
 	}
 	if r.opts.Asker == nil {
-		return &outcome{output: n.Default, answer: &record.Answer{Time: r.rt.Now(), Default: true}}
+		return &outcome{output: an.Default, answer: &record.Answer{Time: r.rt.Now(), Default: true}}
 	}
-	q := &Question{Visit: path, Text: text, Shown: shown, Options: n.Options, Default: n.Default, HasDefault: n.HasDefault, Timeout: n.Timeout}
+	q := &Question{Visit: path, Text: text, Shown: shown, Options: an.Options, Default: an.Default, HasDefault: an.HasDefault, Timeout: n.Timeout}
 	var ans Answer
 	timedOut := r.within(ctx, n.Timeout, func(actx context.Context) { ans, err = r.opts.Asker.Ask(actx, q) })
 	switch {
 	case ctx.Err() != nil:
 		return &outcome{fail: cancelled(ctx, path)}
 	case err != nil && timedOut:
-		if !n.HasDefault {
+		if !an.HasDefault {
 			return &outcome{fail: &Failure{Kind: schema.FailTimeout, Message: fmt.Sprintf("nobody answered within %s, and the ask has no default", n.Timeout)}}
 		}
-		return &outcome{output: n.Default, answer: &record.Answer{Time: r.rt.Now(), Default: true}}
+		return &outcome{output: an.Default, answer: &record.Answer{Time: r.rt.Now(), Default: true}}
 	case err != nil:
 		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: err.Error()}}
-	case len(n.Options) > 0 && !slices.Contains(n.Options, ans.Value):
-		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: fmt.Sprintf("the answer %q is not one of %s", ans.Value, strings.Join(n.Options, ", "))}}
+	case len(an.Options) > 0 && !slices.Contains(an.Options, ans.Value):
+		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: fmt.Sprintf("the answer %q is not one of %s", ans.Value, strings.Join(an.Options, ", "))}}
 	}
 	return &outcome{output: ans.Value, answer: &record.Answer{By: ans.By, Time: r.rt.Now()}}
 }

@@ -112,7 +112,7 @@ func childFailure(path string, cause *Failure) *Failure {
 }
 
 func (r *runner) choice(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
-	for _, b := range n.Branches {
+	for _, b := range n.Branches() {
 		if !b.Else {
 			ok, err := evalBool(b.When, vars)
 			if err != nil {
@@ -180,11 +180,11 @@ func firstFailure(path string, fails []*Failure) *Failure {
 }
 
 func (r *runner) parallel(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
-	outs := make([]any, len(n.Branches))
-	wts := make([]map[string]any, len(n.Branches))
-	ord := r.orderOf(n, len(n.Branches))
-	fails := r.block(ctx, len(n.Branches), 0, n.FailFast, ord, func(ctx context.Context, i int) *Failure {
-		b := n.Branches[i]
+	outs := make([]any, len(n.Branches()))
+	wts := make([]map[string]any, len(n.Branches()))
+	ord := r.orderOf(n, len(n.Branches()))
+	fails := r.block(ctx, len(n.Branches()), 0, n.FailFast(), ord, func(ctx context.Context, i int) *Failure {
+		b := n.Branches()[i]
 		bpath := join(path, b.Name)
 		var fail *Failure
 		outs[i], wts[i], fail = r.isolated(ctx, fr, n, vars, bpath, ord, i, func(fr *frame) (any, *Failure) {
@@ -192,9 +192,9 @@ func (r *runner) parallel(ctx context.Context, fr *frame, n *flows.Node, vars ma
 		})
 		return fail
 	})
-	output := make(map[string]any, len(n.Branches))
-	worktrees := make(map[string]any, len(n.Branches))
-	for i, b := range n.Branches {
+	output := make(map[string]any, len(n.Branches()))
+	worktrees := make(map[string]any, len(n.Branches()))
+	for i, b := range n.Branches() {
 		output[b.Name] = outs[i]
 		worktrees[b.Name] = orNoWorktree(wts[i])
 	}
@@ -245,26 +245,27 @@ func orNoWorktree(v map[string]any) map[string]any {
 }
 
 func (r *runner) mapNode(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
-	v, err := eval(n.Items, vars)
+	mn := n.AsMap()
+	v, err := eval(mn.Items, vars)
 	if err != nil {
 		return condition(err)
 	}
 	items, ok := toList(v)
 	if !ok {
-		return condition(fmt.Errorf("map %s at %s gave %s, not a list", n.Items.Source, n.Items.Pos, schema.KindOf(v)))
+		return condition(fmt.Errorf("map %s at %s gave %s, not a list", mn.Items.Source, mn.Items.Pos, schema.KindOf(v)))
 	}
-	if len(items) > n.Max {
-		return &outcome{fail: &Failure{Kind: schema.FailTooMany, Message: fmt.Sprintf("%d items, more than max %d; nothing ran", len(items), n.Max)}}
+	if len(items) > mn.Max {
+		return &outcome{fail: &Failure{Kind: schema.FailTooMany, Message: fmt.Sprintf("%d items, more than max %d; nothing ran", len(items), mn.Max)}}
 	}
 	results := make([]any, len(items))
 	wts := make([]map[string]any, len(items))
 	ord := r.orderOf(n, len(items))
-	fails := r.block(ctx, len(items), n.Concurrency, n.FailFast, ord, func(ctx context.Context, i int) *Failure {
+	fails := r.block(ctx, len(items), mn.Concurrency, mn.FailFast, ord, func(ctx context.Context, i int) *Failure {
 		iv := nested(vars)
 		iv["item"], iv["index"] = items[i], i+1
 		ipath := path + "[" + strconv.Itoa(i+1) + "]"
 		out, wt, fail := r.isolated(ctx, fr, n, iv, ipath, ord, i, func(fr *frame) (any, *Failure) {
-			return r.sequence(ctx, fr, n.Body, iv, ipath)
+			return r.sequence(ctx, fr, mn.Body, iv, ipath)
 		})
 		results[i], wts[i] = map[string]any{"item": items[i], "ok": fail == nil, "output": out, "error": errorValue(fail)}, wt
 		return fail
@@ -305,17 +306,18 @@ func toList(v any) ([]any, bool) {
 }
 
 func (r *runner) loop(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
+	ln := n.AsLoop()
 	inner := fr.withScope(n.ID, path)
-	previous := make(map[string]any, len(n.Body))
-	for _, b := range n.Body {
+	previous := make(map[string]any, len(ln.Body))
+	for _, b := range ln.Body {
 		previous[b.ID] = nil
 	}
 	for i := 1; ; i++ {
 		iv := nested(vars)
 		iv[n.ID] = map[string]any{"previous": previous, "iteration": i}
-		_, fail := r.sequence(ctx, inner, n.Body, iv, path+"#"+strconv.Itoa(i))
-		last := make(map[string]any, len(n.Body))
-		for _, b := range n.Body {
+		_, fail := r.sequence(ctx, inner, ln.Body, iv, path+"#"+strconv.Itoa(i))
+		last := make(map[string]any, len(ln.Body))
+		for _, b := range ln.Body {
 			last[b.ID] = iv[b.ID]
 		}
 		output := func(converged bool) map[string]any {
@@ -328,7 +330,7 @@ func (r *runner) loop(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 		if fail != nil {
 			return &outcome{output: output(false), fail: childFailure(path, fail)}
 		}
-		done, err := evalBool(n.Until, iv)
+		done, err := evalBool(ln.Until, iv)
 		if err != nil {
 			o := condition(err)
 			o.output = output(false)
@@ -337,23 +339,24 @@ func (r *runner) loop(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 		if done {
 			return &outcome{output: output(true)}
 		}
-		if i >= n.Max {
-			return &outcome{output: output(false), fail: &Failure{Kind: schema.FailUnconverged, Message: fmt.Sprintf("until did not hold after %d iterations", n.Max)}}
+		if i >= ln.Max {
+			return &outcome{output: output(false), fail: &Failure{Kind: schema.FailUnconverged, Message: fmt.Sprintf("until did not hold after %d iterations", ln.Max)}}
 		}
 		previous = last
 	}
 }
 
 func (r *runner) call(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
-	callee := r.plan.Flows[n.Callee]
+	cn := n.AsCall()
+	callee := r.plan.Flows[cn.Callee]
 	if callee == nil {
 		// The loader puts every flow a node calls in the plan; a plan built
 		// some other way fails this visit rather than the engine.
-		return &outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: fmt.Sprintf("flow %q is not in the plan", n.Callee)}}
+		return &outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: fmt.Sprintf("flow %q is not in the plan", cn.Callee)}}
 	}
 	var in any
-	if n.Input != nil {
-		v, err := eval(n.Input, vars)
+	if cn.Input != nil {
+		v, err := eval(cn.Input, vars)
 		if err != nil {
 			return condition(err)
 		}

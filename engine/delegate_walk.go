@@ -64,17 +64,18 @@ type delegParentStart struct {
 // turn may not delegate: n gives no delegate:, the host cannot serve one,
 // or the visit is a child at the tree's depth.
 func (r *runner) delegation(fr *frame, n *flows.Node, path string) *delegator {
-	if n.Delegate == nil || r.delegates == nil {
+	an := n.AsAgent()
+	if an == nil || an.Delegate == nil || r.delegates == nil {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d := r.delegators[path]
 	if d == nil {
-		tree := &delegTree{spec: n.Delegate, pos: n.Pos, unpriced: r.rt.NewMutex(), mu: r.rt.NewLock()}
+		tree := &delegTree{spec: an.Delegate, pos: n.Pos, unpriced: r.rt.NewMutex(), mu: r.rt.NewLock()}
 		kids := *fr
 		kids.scope, kids.gates = nil, nil
-		d = &delegator{tree: tree, path: path, kids: kids.withBudget(n.Delegate.Budget, path+" (delegate)")}
+		d = &delegator{tree: tree, path: path, kids: kids.withBudget(an.Delegate.Budget, path+" (delegate)")}
 		d.init(r)
 		r.delegators[path] = d
 	}
@@ -177,8 +178,8 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *liveSlot, req
 	}
 	r.mu.Unlock()
 	n := &flows.Node{ID: delegNodePrefix + a.Name, Kind: schema.KindAgent, Pos: d.tree.pos, Output: schema.StringType,
-		Agent: a, Prompt: &flows.Template{Source: req.Task, Parts: []flows.TemplatePart{{Text: req.Task}}},
-		Continue: true, Delegate: spec}
+		Continue: true, Spec: &flows.AgentNode{Agent: a, Prompt: &flows.Template{Source: req.Task, Parts: []flows.TemplatePart{{Text: req.Task}}},
+			Delegate: spec}}
 	slot.lend()
 	v, fail := r.visit(ctx, d.kids, n, nil, path)
 	slot.reclaim(ctx)
@@ -275,7 +276,7 @@ func delegatingNode(p *flows.Plan) *flows.Node {
 	var found *flows.Node
 	for _, f := range flowsInOrder(p) {
 		flows.EachNode(f.Nodes, func(n *flows.Node) {
-			if found == nil && n.Delegate != nil {
+			if an := n.AsAgent(); found == nil && an != nil && an.Delegate != nil {
 				found = n
 			}
 		})

@@ -330,7 +330,7 @@ func askWithoutDefault(p *flows.Plan) *flows.Node {
 	var found *flows.Node
 	for _, f := range flowsInOrder(p) {
 		flows.EachNode(f.Nodes, func(n *flows.Node) {
-			if found == nil && n.Kind == schema.KindAsk && !n.HasDefault {
+			if an := n.AsAsk(); found == nil && an != nil && !an.HasDefault {
 				found = n
 			}
 		})
@@ -346,8 +346,8 @@ func checkDrivers(p *flows.Plan, o Options) error {
 			case err != nil:
 			case n.Kind == schema.KindRun && o.Commands == nil:
 				err = &RefusedError{Msg: fmt.Sprintf("%s: no command runner is configured for run nodes", n.Pos)}
-			case n.Kind == schema.KindAgent && n.Agent != nil && o.Drivers[n.Agent.Driver] == nil:
-				err = &RefusedError{Msg: fmt.Sprintf("%s: agent %q uses driver %q, which this build of flow does not provide", n.Pos, n.Agent.Name, n.Agent.Driver)}
+			case n.Agent() != nil && o.Drivers[n.Agent().Driver] == nil:
+				err = &RefusedError{Msg: fmt.Sprintf("%s: agent %q uses driver %q, which this build of flow does not provide", n.Pos, n.Agent().Name, n.Agent().Driver)}
 			}
 		})
 		if err != nil {

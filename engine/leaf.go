@@ -51,6 +51,7 @@ func cancelled(ctx context.Context, path string) *Failure {
 }
 
 func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
+	an := n.AsAgent()
 	prompt, err := r.turnText(fr, n, vars)
 	var big *promptTooLarge
 	if errors.As(err, &big) {
@@ -59,12 +60,12 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if err != nil {
 		return condition(err)
 	}
-	a := n.Agent
+	a := an.Agent
 	o := &outcome{agent: a.Name, model: r.opts.Settings.ResolveModel(fr.calls, a), timeout: r.opts.Settings.ResolveTimeout(fr.calls, n)}
 	homePath := path
 	var sess *session
-	if n.Memory != "" {
-		o.scope = &record.Scope{Path: fr.scopes[n.Memory], Agent: a.Name}
+	if an.Memory != "" {
+		o.scope = &record.Scope{Path: fr.scopes[an.Memory], Agent: a.Name}
 		homePath = o.scope.Path
 		sess = r.session(*o.scope)
 		if err := sess.mu.Lock(ctx); err != nil {
@@ -81,12 +82,12 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	delay := r.opts.Backoff
 	for attempt := 1; ; attempt++ {
 		o.attempts = attempt
-		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: n.OutputSchema,
+		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: an.OutputSchema,
 			Home: home, WorkDir: r.workDir(fr), Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model),
 			Secrets: r.secrets(), Key: offered(n, o.key)}
 		answer, fail := r.turn(ctx, fr, t, o, sess)
 		var out any = answer.text
-		if fail == nil && n.Typed {
+		if fail == nil && an.Typed {
 			out, fail = r.typed(ctx, fr, t, answer, n, o, sess)
 		}
 		if sess != nil {
@@ -98,7 +99,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 			return o
 		}
 		retriable := fail.Kind == schema.FailProvider || fail.Kind == schema.FailTimeout || fail.Kind == schema.FailSchema
-		if !retriable || attempt > n.Retry || ctx.Err() != nil {
+		if !retriable || attempt > an.Retry || ctx.Err() != nil {
 			o.fail = fail
 			return o
 		}
@@ -218,19 +219,20 @@ func (r *runner) progress(path, driver, model string) func(Progress) {
 }
 
 func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
+	rn := n.AsRun()
 	c := &Command{RunID: r.opts.RunID, Visit: path, Dir: r.workDir(fr), Progress: r.progress(path, "run", "")}
 	var err error
-	if n.Script != nil {
-		c.Script = n.Script.Text
+	if rn.Script != nil {
+		c.Script = rn.Script.Text
 	} else {
-		c.Argv = make([]string, len(n.Argv))
-		for i, a := range n.Argv {
+		c.Argv = make([]string, len(rn.Argv))
+		for i, a := range rn.Argv {
 			if c.Argv[i], err = renderArg(a, vars); err != nil {
 				break
 			}
 		}
 	}
-	for _, e := range n.Env {
+	for _, e := range rn.Env {
 		if err != nil {
 			break
 		}
@@ -238,9 +240,9 @@ func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map
 		v, err = renderArg(e.Value, vars)
 		c.Env = append(c.Env, e.Name+"="+v)
 	}
-	if n.Script != nil {
+	if rn.Script != nil {
 		// The script's values come last: its own variables win over env:.
-		for _, sv := range n.Script.Vars {
+		for _, sv := range rn.Script.Vars {
 			if err != nil {
 				break
 			}

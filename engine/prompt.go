@@ -114,8 +114,9 @@ func (e *promptTooLarge) Error() string {
 // It is bounded by limits.prompt_bytes, checked as each part is rendered,
 // so that no part is rendered past the bound the parts before it left.
 func (r *runner) turnText(fr *frame, n *flows.Node, vars map[string]any) (string, error) {
+	an := n.AsAgent()
 	limit := r.plan.Limits.WithDefaults().PromptBytes
-	prompt, err := render(n.Prompt, vars)
+	prompt, err := render(an.Prompt, vars)
 	if err != nil {
 		return "", err
 	}
@@ -124,7 +125,7 @@ func (r *runner) turnText(fr *frame, n *flows.Node, vars map[string]any) (string
 	}
 	var b strings.Builder
 	b.WriteString(prompt)
-	for _, rd := range n.Reads {
+	for _, rd := range an.Reads {
 		v, err := eval(rd.Expr, vars)
 		if err != nil {
 			return "", err
@@ -135,8 +136,8 @@ func (r *runner) turnText(fr *frame, n *flows.Node, vars map[string]any) (string
 		}
 		fmt.Fprintf(&b, "\n\n## %s\n%s", rd.Address, text)
 	}
-	if n.Typed {
-		fmt.Fprintf(&b, "\n\n## Answer format\nAnswer with only a JSON value (no prose, no code fence) that fits this JSON Schema:\n```json\n%s\n```", n.OutputSchema)
+	if an.Typed {
+		fmt.Fprintf(&b, "\n\n## Answer format\nAnswer with only a JSON value (no prose, no code fence) that fits this JSON Schema:\n```json\n%s\n```", an.OutputSchema)
 	}
 	fmt.Fprintf(&b, "\n\nWorking directory: %s\n", r.workDir(fr))
 	if fr.branch != "" {

@@ -119,9 +119,9 @@ func (r *runner) scopeFor(fr *frame, n *flows.Node, vars map[string]any, name st
 	if err != nil {
 		return nil, &Failure{Kind: schema.FailCondition, Message: err.Error()}
 	}
-	if n.Kind == schema.KindAgent && n.Memory != "" {
-		owner := fr.scopes[n.Memory]
-		return r.scope(owner+"@"+n.Agent.Name, n.Land, dir, true, owner), nil
+	if an := n.AsAgent(); an != nil && an.Memory != "" {
+		owner := fr.scopes[an.Memory]
+		return r.scope(owner+"@"+an.Agent.Name, n.Land, dir, true, owner), nil
 	}
 	return r.scope(name, n.Land, dir, false, ""), nil
 }

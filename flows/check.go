@@ -54,26 +54,29 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 	}
 	inner := append(append([]*schema.Node{}, ancestors...), d)
 	c.isolation(n, d, sc, ancestors)
-	switch d.Kind {
-	case schema.KindAgent:
-		c.agentNode(n, d, sc, ancestors)
-	case schema.KindRun:
-		n.Output = RunOutput
-		if d.Script.Set() {
-			n.Script = c.script(d.Script, sc)
+	switch ds := d.Spec.(type) {
+	case *schema.AgentSpec:
+		c.agentNode(n, d, ds, sc, ancestors)
+	case *schema.RunSpec:
+		rn := &RunNode{}
+		n.Spec, n.Output = rn, RunOutput
+		if ds.Script.Set() {
+			rn.Script = c.script(ds.Script, sc)
 		}
-		for _, a := range d.Argv {
-			n.Argv = append(n.Argv, c.template(a, sc))
+		for _, a := range ds.Argv {
+			rn.Argv = append(rn.Argv, c.template(a, sc))
 		}
-		c.argvShell(d.Argv, n.Argv)
-		for _, e := range d.Env {
-			n.Env = append(n.Env, EnvVar{Name: e.Name, Value: c.template(e.Value, sc)})
+		c.argvShell(ds.Argv, rn.Argv)
+		for _, e := range ds.Env {
+			rn.Env = append(rn.Env, EnvVar{Name: e.Name, Value: c.template(e.Value, sc)})
 		}
-	case schema.KindChoice:
+	case *schema.ChoiceSpec:
+		cn := &ChoiceNode{}
+		n.Spec = cn
 		var outs []*schema.Type
-		for i, b := range d.Choice {
+		for i, b := range ds.Branches {
 			br := &Branch{Else: b.Else}
-			if b.Else && i != len(d.Choice)-1 {
+			if b.Else && i != len(ds.Branches)-1 {
 				c.diags.Add(b.Pos, schema.CodeBranch, "move else to the end: branches are tried in order", "else must be the last branch")
 			}
 			if !b.Else && b.When.Set() {
@@ -81,41 +84,44 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 			}
 			br.Nodes = c.sequence(b.Do, sc, inner)
 			outs = append(outs, lastOutput(br.Nodes))
-			n.Branches = append(n.Branches, br)
+			cn.Branches = append(cn.Branches, br)
 		}
 		n.Output = common(outs)
-	case schema.KindParallel:
-		n.FailFast = d.FailFast.Value
+	case *schema.ParallelSpec:
+		pn := &ParallelNode{FailFast: ds.FailFast.Value}
+		n.Spec = pn
 		t := &schema.Type{Kind: schema.TObject}
-		for _, b := range d.Parallel {
+		for _, b := range ds.Branches {
 			br := &Branch{Name: b.Name.Value, Nodes: c.sequence(b.Do, sc, inner)}
-			n.Branches = append(n.Branches, br)
+			pn.Branches = append(pn.Branches, br)
 			t.Fields = append(t.Fields, schema.F(br.Name, lastOutput(br.Nodes)))
 		}
 		n.Output = t
-	case schema.KindMap:
-		n.FailFast, n.Max, n.Concurrency = d.FailFast.Value, d.Max.Value, max(d.Concurrency.Value, 1)
+	case *schema.MapSpec:
+		mn := &MapNode{FailFast: ds.FailFast.Value, Max: ds.Max.Value, Concurrency: max(ds.Concurrency.Value, 1)}
+		n.Spec = mn
 		itemT := schema.AnyType
-		if d.Map.Set() {
-			n.Items = c.compile(d.Map, d.Map.Value, 0, sc, nil)
-			if n.Items != nil {
-				switch t := c.addressType(d.Map.Value, sc, n.Items.Type); t.Kind {
+		if ds.Items.Set() {
+			mn.Items = c.compile(ds.Items, ds.Items.Value, 0, sc, nil)
+			if mn.Items != nil {
+				switch t := c.addressType(ds.Items.Value, sc, mn.Items.Type); t.Kind {
 				case schema.TList:
 					itemT = t.Elem
 				case schema.TAny:
 				default:
-					c.diags.Add(d.Map.Pos, schema.CodeType, "map over an expression that yields a list", "map expression yields %s, not a list", t)
+					c.diags.Add(ds.Items.Pos, schema.CodeType, "map over an expression that yields a list", "map expression yields %s, not a list", t)
 				}
 			}
 		}
-		body := c.sequence(d.Do, sc.with("item", itemT).with("index", schema.IntegerType), inner)
-		n.Body = body
+		body := c.sequence(ds.Do, sc.with("item", itemT).with("index", schema.IntegerType), inner)
+		mn.Body = body
 		n.Output = schema.ListOf(schema.ObjectOf(schema.F("item", itemT), schema.F("ok", schema.BooleanType),
 			schema.F("output", lastOutput(body)), schema.F("error", ErrorType)))
-	case schema.KindLoop:
-		n.Max = d.Max.Value
+	case *schema.LoopSpec:
+		ln := &LoopNode{Max: ds.Max.Value}
+		n.Spec = ln
 		prev := &schema.Type{Kind: schema.TObject}
-		for _, b := range d.Do {
+		for _, b := range ds.Do {
 			if b.ID.Set() {
 				prev.Fields = append(prev.Fields, schema.F(b.ID.Value, docValueType(b)))
 			}
@@ -125,81 +131,84 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 		if d.ID.Set() {
 			bodyScope = sc.with(d.ID.Value, loopVar)
 		}
-		n.Body = c.sequence(d.Do, bodyScope, inner)
-		if d.Until.Set() {
+		ln.Body = c.sequence(ds.Do, bodyScope, inner)
+		if ds.Until.Set() {
 			untilScope := bodyScope
-			for _, b := range n.Body {
+			for _, b := range ln.Body {
 				untilScope = untilScope.with(b.ID, b.ValueType())
 			}
-			n.Until = c.compile(d.Until, d.Until.Value, 0, untilScope, schema.BooleanType)
+			ln.Until = c.compile(ds.Until, ds.Until.Value, 0, untilScope, schema.BooleanType)
 		}
 		n.Output = loopOutput(prev)
-	case schema.KindFlow:
-		if d.Input.Set() {
-			n.Input = c.compile(d.Input, d.Input.Value, 0, sc, nil)
+	case *schema.CallSpec:
+		fn := &CallNode{}
+		n.Spec = fn
+		if ds.Input.Set() {
+			fn.Input = c.compile(ds.Input, ds.Input.Value, 0, sc, nil)
 		}
-		if d.Flow.Set() {
-			n.Callee = d.Flow.Value
-			if callee := c.loader.callee(c.flow, d.Flow); callee != nil && callee.Output != nil {
+		if ds.Flow.Set() {
+			fn.Callee = ds.Flow.Value
+			if callee := c.loader.callee(c.flow, ds.Flow); callee != nil && callee.Output != nil {
 				n.Output = callee.Output
-				if callee.Input != nil && callee.Input.Kind != schema.TAny && !d.Input.Set() && hasRequired(callee.Input) {
+				if callee.Input != nil && callee.Input.Kind != schema.TAny && !ds.Input.Set() && hasRequired(callee.Input) {
 					c.diags.Add(d.KindPos, schema.CodeInput, "add input: <an expression giving the callee's input>", "flow %q needs an input", callee.Name)
 				}
 			}
 		}
-	case schema.KindAsk:
-		n.Output = schema.StringType
-		n.Question = d.Ask.Value
-		if d.Ask.Set() {
-			n.Ask = c.template(d.Ask, sc)
+	case *schema.AskSpec:
+		an := &AskNode{Question: ds.Ask.Value}
+		n.Spec, n.Output = an, schema.StringType
+		if ds.Ask.Set() {
+			an.Ask = c.template(ds.Ask, sc)
 		}
-		for _, a := range d.Show {
+		for _, a := range ds.Show {
 			if !addressRE.MatchString(a.Value) || !isNodeAddress(a.Value, sc) {
 				c.diags.Add(a.Pos, schema.CodeReads, "show names nodes that ran before the ask: "+strings.Join(nodeIDs(sc), ", "), "show %q is not a node before this ask", a.Value)
 				continue
 			}
 			if e := c.compile(a, a.Value, 0, sc, nil); e != nil {
-				n.Show = append(n.Show, &Read{Address: a.Value, Expr: e, IsNode: true})
+				an.Show = append(an.Show, &Read{Address: a.Value, Expr: e, IsNode: true})
 			}
 		}
-		for _, o := range d.Options {
-			n.Options = append(n.Options, o.Value)
+		for _, o := range ds.Options {
+			an.Options = append(an.Options, o.Value)
 		}
-		n.Default, n.HasDefault = d.Default.Value, d.Default.Set()
+		an.Default, an.HasDefault = ds.Default.Value, ds.Default.Set()
 	}
 	c.isolates(n, d, ancestors)
 	n.Reuse = d.Reuse.Value
 	return n
 }
 
-func (c *checker) agentNode(n *Node, d *schema.Node, sc *scope, ancestors []*schema.Node) {
-	n.Output = schema.StringType
+func (c *checker) agentNode(n *Node, _ *schema.Node, d *schema.AgentSpec, sc *scope, ancestors []*schema.Node) {
+	an := &AgentNode{}
+	n.Spec, n.Output = an, schema.StringType
 	if d.Output != nil {
-		n.Output, n.Typed = d.Output, true
+		n.Output, an.Typed = d.Output, true
 		//workflowcheck:ignore encoding/json sorts map keys; the checker reaches the GC's start through reflect
-		n.OutputSchema, _ = json.Marshal(d.Output.JSONSchema())
+		an.OutputSchema, _ = json.Marshal(d.Output.JSONSchema())
 	}
-	n.Retry = d.Retry.Value
+	an.Retry = d.Retry.Value
 	switch {
 	case d.InlineAgent != nil:
 		c.loader.opts.checkDriver(d.InlineAgent, c.diags)
-		n.Agent = agentFromDoc(d.InlineAgent, "inline", c.flow.File, c.loader.opts.DefaultDriver)
-		c.loader.opts.checkTools(d.InlineAgent, n.Agent.Driver, c.diags)
+		an.Agent = agentFromDoc(d.InlineAgent, "inline", c.flow.File, c.loader.opts.DefaultDriver)
+		c.loader.opts.checkTools(d.InlineAgent, an.Agent.Driver, c.diags)
 	case d.Agent.Set():
-		n.Agent = c.cat.Lookup(d.Agent.Value)
-		if n.Agent == nil {
+		an.Agent = c.cat.Lookup(d.Agent.Value)
+		if an.Agent == nil {
 			c.unknownAgent(d.Agent)
 		}
 	}
-	if n.Agent != nil {
-		c.loader.plan.Agents[n.Agent.Name] = n.Agent
-		if !c.loader.opts.knowsDriver(n.Agent.Driver) {
-			c.diags.Add(d.Agent.Pos, schema.CodeDriver, "set driver: in the agent file, or a default driver in the configuration", "agent %q has driver %q, which flow does not know", n.Agent.Name, n.Agent.Driver)
+	if an.Agent != nil {
+		c.loader.plan.Agents[an.Agent.Name] = an.Agent
+		if !c.loader.opts.knowsDriver(an.Agent.Driver) {
+			c.diags.Add(d.Agent.Pos, schema.CodeDriver, "set driver: in the agent file, or a default driver in the configuration", "agent %q has driver %q, which flow does not know", an.Agent.Name, an.Agent.Driver)
 		}
 	}
-	c.delegation(n, d)
+	c.delegation(n, an, d)
 	if d.Prompt.Set() {
-		n.Prompt = c.template(d.Prompt, sc)
+		an.Prompt = c.template(d.Prompt, sc)
 	}
 	for _, r := range d.Reads {
 		rd := &Read{Address: r.Value, IsNode: isNodeAddress(r.Value, sc)}
@@ -208,19 +217,19 @@ func (c *checker) agentNode(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 			continue
 		}
 		rd.Expr = c.compile(r, r.Value, 0, sc, nil)
-		n.Reads = append(n.Reads, rd)
+		an.Reads = append(an.Reads, rd)
 	}
 	if d.Memory.Set() {
-		n.Memory = d.Memory.Value
-		ok := n.Memory == "flow"
+		an.Memory = d.Memory.Value
+		ok := an.Memory == "flow"
 		var ids []string
 		for _, a := range ancestors {
 			ids = append(ids, a.ID.Value)
-			ok = ok || a.ID.Value == n.Memory
+			ok = ok || a.ID.Value == an.Memory
 		}
 		if !ok {
 			hint := "memory names an enclosing node (" + strings.Join(append(ids, "flow"), ", ") + ")"
-			c.diags.Add(d.Memory.Pos, schema.CodeMemory, hint, "memory %q is not flow or an enclosing node", n.Memory)
+			c.diags.Add(d.Memory.Pos, schema.CodeMemory, hint, "memory %q is not flow or an enclosing node", an.Memory)
 		}
 	}
 }
@@ -295,8 +304,10 @@ func docValueType(d *schema.Node) *schema.Type {
 		return NodeValueType(docOutput(d))
 	}
 	var names []string
-	for _, b := range d.Parallel {
-		names = append(names, b.Name.Value)
+	if ps, ok := d.Spec.(*schema.ParallelSpec); ok {
+		for _, b := range ps.Branches {
+			names = append(names, b.Name.Value)
+		}
 	}
 	return isolatedValueType(d.Kind, docOutput(d), names)
 }
@@ -304,25 +315,25 @@ func docValueType(d *schema.Node) *schema.Type {
 // docOutput is the output type of a node from its document alone, used for
 // `<loop>.previous` before the body is compiled.
 func docOutput(d *schema.Node) *schema.Type {
-	switch d.Kind {
-	case schema.KindAgent:
-		if d.Output != nil {
-			return d.Output
+	switch ds := d.Spec.(type) {
+	case *schema.AgentSpec:
+		if ds.Output != nil {
+			return ds.Output
 		}
 		return schema.StringType
-	case schema.KindRun:
+	case *schema.RunSpec:
 		return RunOutput
-	case schema.KindAsk:
+	case *schema.AskSpec:
 		return schema.StringType
-	case schema.KindLoop:
+	case *schema.LoopSpec:
 		prev := &schema.Type{Kind: schema.TObject}
-		for _, b := range d.Do {
+		for _, b := range ds.Do {
 			prev.Fields = append(prev.Fields, schema.F(b.ID.Value, docValueType(b)))
 		}
 		return loopOutput(prev)
-	case schema.KindParallel:
+	case *schema.ParallelSpec:
 		t := &schema.Type{Kind: schema.TObject}
-		for _, b := range d.Parallel {
+		for _, b := range ds.Branches {
 			var last *schema.Type = schema.AnyType
 			if len(b.Do) > 0 {
 				last = docOutput(b.Do[len(b.Do)-1])
@@ -388,14 +399,14 @@ var noCost = []string{"openai", "codex"}
 func (c *checker) costWarnings(nodes []*Node, underCost bool) {
 	for _, n := range nodes {
 		under := underCost || (n.Budget != nil && n.Budget.Cost > 0)
-		if under && n.Kind == schema.KindAgent && n.Agent != nil && contains(noCost, n.Agent.Driver) {
+		if an := n.AsAgent(); under && an != nil && an.Agent != nil && contains(noCost, an.Agent.Driver) {
 			c.diags.Warn(n.Pos, schema.CodeBudget, "bound it by tokens: too, which this driver reports",
-				"agent %q uses driver %s, which reports no cost: the cost budget cannot bound it", n.Agent.Name, n.Agent.Driver)
+				"agent %q uses driver %s, which reports no cost: the cost budget cannot bound it", an.Agent.Name, an.Agent.Driver)
 		}
-		for _, b := range n.Branches {
+		for _, b := range n.Branches() {
 			c.costWarnings(b.Nodes, under)
 		}
-		c.costWarnings(n.Body, under)
+		c.costWarnings(n.Body(), under)
 	}
 }
 

@@ -59,10 +59,10 @@ func delegateOf(d *schema.Delegate) *Delegate {
 // delegation gives an agent node its delegation: its own delegate:, else
 // its agent file's. Every agent it names must be in the catalogue, and
 // joins the plan's agents, so that a run's snapshot holds them.
-func (c *checker) delegation(n *Node, d *schema.Node) {
+func (c *checker) delegation(n *Node, an *AgentNode, d *schema.AgentSpec) {
 	del := delegateOf(d.Delegate)
-	if del == nil && n.Agent != nil {
-		del = n.Agent.Delegate
+	if del == nil && an.Agent != nil {
+		del = an.Agent.Delegate
 	}
 	if del == nil {
 		return
@@ -90,5 +90,5 @@ func (c *checker) delegation(n *Node, d *schema.Node) {
 			c.diags.Add(pos, schema.CodeDriver, "set driver: in the agent file, or a default driver in the configuration", "agent %q has driver %q, which flow does not know", a.Name, a.Driver)
 		}
 	}
-	n.Delegate = del
+	an.Delegate = del
 }

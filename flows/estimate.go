@@ -59,20 +59,20 @@ func estimateSequence(p *Plan, s Settings, c *Calls, nodes []*Node) *SequenceEst
 
 func estimateNode(p *Plan, s Settings, c *Calls, n *Node) *NodeEstimate {
 	e := &NodeEstimate{Node: n}
-	switch n.Kind {
-	case schema.KindAgent:
+	switch ns := n.Spec.(type) {
+	case *AgentNode:
 		per := 1
-		if n.Typed {
+		if ns.Typed {
 			per = 2 // an answer that does not fit is sent back once
 		}
-		e.Model, e.Timeout = s.ResolveModel(c, n.Agent), s.ResolveTimeout(c, n)
-		e.Turns = per * (n.Retry + 1)
+		e.Model, e.Timeout = s.ResolveModel(c, ns.Agent), s.ResolveTimeout(c, n)
+		e.Turns = per * (ns.Retry + 1)
 		e.Time = time.Duration(e.Turns) * e.Timeout
-	case schema.KindRun:
+	case *RunNode:
 		e.Timeout = RunTimeout(n)
 		e.Time = e.Timeout
-	case schema.KindChoice, schema.KindParallel:
-		for _, b := range n.Branches {
+	case *ChoiceNode, *ParallelNode:
+		for _, b := range n.Branches() {
 			label := b.Name
 			if n.Kind == schema.KindChoice {
 				label = "else"
@@ -89,15 +89,15 @@ func estimateNode(p *Plan, s Settings, c *Calls, n *Node) *NodeEstimate {
 			}
 			e.Time = max(e.Time, be.Time)
 		}
-	case schema.KindMap:
-		e.Body = estimateSequence(p, s, c, n.Body)
-		waves := (n.Max + n.Concurrency - 1) / n.Concurrency
-		e.Turns, e.Time = e.Body.Turns*n.Max, e.Body.Time*time.Duration(waves)
-	case schema.KindLoop:
-		e.Body = estimateSequence(p, s, c, n.Body)
-		e.Turns, e.Time = e.Body.Turns*n.Max, e.Body.Time*time.Duration(n.Max)
-	case schema.KindFlow:
-		if callee := p.Flows[n.Callee]; callee != nil {
+	case *MapNode:
+		e.Body = estimateSequence(p, s, c, ns.Body)
+		waves := (ns.Max + ns.Concurrency - 1) / ns.Concurrency
+		e.Turns, e.Time = e.Body.Turns*ns.Max, e.Body.Time*time.Duration(waves)
+	case *LoopNode:
+		e.Body = estimateSequence(p, s, c, ns.Body)
+		e.Turns, e.Time = e.Body.Turns*ns.Max, e.Body.Time*time.Duration(ns.Max)
+	case *CallNode:
+		if callee := p.Flows[ns.Callee]; callee != nil {
 			e.Body = estimateSequence(p, s, c.Call(callee), callee.Nodes)
 			e.Worst = e.Body.Worst
 		}

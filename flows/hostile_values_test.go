@@ -17,8 +17,8 @@ func TestHostileAliasesResolve(t *testing.T) {
 		}
 	}
 	first, second := p.Root.Nodes[0], p.Root.Nodes[1]
-	if len(second.Argv) != 2 || second.Argv[0].Source != "echo" || second.Argv[1].Source != first.Argv[1].Source {
-		t.Errorf("run: *argv = %v, want the anchored [echo, ${{ input.word }}]", second.Argv)
+	if len(second.AsRun().Argv) != 2 || second.AsRun().Argv[0].Source != "echo" || second.AsRun().Argv[1].Source != first.AsRun().Argv[1].Source {
+		t.Errorf("run: *argv = %v, want the anchored [echo, ${{ input.word }}]", second.AsRun().Argv)
 	}
 }
 
@@ -26,8 +26,8 @@ func TestHostileAliasesResolve(t *testing.T) {
 func TestHostileMergeKeys(t *testing.T) {
 	p := hostilePlan(t, "yaml-merge-keys")
 	derived := p.Root.Nodes[1]
-	if derived.ID != "derived" || derived.Timeout.String() != "1m0s" || len(derived.Argv) != 2 || derived.Argv[1].Source != "base" {
-		t.Errorf("derived = id %q timeout %v argv %v, want id derived, timeout 1m and the base's argv", derived.ID, derived.Timeout, derived.Argv)
+	if derived.ID != "derived" || derived.Timeout.String() != "1m0s" || len(derived.AsRun().Argv) != 2 || derived.AsRun().Argv[1].Source != "base" {
+		t.Errorf("derived = id %q timeout %v argv %v, want id derived, timeout 1m and the base's argv", derived.ID, derived.Timeout, derived.AsRun().Argv)
 	}
 }
 

@@ -58,16 +58,16 @@ func (c *checker) isolation(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 // called flow that isolates its own nodes from inside an isolated scope.
 func (c *checker) isolates(n *Node, d *schema.Node, ancestors []*schema.Node) {
 	below := false
-	for _, b := range n.Branches {
+	for _, b := range n.Branches() {
 		for _, x := range b.Nodes {
 			below = below || x.Isolates
 		}
 	}
-	for _, x := range n.Body {
+	for _, x := range n.Body() {
 		below = below || x.Isolates
 	}
-	if n.Kind == schema.KindFlow {
-		if callee := c.loader.plan.Flows[n.Callee]; callee != nil {
+	if call := n.AsCall(); call != nil {
+		if callee := c.loader.plan.Flows[call.Callee]; callee != nil {
 			for _, x := range callee.Nodes {
 				below = below || (x != nil && x.Isolates)
 			}
@@ -78,7 +78,7 @@ func (c *checker) isolates(n *Node, d *schema.Node, ancestors []*schema.Node) {
 		}
 		if below && outer {
 			c.diags.Add(d.KindPos, schema.CodeIsolation, "remove isolation from one of them: scopes do not nest",
-				"flow %q isolates nodes of its own, and node %q calls it from an isolated scope", n.Callee, d.ID.Value)
+				"flow %q isolates nodes of its own, and node %q calls it from an isolated scope", call.Callee, d.ID.Value)
 		}
 	}
 	n.Isolates = n.Isolation || below

@@ -71,30 +71,37 @@ func hashOf(v any) string {
 
 // computeStatic fills n.key for flow f's node n.
 func computeStatic(flow string, n *Node) {
-	def := map[string]any{"flow": flow, "id": n.ID, "kind": n.Kind, "typed": n.Typed, "memory": n.Memory}
-	if n.Prompt != nil {
-		def["prompt"] = n.Prompt.Source
+	an, rn := n.AsAgent(), n.AsRun()
+	if an == nil {
+		an = &AgentNode{} // the parts of the key another kind has not: zero, as they always were
+	}
+	if rn == nil {
+		rn = &RunNode{}
+	}
+	def := map[string]any{"flow": flow, "id": n.ID, "kind": n.Kind, "typed": an.Typed, "memory": an.Memory}
+	if an.Prompt != nil {
+		def["prompt"] = an.Prompt.Source
 	}
 	var reads []string
-	for _, r := range n.Reads {
+	for _, r := range an.Reads {
 		reads = append(reads, r.Address)
 	}
 	def["reads"] = reads
 	var argv []string
-	for _, a := range n.Argv {
+	for _, a := range rn.Argv {
 		argv = append(argv, a.Source)
 	}
 	def["argv"] = argv
-	if n.Script != nil {
-		def["script"] = n.Script.Source
+	if rn.Script != nil {
+		def["script"] = rn.Script.Source
 	}
 	var env []string
-	for _, e := range n.Env {
+	for _, e := range rn.Env {
 		env = append(env, e.Name+"="+e.Value.Source)
 	}
 	def["env"] = env
-	k := &staticKey{node: hashOf(def), schema: hashOf(string(n.OutputSchema))}
-	if a := n.Agent; a != nil {
+	k := &staticKey{node: hashOf(def), schema: hashOf(string(an.OutputSchema))}
+	if a := an.Agent; a != nil {
 		k.agent = hashOf([]any{a.Name, a.Model, a.Thinking, a.Command, a.BaseURL, a.APIKeyEnv, a.Instructions})
 		k.driver = hashOf(a.Driver)
 		k.tools = hashOf(a.Tools)
@@ -123,7 +130,7 @@ func (n *Node) Key(in KeyInput) VisitKey {
 		prompt = strings.ReplaceAll(prompt, root, in.Roots[root])
 	}
 	parts := map[string]string{KeyNode: k.node, KeySchema: k.schema}
-	if n.Agent != nil {
+	if n.Agent() != nil {
 		parts[KeyAgent], parts[KeyDriver], parts[KeyTools] = k.agent, k.driver, k.tools
 		parts[KeyModel] = hashOf(in.Model)
 		parts[KeyPrompt] = hashOf(prompt)
@@ -154,7 +161,7 @@ func (n *Node) Key(in KeyInput) VisitKey {
 	}
 	s := sha256.Sum256([]byte(b.String()))
 	vk := VisitKey{Key: hex.EncodeToString(s[:]), Parts: parts}
-	if n.Agent != nil {
+	if n.Agent() != nil {
 		vk.Prompt = prompt
 	}
 	return vk

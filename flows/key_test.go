@@ -6,7 +6,7 @@ import (
 )
 
 func keyNode() *Node {
-	n := &Node{ID: "review", Kind: "agent", Prompt: &Template{Source: "Review ${{ x }}"}, Agent: &Agent{Name: "r", Driver: "exec", Instructions: "be brief"}}
+	n := &Node{ID: "review", Kind: "agent", Spec: &AgentNode{Prompt: &Template{Source: "Review ${{ x }}"}, Agent: &Agent{Name: "r", Driver: "exec", Instructions: "be brief"}}}
 	computeStatic("f", n)
 	return n
 }
@@ -42,7 +42,7 @@ func TestVisitKeyIgnoresRunAndPosition(t *testing.T) {
 func BenchmarkVisitKeys(b *testing.B) {
 	nodes := make([]*Node, 1000)
 	for i := range nodes {
-		nodes[i] = &Node{ID: fmt.Sprintf("n%d", i), Kind: "agent", Prompt: &Template{Source: "Do ${{ input }}"}, Agent: &Agent{Name: "a", Driver: "exec", Instructions: "x"}}
+		nodes[i] = &Node{ID: fmt.Sprintf("n%d", i), Kind: "agent", Spec: &AgentNode{Prompt: &Template{Source: "Do ${{ input }}"}, Agent: &Agent{Name: "a", Driver: "exec", Instructions: "x"}}}
 		computeStatic("f", nodes[i])
 	}
 	prompt := fmt.Sprintf("%01000d\n\nWorking directory: /w\n", 0)
@@ -62,7 +62,7 @@ func TestVisitKeysFast(t *testing.T) {
 	r := testing.Benchmark(func(b *testing.B) {
 		nodes := make([]*Node, 1000)
 		for i := range nodes {
-			nodes[i] = &Node{ID: fmt.Sprintf("n%d", i), Kind: "agent", Prompt: &Template{Source: "Do ${{ input }}"}, Agent: &Agent{Name: "a", Driver: "exec", Instructions: "x"}}
+			nodes[i] = &Node{ID: fmt.Sprintf("n%d", i), Kind: "agent", Spec: &AgentNode{Prompt: &Template{Source: "Do ${{ input }}"}, Agent: &Agent{Name: "a", Driver: "exec", Instructions: "x"}}}
 			computeStatic("f", nodes[i])
 		}
 		prompt := fmt.Sprintf("%04000d\n\nWorking directory: /w\n", 0)

@@ -48,7 +48,8 @@ type Budget struct {
 	Cost   float64
 }
 
-// Node is one compiled node. Only the fields of its Kind are set.
+// Node is one compiled node: what every kind has, and Spec, the fields of
+// its own kind (nodekinds.go).
 type Node struct {
 	ID   string
 	Kind schema.Kind
@@ -67,56 +68,18 @@ type Node struct {
 	// is isolated: a map or parallel then lands its items in order.
 	Isolates bool
 
-	// agent
-	Agent        *Agent
-	Prompt       *Template
-	Reads        []*Read
-	Typed        bool   // the node declared output:
-	OutputSchema []byte // JSON Schema of a typed output
-	Memory       string // "", "flow", or the id of an enclosing node
-	Retry        int
-	Timeout      time.Duration // 0: not set on the node
-	// Delegate is who the turn may start and within what (the node's
-	// delegate:, else its agent file's), or nil (docs/delegation.md).
-	Delegate *Delegate
-
-	// run
-	Argv   []*Template
-	Script *Script
-	Env    []EnvVar
-
-	// choice and parallel
-	Branches []*Branch
-	FailFast bool
-
-	// map
-	Items       *Expr
-	Max         int
-	Concurrency int
-
-	// loop
-	Until *Expr
-
-	// map and loop
-	Body []*Node
-
-	// flow
-	Callee string
-	Input  *Expr
-
-	// ask
-	Question string    // the ask: as written
-	Ask      *Template // the ask: compiled, rendered when the visit comes
-	// Show is the ask's `show:`: node values the person sees in full
-	// before the question.
-	Show       []*Read
-	Options    []string
-	Default    string
-	HasDefault bool
+	// Timeout is the node's timeout: (agent: one turn; run: the command;
+	// ask: the wait for an answer); 0: not set on the node.
+	Timeout time.Duration
 
 	// Reuse is the node's `reuse:`: "" (agents reusable, commands not),
 	// ReuseAlways or ReuseNever (docs/reuse-and-tests.md).
 	Reuse string
+
+	// Spec is the kind's own fields: *AgentNode, *RunNode, *ChoiceNode,
+	// *ParallelNode, *MapNode, *LoopNode, *CallNode or *AskNode, as Kind
+	// says; never nil in a loaded plan.
+	Spec Spec
 
 	// key is the static part of the node's visit key, computed when the
 	// plan is loaded (Key).
@@ -157,10 +120,10 @@ type EnvVar struct {
 func EachNode(nodes []*Node, fn func(*Node)) {
 	for _, n := range nodes {
 		fn(n)
-		for _, b := range n.Branches {
+		for _, b := range n.Branches() {
 			EachNode(b.Nodes, fn)
 		}
-		EachNode(n.Body, fn)
+		EachNode(n.Body(), fn)
 	}
 }
 
@@ -180,8 +143,8 @@ func (n *Node) ValueType() *schema.Type {
 	if !n.Isolation {
 		return NodeValueType(n.Output)
 	}
-	names := make([]string, len(n.Branches))
-	for i, b := range n.Branches {
+	names := make([]string, len(n.Branches()))
+	for i, b := range n.Branches() {
 		names[i] = b.Name
 	}
 	return isolatedValueType(n.Kind, n.Output, names)

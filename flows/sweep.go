@@ -282,11 +282,11 @@ func (p *Plan) usedAgents(nodes []*Node) []string {
 	walk = func(nodes []*Node) {
 		EachNode(nodes, func(n *Node) {
 			switch {
-			case n.Kind == schema.KindAgent && n.Agent != nil:
-				seen[n.Agent.Name] = true
-			case n.Kind == schema.KindFlow && !called[n.Callee]:
-				called[n.Callee] = true
-				if f := p.Flows[n.Callee]; f != nil {
+			case n.Agent() != nil:
+				seen[n.Agent().Name] = true
+			case n.AsCall() != nil && !called[n.AsCall().Callee]:
+				called[n.AsCall().Callee] = true
+				if f := p.Flows[n.AsCall().Callee]; f != nil {
 					walk(f.Nodes)
 				}
 			}

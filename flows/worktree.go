@@ -31,8 +31,8 @@ func ZeroWorktree(n *Node, items int) any {
 		}
 		return list
 	case schema.KindParallel:
-		m := make(map[string]any, len(n.Branches))
-		for _, b := range n.Branches {
+		m := make(map[string]any, len(n.Branches()))
+		for _, b := range n.Branches() {
 			m[b.Name] = NoWorktree()
 		}
 		return m

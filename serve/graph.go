@@ -133,7 +133,7 @@ func (b *graphBuilder) sequence(nodes []*flows.Node, prefix string) block {
 func (b *graphBuilder) node(n *flows.Node, key string) block {
 	switch n.Kind {
 	case schema.KindLoop, schema.KindMap:
-		body := b.sequence(n.Body, key)
+		body := b.sequence(n.Body(), key)
 		w, h := body.w+2*framePad, body.h+frameHead+framePad
 		return block{w: w, h: h, place: func(x, y int) {
 			b.box(x, y, n, key, b.counted(n, key), true, w, h)
@@ -141,7 +141,7 @@ func (b *graphBuilder) node(n *flows.Node, key string) block {
 		}}
 	case schema.KindChoice, schema.KindParallel:
 		var arms []block
-		for _, br := range n.Branches {
+		for _, br := range n.Branches() {
 			prefix := key
 			if n.Kind == schema.KindParallel {
 				prefix = join(key, br.Name)
@@ -171,8 +171,8 @@ func (b *graphBuilder) node(n *flows.Node, key string) block {
 // counted says how far a loop or map got: "loop · iteration 2 of 3".
 func (b *graphBuilder) counted(n *flows.Node, key string) string {
 	c := b.ns.counts[key]
-	if n.Kind == schema.KindLoop {
-		return "loop · " + strconv.Itoa(c) + " of max " + strconv.Itoa(n.Max) + " iterations"
+	if ln := n.AsLoop(); ln != nil {
+		return "loop · " + strconv.Itoa(c) + " of max " + strconv.Itoa(ln.Max) + " iterations"
 	}
 	if c == 1 {
 		return "map · 1 item"
@@ -182,10 +182,10 @@ func (b *graphBuilder) counted(n *flows.Node, key string) string {
 
 func leafDetail(n *flows.Node) string {
 	switch {
-	case n.Kind == schema.KindAgent && n.Agent != nil:
-		return "agent " + n.Agent.Name
-	case n.Kind == schema.KindFlow:
-		return "flow " + n.Callee
+	case n.Agent() != nil:
+		return "agent " + n.Agent().Name
+	case n.AsCall() != nil:
+		return "flow " + n.AsCall().Callee
 	}
 	return string(n.Kind)
 }

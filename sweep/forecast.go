@@ -131,7 +131,7 @@ func (h *History) Forecast(est *flows.SequenceEstimate) Forecast {
 		if visits.High == 0 {
 			continue // never visited: it adds nothing that is known
 		}
-		u := h.perVisit[agentModel{e.Node.Agent.Name, e.Model}]
+		u := h.perVisit[agentModel{e.Node.Agent().Name, e.Model}]
 		var tokens, cost []float64
 		if u != nil {
 			tokens, cost = u.tokens, u.cost
@@ -141,7 +141,7 @@ func (h *History) Forecast(est *flows.SequenceEstimate) Forecast {
 			if model == "" {
 				model = "its driver's default model"
 			}
-			if name := e.Node.Agent.Name + " on " + model; !slices.Contains(fc.Missing, name) {
+			if name := e.Node.Agent().Name + " on " + model; !slices.Contains(fc.Missing, name) {
 				fc.Missing = append(fc.Missing, name)
 			}
 		}
@@ -178,7 +178,7 @@ func spread(xs []float64) Range {
 func agentEstimates(seq *flows.SequenceEstimate) []*flows.NodeEstimate {
 	var out []*flows.NodeEstimate
 	for _, e := range seq.Nodes {
-		if e.Node.Kind == schema.KindAgent && e.Node.Agent != nil {
+		if e.Node.Agent() != nil {
 			out = append(out, e)
 		}
 		for _, b := range e.Branches {

@@ -145,7 +145,8 @@ func printEstimate(w io.Writer, seq *flows.SequenceEstimate, indent string) {
 			resolved = fmt.Sprintf(" [%s, timeout %s]", model, e.Timeout)
 		}
 		fmt.Fprintf(w, "%s%s  %s%s  (%d turns, %s)\n", indent, n.ID, describeNode(n), resolved, e.Turns, e.Time)
-		if d := n.Delegate; d != nil {
+		if an := n.AsAgent(); an != nil && an.Delegate != nil {
+			d := an.Delegate
 			fmt.Fprintf(w, "%s  delegates to %s: %s (children's turns not counted above)\n", indent, strings.Join(d.Agents, ", "), delegateLimits(d))
 		}
 		for _, b := range e.Branches {
@@ -159,33 +160,33 @@ func printEstimate(w io.Writer, seq *flows.SequenceEstimate, indent string) {
 }
 
 func describeNode(n *flows.Node) string {
-	switch n.Kind {
-	case schema.KindAgent:
-		s := "agent " + n.Agent.Name + " (" + n.Agent.Driver + ")"
-		if n.Memory != "" {
-			s += " memory:" + n.Memory
+	switch ns := n.Spec.(type) {
+	case *flows.AgentNode:
+		s := "agent " + ns.Agent.Name + " (" + ns.Agent.Driver + ")"
+		if ns.Memory != "" {
+			s += " memory:" + ns.Memory
 		}
-		if n.Typed {
+		if ns.Typed {
 			s += " -> " + n.Output.String()
 		}
 		return s
-	case schema.KindRun:
-		if n.Script != nil {
-			return "run " + quoteShort(n.Script.Source)
+	case *flows.RunNode:
+		if ns.Script != nil {
+			return "run " + quoteShort(ns.Script.Source)
 		}
-		parts := make([]string, len(n.Argv))
-		for i, a := range n.Argv {
+		parts := make([]string, len(ns.Argv))
+		for i, a := range ns.Argv {
 			parts[i] = a.Source
 		}
 		return "run [" + strings.Join(parts, " ") + "]"
-	case schema.KindMap:
-		return fmt.Sprintf("map %s (max %d, concurrency %d)", n.Items.Source, n.Max, n.Concurrency)
-	case schema.KindLoop:
-		return fmt.Sprintf("loop until %s (max %d)", n.Until.Source, n.Max)
-	case schema.KindFlow:
-		return "flow " + n.Callee
-	case schema.KindAsk:
-		return "ask " + quoteShort(n.Question)
+	case *flows.MapNode:
+		return fmt.Sprintf("map %s (max %d, concurrency %d)", ns.Items.Source, ns.Max, ns.Concurrency)
+	case *flows.LoopNode:
+		return fmt.Sprintf("loop until %s (max %d)", ns.Until.Source, ns.Max)
+	case *flows.CallNode:
+		return "flow " + ns.Callee
+	case *flows.AskNode:
+		return "ask " + quoteShort(ns.Question)
 	}
 	return string(n.Kind)
 }
@@ -223,10 +224,10 @@ func (m *mermaidWriter) sequence(nodes []*flows.Node, prefix, indent string) {
 			fmt.Fprintf(m.w, "%s%s[\"%s: %s\"]\n", indent, id, n.ID, strings.ReplaceAll(describeNode(n), `"`, "'"))
 		default:
 			fmt.Fprintf(m.w, "%ssubgraph %s [\"%s: %s\"]\n", indent, id, n.ID, strings.ReplaceAll(describeNode(n), `"`, "'"))
-			for _, b := range n.Branches {
+			for _, b := range n.Branches() {
 				m.sequence(b.Nodes, id+"_", indent+"  ")
 			}
-			m.sequence(n.Body, id+"_", indent+"  ")
+			m.sequence(n.Body(), id+"_", indent+"  ")
 			fmt.Fprintf(m.w, "%send\n", indent)
 		}
 		if prev != "" {

@@ -17,8 +17,8 @@ import (
 func countNodes(nodes []*flows.Node) int {
 	n := len(nodes)
 	for _, x := range nodes {
-		n += countNodes(x.Body)
-		for _, b := range x.Branches {
+		n += countNodes(x.Body())
+		for _, b := range x.Branches() {
 			n += countNodes(b.Nodes)
 		}
 	}
