@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,9 +52,15 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 		out.Ended = ended(err)
 		return out, nil
 	}
-	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: in.Agent.Driver, Model: in.Model})
+	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: in.Agent.Driver, Model: in.Model, Worker: a.Queue})
 	defer hb.stop()
-	t := &engine.Turn{RunID: in.RunID, Visit: in.Visit, Agent: in.Agent, Model: in.Model, Prompt: in.Prompt, OutputSchema: in.OutputSchema,
+	agent := in.Agent
+	if agent != nil && agent.Source != "" {
+		c := *agent
+		c.Source = a.local(in.WorkDir, agent.Source)
+		agent = &c
+	}
+	t := &engine.Turn{RunID: in.RunID, Visit: in.Visit, Agent: agent, Model: in.Model, Prompt: in.Prompt, OutputSchema: in.OutputSchema,
 		Home: rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home), WorkDir: workDir, Timeout: in.Timeout, Session: in.Session,
 		TokensLeft: in.TokensLeft, Progress: hb.progress}
 	res, err := a.Leaves.Turn(ctx, t)
@@ -78,7 +85,16 @@ func (a *Activities) Command(ctx context.Context, in *CommandInput) (*CommandOut
 		out.Ended = ended(err)
 		return out, nil
 	}
-	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run"})
+	// A command runs at most once, as in a local run, where a command
+	// whose process died is run again only by flow resume: an attempt
+	// after one that began it (its heartbeat says so) ends the visit.
+	var before Progress
+	if activity.GetInfo(ctx).Attempt > 1 && activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &before) == nil {
+		out.Ended = ended(fmt.Errorf("%w: worker %s began the command and died (or stopped) before it ended; "+
+			"a command never runs twice by itself: flow resume runs it again", engine.ErrUnavailable, before.Worker))
+		return out, nil
+	}
+	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run", Worker: a.Queue})
 	defer hb.stop()
 	c := &engine.Command{RunID: in.RunID, Visit: in.Visit, Argv: in.Argv, Script: in.Script, Dir: dir,
 		Home: rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home), Env: in.Env, Timeout: in.Timeout, Progress: hb.progress}
@@ -90,17 +106,38 @@ func (a *Activities) Command(ctx context.Context, in *CommandInput) (*CommandOut
 	return out, nil
 }
 
-// workDir is where a leaf works here: the worker's --workdir, else the
-// run's own directory, which must exist on this machine.
+// workDir is where a leaf works here: the run's working directory
+// mapped through the worker's --workdir, else the run's own, which must
+// exist on this machine.
 func (a *Activities) workDir(run string) (string, error) {
 	if a.WorkDir != "" {
-		return a.WorkDir, nil
+		return a.local(run, run), nil
 	}
 	if st, err := os.Stat(run); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("%w: the run works in %s, which is not a directory on worker %s; start the worker with --workdir set to its checkout",
 			engine.ErrUnavailable, run, a.Queue)
 	}
 	return run, nil
+}
+
+// local is path p of the run's machine on this one: under the run's
+// working directory root, the same place under the worker's --workdir
+// (its checkout of that directory); anything else, or everything without
+// --workdir, as it is. A relative p is relative to root. Exec agents'
+// files, their relative commands and run: nodes' directories all resolve
+// through it, so they mean on a worker what they mean in the run.
+func (a *Activities) local(root, p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(root, p)
+	}
+	if a.WorkDir == "" || root == "" {
+		return p
+	}
+	rel, err := filepath.Rel(root, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return filepath.Join(a.WorkDir, rel)
 }
 
 // stderrKept is how much of a turn's stderr travels back (the end of it);

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -72,6 +73,9 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Opti
 type TemporalRef = rundir.TemporalRun
 
 func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*rundir.Fact) (client.WorkflowRun, error) {
+	// The snapshot's relative paths were read from here, as a local run
+	// (or resume) in this directory reads them.
+	origin, _ := os.Getwd()
 	run, err := c.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        snap.Run,
 		TaskQueue: c.queue(),
@@ -79,7 +83,7 @@ func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*ru
 		// after it closed, a resume starts it again.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier})
+	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier, Origin: origin})
 	if err != nil {
 		return nil, fmt.Errorf("starting run %s on Temporal at %s: %w", snap.Run, c.Address, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
 )
 
 // leaves is the engine.LeafRunner of a walk in a workflow: every turn and
@@ -19,6 +21,9 @@ import (
 type leaves struct {
 	queue  string // the shared task queue
 	timing Timing
+	// origin is the directory the snapshot's relative paths are relative
+	// to (RunInput.Origin, else the run's working directory).
+	origin string
 }
 
 // The walker cannot watch a turn on a worker live: the workflow's host
@@ -48,7 +53,7 @@ func (l leaves) options(queue string, timeout time.Duration, held bool) workflow
 
 func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
 	w := workflowOf(ctx)
-	in := &TurnInput{RunID: t.RunID, Visit: t.Visit, Agent: t.Agent, Model: t.Model, Prompt: t.Prompt, OutputSchema: t.OutputSchema,
+	in := &TurnInput{RunID: t.RunID, Visit: t.Visit, Agent: l.placed(t.Agent), Model: t.Model, Prompt: t.Prompt, OutputSchema: t.OutputSchema,
 		Home: t.Home, WorkDir: t.WorkDir, Timeout: t.Timeout, TokensLeft: t.TokensLeft}
 	queue, held := l.queue, ""
 	if t.Session != "" {
@@ -84,6 +89,19 @@ func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.Command
 		out.Result.Worker = out.Worker
 	}
 	return out.Result, out.Ended.err()
+}
+
+// placed is the agent with its Source absolute, as the run recorded it:
+// a relative one is relative to the directory the client read the flow
+// from, not to wherever a worker runs; the worker then maps it through its
+// --workdir. Pure string work on the workflow's input: deterministic.
+func (l leaves) placed(a *flows.Agent) *flows.Agent {
+	if a == nil || a.Source == "" || filepath.IsAbs(a.Source) || l.origin == "" {
+		return a
+	}
+	c := *a
+	c.Source = filepath.Join(l.origin, a.Source)
+	return &c
 }
 
 // failed turns an activity's failure into the walker's terms: a

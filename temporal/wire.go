@@ -35,6 +35,10 @@ type RunInput struct {
 	// a new workflow execution: ended visits keep their outcomes.
 	Earlier []*rundir.Fact `json:"earlier,omitempty"`
 	Timing  Timing         `json:"timing"`
+	// Origin is the directory the client read the flow from: the
+	// snapshot's relative paths (an agent file's, the flow file's) are
+	// relative to it. Empty: the run's working directory.
+	Origin string `json:"origin,omitempty"`
 }
 
 // LoadOptions are the flows.Options a workflow loads the snapshot with.
@@ -109,17 +113,20 @@ type FactsPage struct {
 // TurnInput is one agent turn as an activity gets it: engine.Turn without
 // what cannot travel (Progress, Watch) and with its home named by path.
 type TurnInput struct {
-	RunID        string        `json:"run"`
-	Visit        string        `json:"visit"`
-	Agent        *flows.Agent  `json:"agent"`
-	Model        string        `json:"model,omitempty"`
-	Prompt       string        `json:"prompt"`
-	OutputSchema []byte        `json:"output_schema,omitempty"`
-	Home         string        `json:"home"` // the visit's or scope's path: its home in the worker's run directory
-	WorkDir      string        `json:"workdir"`
-	Timeout      time.Duration `json:"timeout"`
-	Session      string        `json:"session,omitempty"` // the driver's own session to continue
-	TokensLeft   int64         `json:"tokens_left,omitempty"`
+	RunID        string       `json:"run"`
+	Visit        string       `json:"visit"`
+	Agent        *flows.Agent `json:"agent"`
+	Model        string       `json:"model,omitempty"`
+	Prompt       string       `json:"prompt"`
+	OutputSchema []byte       `json:"output_schema,omitempty"`
+	Home         string       `json:"home"` // the visit's or scope's path: its home in the worker's run directory
+	// WorkDir is the run's working directory as the run recorded it; the
+	// worker maps it, and the agent's Source under it, through its
+	// --workdir (Activities.local).
+	WorkDir    string        `json:"workdir"`
+	Timeout    time.Duration `json:"timeout"`
+	Session    string        `json:"session,omitempty"` // the driver's own session to continue
+	TokensLeft int64         `json:"tokens_left,omitempty"`
 }
 
 // TurnOutput is how a turn ended on a worker. A turn's own ends (its
@@ -221,6 +228,9 @@ type Progress struct {
 	Model    string `json:"model,omitempty"`
 	Activity string `json:"activity,omitempty"`
 	Tokens   int64  `json:"tokens,omitempty"`
+	// Worker is the own queue of the worker that runs the attempt: a
+	// later attempt reads it off the heartbeat its predecessor left.
+	Worker string `json:"worker,omitempty"`
 }
 
 // sessionSep joins a worker's own queue and a driver's session into the

@@ -52,11 +52,15 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		Config:      snap.Settings.Config,
 		Backoff:     timing.Backoff,
 	}
+	origin := in.Origin
+	if origin == "" {
+		origin = snap.Settings.WorkDir
+	}
 	// The workflow's host: its coroutines and clock, its leaves as
 	// activities on workers that cannot be watched live (blind), its
 	// facts in its state; no redactor (leaves redact on their workers)
 	// and no workspace (working copies need the run's machine).
-	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: leaves{queue: info.TaskQueueName, timing: timing}, Recorder: rec, Blind: true})
+	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: leaves{queue: info.TaskQueueName, timing: timing, origin: origin}, Recorder: rec, Blind: true})
 	// The workflow's cancellation stops the walk with the cause a Ctrl-C
 	// gives, from a coroutine: deterministic.
 	root, stop := context.WithCancelCause(context.Background())
