@@ -18,6 +18,9 @@ type TemporalConfig struct {
 	// Address and Namespace are recorded in each run's snapshot, for
 	// flow resume to re-attach; TaskQueue is DefaultTaskQueue if empty.
 	Address, Namespace, TaskQueue string
+	// Key encrypts the runs' payloads (temporal.DataConverter); the
+	// client's connection must have been dialled with it.
+	Key temporal.Key
 	// Load says which drivers exist and the default one (what a workflow
 	// loads the snapshot with), and where the agents of a run that was
 	// walked here come from when it resumes.
@@ -44,7 +47,7 @@ var _ Backend = (*Temporal)(nil)
 // OnTemporal is the backend of the Temporal server c is connected to. The
 // caller closes c after the backend's last run.
 func OnTemporal(c client.Client, cfg TemporalConfig) *Temporal {
-	return &Temporal{load: cfg.Load, c: &temporal.Client{Client: c, Address: cfg.Address, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue,
+	return &Temporal{load: cfg.Load, c: &temporal.Client{Client: c, Key: cfg.Key, Address: cfg.Address, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue,
 		Load:   temporal.LoadOptions{DefaultDriver: cfg.Load.DefaultDriver, Drivers: cfg.Load.Drivers},
 		Timing: temporal.Timing{Heartbeat: cfg.Heartbeat, SessionWait: cfg.SessionWait}}}
 }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -37,6 +38,12 @@ type Activities struct {
 	// Host names this machine in the location of an answer too long to
 	// travel (host:path).
 	Host string
+	// Secrets are the secrets this worker knows of (its configuration's);
+	// a leaf redacts them, the values of the environment variables named
+	// like secrets and those of the run's agents' key variables from what
+	// it writes here and from everything it returns. Workers are never
+	// handed the run machine's secrets: they redact their own.
+	Secrets *secret.Redactor
 	// Concurrency is the most visits of the shared task queue this worker
 	// runs at once (NewWorker reads it); 0 leaves it to Temporal's default
 	// (1000). The later turns of memory scopes the worker holds come on
@@ -52,7 +59,8 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 		out.Ended = ended(err)
 		return out, nil
 	}
-	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: in.Agent.Driver, Model: in.Model, Worker: a.Queue})
+	secrets := a.secrets(in.KeyEnvs)
+	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: in.Agent.Driver, Model: in.Model, Worker: a.Queue}, secrets)
 	defer hb.stop()
 	agent := in.Agent
 	if agent != nil && agent.Source != "" {
@@ -62,10 +70,17 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 	}
 	t := &engine.Turn{RunID: in.RunID, Visit: in.Visit, Agent: agent, Model: in.Model, Prompt: in.Prompt, OutputSchema: in.OutputSchema,
 		Home: rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home), WorkDir: workDir, Timeout: in.Timeout, Session: in.Session,
-		TokensLeft: in.TokensLeft, Progress: hb.progress}
+		TokensLeft: in.TokensLeft, Progress: hb.progress, Secrets: secrets}
+	start := time.Now()
 	res, err := a.Leaves.Turn(ctx, t)
+	// What the agent's CLI wrote into the home itself, as a local run's
+	// engine redacts it when the visit ends.
+	redacted := rundir.RedactTree(t.Home, start, secrets)
 	if ctx.Err() != nil {
 		return nil, ctx.Err() // cancelled: Temporal records it so
+	}
+	if err == nil && redacted != nil {
+		err = fmt.Errorf("redacting the home of %s: %w", in.Visit, redacted)
 	}
 	if res != nil {
 		if res.File != "" { // too long to travel: the reader gets its prefix and where the rest is
@@ -73,8 +88,24 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 		}
 		res.Stderr = tail(res.Stderr, stderrKept)
 	}
-	out.Result, out.Ended = res, ended(err)
+	out.Result, out.Ended = secret.Value(secrets, res), redactEnded(secrets, ended(err))
 	return out, nil
+}
+
+// secrets are what a leaf redacts here (Activities.Secrets).
+func (a *Activities) secrets(keyEnvs []string) *secret.Redactor {
+	values := secret.FromEnviron(os.Environ())
+	for _, name := range keyEnvs {
+		values = append(values, os.Getenv(name))
+	}
+	return a.Secrets.With(values...)
+}
+
+func redactEnded(secrets *secret.Redactor, e *Ended) *Ended {
+	if e != nil {
+		e.Message = secrets.String(e.Message)
+	}
+	return e
 }
 
 // Command runs one `run:` node's command.
@@ -94,15 +125,21 @@ func (a *Activities) Command(ctx context.Context, in *CommandInput) (*CommandOut
 			"a command never runs twice by itself: flow resume runs it again", engine.ErrUnavailable, before.Worker))
 		return out, nil
 	}
-	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run", Worker: a.Queue})
+	secrets := a.secrets(in.KeyEnvs)
+	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run", Worker: a.Queue}, secrets)
 	defer hb.stop()
 	c := &engine.Command{RunID: in.RunID, Visit: in.Visit, Argv: in.Argv, Script: in.Script, Dir: dir,
 		Home: rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home), Env: in.Env, Timeout: in.Timeout, Progress: hb.progress}
+	start := time.Now()
 	res, err := a.Leaves.Command(ctx, c)
+	redacted := rundir.RedactTree(c.Home, start, secrets)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	out.Result, out.Ended = res, ended(err)
+	if err == nil && redacted != nil {
+		err = fmt.Errorf("redacting the home of %s: %w", in.Visit, redacted)
+	}
+	out.Result, out.Ended = secret.Value(secrets, res), redactEnded(secrets, ended(err))
 	return out, nil
 }
 
@@ -156,15 +193,16 @@ func tail(s string, n int) string {
 // the leaf is silent, so that Temporal knows the worker is alive and
 // delivers a cancellation promptly.
 type heartbeat struct {
-	ctx    context.Context
-	mu     sync.Mutex
-	last   Progress
-	done   chan struct{}
-	ticker conc.WaitGroup
+	ctx     context.Context
+	secrets *secret.Redactor
+	mu      sync.Mutex
+	last    Progress
+	done    chan struct{}
+	ticker  conc.WaitGroup
 }
 
-func startHeartbeat(ctx context.Context, p Progress) *heartbeat {
-	h := &heartbeat{ctx: ctx, last: p, done: make(chan struct{})}
+func startHeartbeat(ctx context.Context, p Progress, secrets *secret.Redactor) *heartbeat {
+	h := &heartbeat{ctx: ctx, secrets: secrets, last: p, done: make(chan struct{})}
 	every := activity.GetInfo(ctx).HeartbeatTimeout / 3
 	if every <= 0 {
 		every = 10 * time.Second
@@ -189,7 +227,7 @@ func startHeartbeat(ctx context.Context, p Progress) *heartbeat {
 
 func (h *heartbeat) progress(p engine.Progress) {
 	h.mu.Lock()
-	h.last.Activity = p.Activity
+	h.last.Activity = h.secrets.String(p.Activity)
 	if p.Tokens > 0 {
 		h.last.Tokens = p.Tokens
 	}

@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,10 +10,10 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -27,8 +28,11 @@ type Client struct {
 	Address   string
 	Namespace string
 	TaskQueue string // DefaultTaskQueue if empty
-	Load      LoadOptions
-	Timing    Timing
+	// Key encrypts the runs' payloads; Client must have been dialled with
+	// DataConverter(Key), which is how the client reads them here too.
+	Key    Key
+	Load   LoadOptions
+	Timing Timing
 	// Poll is how often the mirror asks for new facts and progress;
 	// default 250 ms.
 	Poll time.Duration
@@ -51,6 +55,9 @@ func (c *Client) queue() string {
 // Attach (flow resume) continues the mirror.
 func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
 	opts.Asker = nil // a Temporal run is unattended: asks take their defaults
+	if err := c.refuseClear(plan, opts); err != nil {
+		return nil, err
+	}
 	w, snap, err := engine.Begin(ctx, plan, opts)
 	if err != nil {
 		return nil, err
@@ -67,6 +74,28 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Opti
 	}
 	m := &mirror{c: c, w: w, ref: *snap.Temporal, onEvent: opts.OnEvent, dir: w.Dir()}
 	return m.run(ctx)
+}
+
+// refuseClear refuses, before any run directory is made, a run that would
+// put a secret this process knows into Temporal's history in clear: one
+// whose snapshot (the flow, its input) holds it while no key encrypts.
+func (c *Client) refuseClear(plan *flows.Plan, opts engine.Options) error {
+	if c.Key.Set() {
+		return nil
+	}
+	known := secret.New(append(secret.FromEnviron(os.Environ()), opts.Secrets...)...)
+	if known.Empty() {
+		return nil
+	}
+	snap, err := engine.Snapshot(plan, opts)
+	if err != nil {
+		return nil // Begin says why
+	}
+	if b, err := json.Marshal(snap); err == nil && known.Contains(b) {
+		return &engine.RefusedError{Msg: "the run's flow or input holds a secret, and Temporal's history would keep it in clear: " +
+			"set temporal.key (FLOW_TEMPORAL_KEY) on the client and the workers (docs/temporal.md)"}
+	}
+	return nil
 }
 
 // TemporalRef is where a run lives on Temporal, as its snapshot records it.
@@ -182,7 +211,7 @@ func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*en
 	}
 	var in RunInput
 	payloads := first.GetWorkflowExecutionStartedEventAttributes().GetInput()
-	if err := converter.GetDefaultDataConverter().FromPayloads(payloads, &in); err != nil || in.Snapshot == nil {
+	if err := DataConverter(c.Key).FromPayloads(payloads, &in); err != nil || in.Snapshot == nil {
 		return nil, fmt.Errorf("run %s on Temporal was not started by flow (%v)", id, err)
 	}
 	snap := in.Snapshot

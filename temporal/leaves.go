@@ -24,6 +24,9 @@ type leaves struct {
 	// origin is the directory the snapshot's relative paths are relative
 	// to (RunInput.Origin, else the run's working directory).
 	origin string
+	// keyEnvs name the variables the run's agents take their keys from
+	// (sorted): every leaf's worker redacts their values.
+	keyEnvs []string
 }
 
 // The walker cannot watch a turn on a worker live: the workflow's host
@@ -54,7 +57,7 @@ func (l leaves) options(queue string, timeout time.Duration, held bool) workflow
 func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
 	w := workflowOf(ctx)
 	in := &TurnInput{RunID: t.RunID, Visit: t.Visit, Agent: l.placed(t.Agent), Model: t.Model, Prompt: t.Prompt, OutputSchema: t.OutputSchema,
-		Home: t.Home, WorkDir: t.WorkDir, Timeout: t.Timeout, TokensLeft: t.TokensLeft}
+		Home: t.Home, WorkDir: t.WorkDir, Timeout: t.Timeout, TokensLeft: t.TokensLeft, KeyEnvs: l.keyEnvs}
 	queue, held := l.queue, ""
 	if t.Session != "" {
 		held, in.Session = splitSession(t.Session)
@@ -79,7 +82,7 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 
 func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.CommandResult, error) {
 	w := workflowOf(ctx)
-	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout}
+	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout, KeyEnvs: l.keyEnvs}
 	var out CommandOutput
 	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(l.queue, c.Timeout, false)), CommandActivity, in)
 	if err := f.Get(w, &out); err != nil {

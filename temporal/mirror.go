@@ -178,7 +178,7 @@ func (m *mirror) factEvent(f *rundir.Fact) {
 // progress emits the progress of running visits, read off their
 // activities' last heartbeats.
 func (m *mirror) progress(pending []*PendingActivity) {
-	dc := converter.GetDefaultDataConverter()
+	dc := DataConverter(m.c.Key)
 	for _, a := range pending {
 		details := a.GetHeartbeatDetails()
 		if details == nil {

@@ -127,6 +127,9 @@ type TurnInput struct {
 	Timeout    time.Duration `json:"timeout"`
 	Session    string        `json:"session,omitempty"` // the driver's own session to continue
 	TokensLeft int64         `json:"tokens_left,omitempty"`
+	// KeyEnvs name the variables the run's agents take their keys from:
+	// the worker redacts their values (its own) as a local run does.
+	KeyEnvs []string `json:"key_envs,omitempty"`
 }
 
 // TurnOutput is how a turn ended on a worker. A turn's own ends (its
@@ -148,6 +151,7 @@ type CommandInput struct {
 	Home    string        `json:"home"`
 	Env     []string      `json:"env,omitempty"`
 	Timeout time.Duration `json:"timeout"`
+	KeyEnvs []string      `json:"key_envs,omitempty"` // as TurnInput's
 }
 
 // CommandOutput is how a command ended on a worker.

@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -10,6 +11,18 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 )
+
+// keyEnvs are the variables plan's agents take their keys from, sorted.
+func keyEnvs(plan *flows.Plan) []string {
+	var out []string
+	for _, a := range plan.Agents {
+		if a.APIKeyEnv != "" && !slices.Contains(out, a.APIKeyEnv) {
+			out = append(out, a.APIKeyEnv)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Workflow is the run workflow: it rebuilds the plan from the run's
 // snapshot and walks it with the engine's own walker, on the workflow's
@@ -60,7 +73,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	// activities on workers that cannot be watched live (blind), its
 	// facts in its state; no redactor (leaves redact on their workers)
 	// and no workspace (working copies need the run's machine).
-	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: leaves{queue: info.TaskQueueName, timing: timing, origin: origin}, Recorder: rec, Blind: true})
+	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: leaves{queue: info.TaskQueueName, timing: timing, origin: origin, keyEnvs: keyEnvs(plan)}, Recorder: rec, Blind: true})
 	// The workflow's cancellation stops the walk with the cause a Ctrl-C
 	// gives, from a coroutine: deterministic.
 	root, stop := context.WithCancelCause(context.Background())

@@ -29,9 +29,15 @@ func temporalEnv(runsDir string) []string {
 // is stopped when the test ends.
 func startWorker(t *testing.T, bin, dir, addr, queue string, flags ...string) *exec.Cmd {
 	t.Helper()
+	return startWorkerEnv(t, bin, dir, addr, queue, nil, flags...)
+}
+
+// startWorkerEnv is startWorker with env added to its environment.
+func startWorkerEnv(t *testing.T, bin, dir, addr, queue string, env []string, flags ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"worker", "--temporal", addr, "--task-queue", queue, "--runs-dir", t.TempDir()}, flags...)...)
 	cmd.Dir = dir
-	cmd.Env = temporalEnv(t.TempDir())
+	cmd.Env = append(temporalEnv(t.TempDir()), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
