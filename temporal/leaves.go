@@ -27,6 +27,23 @@ type leaves struct {
 	// keyEnvs name the variables the run's agents take their keys from
 	// (sorted): every leaf's worker redacts their values.
 	keyEnvs []string
+	// ids names activities by visit (versions.visitIDs): how many of each
+	// visit's activities were scheduled, for a retry's id. nil: the SDK's
+	// sequence numbers (version 0).
+	ids map[string]int
+}
+
+// activityID is the id of the next activity of visit: the visit's path,
+// then "~2", "~3" for the walker's retries of it.
+func (l leaves) activityID(visit string) string {
+	if l.ids == nil || len(visit) > 400 {
+		return ""
+	}
+	l.ids[visit]++
+	if n := l.ids[visit]; n > 1 {
+		return fmt.Sprintf("%s~%d", visit, n)
+	}
+	return visit
 }
 
 // The walker cannot watch a turn on a worker live: the workflow's host
@@ -39,8 +56,9 @@ var _ engine.LeafRunner = leaves{}
 // a worker that stops heartbeating is taken for dead and the activity
 // retried, on another worker for the shared queue. A turn for a held
 // session must be taken by that worker within SessionWait.
-func (l leaves) options(queue string, timeout time.Duration, held bool) workflow.ActivityOptions {
+func (l leaves) options(visit, queue string, timeout time.Duration, held bool) workflow.ActivityOptions {
 	o := workflow.ActivityOptions{
+		ActivityID:          l.activityID(visit),
 		TaskQueue:           queue,
 		StartToCloseTimeout: timeout + l.timing.Grace,
 		HeartbeatTimeout:    l.timing.Heartbeat,
@@ -66,7 +84,7 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 		}
 	}
 	var out TurnOutput
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(queue, t.Timeout, held != "")), TurnActivity, in)
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(t.Visit, queue, t.Timeout, held != "")), TurnActivity, in)
 	if err := f.Get(w, &out); err != nil {
 		return nil, l.failed(ctx, w, err, held)
 	}
@@ -84,7 +102,7 @@ func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.Command
 	w := workflowOf(ctx)
 	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout, KeyEnvs: l.keyEnvs}
 	var out CommandOutput
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(l.queue, c.Timeout, false)), CommandActivity, in)
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(c.Visit, l.queue, c.Timeout, false)), CommandActivity, in)
 	if err := f.Get(w, &out); err != nil {
 		return nil, l.failed(ctx, w, err, "")
 	}

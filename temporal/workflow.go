@@ -39,6 +39,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	if err := workflow.SetQueryHandler(ctx, QueryFacts, rec.page); err != nil {
 		return nil, err
 	}
+	vs := readVersions(ctx)
 	if in == nil || in.Snapshot == nil {
 		return nil, temporal.NewNonRetryableApplicationError("the run workflow was started without a snapshot", "refused", nil)
 	}
@@ -69,11 +70,15 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	if origin == "" {
 		origin = snap.Settings.WorkDir
 	}
+	lv := leaves{queue: info.TaskQueueName, timing: timing, origin: origin, keyEnvs: keyEnvs(plan)}
+	if vs.visitIDs {
+		lv.ids = map[string]int{}
+	}
 	// The workflow's host: its coroutines and clock, its leaves as
 	// activities on workers that cannot be watched live (blind), its
 	// facts in its state; no redactor (leaves redact on their workers)
 	// and no workspace (working copies need the run's machine).
-	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: leaves{queue: info.TaskQueueName, timing: timing, origin: origin, keyEnvs: keyEnvs(plan)}, Recorder: rec, Blind: true})
+	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: lv, Recorder: rec, Blind: true})
 	// The workflow's cancellation stops the walk with the cause a Ctrl-C
 	// gives, from a coroutine: deterministic.
 	root, stop := context.WithCancelCause(context.Background())
