@@ -1,6 +1,8 @@
 package rundir
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/flowrun/flow/schema"
@@ -91,6 +93,10 @@ type Fact struct {
 	// that run's visit and what it spent (this one spent nothing).
 	Key    *schema.VisitKey `json:"key,omitempty"`
 	Reused *Reused          `json:"reused,omitempty"`
+	// Sent are the attempts of an agent visit that a Temporal worker sent
+	// and did not see to their end (it died or stopped): each was paid
+	// for, and Attempts and Usage count them (docs/temporal.md).
+	Sent []Sent `json:"sent,omitempty"`
 
 	// Run facts.
 	RunID  string `json:"run,omitempty"`
@@ -102,6 +108,33 @@ type Fact struct {
 	// Overspend, on a run's end fact, names each budget the run ended
 	// above: every reader says it from here.
 	Overspend []Overspend `json:"overspend,omitempty"`
+}
+
+// Sent is an attempt of a turn that was sent and never ended: the worker
+// that ran it, and its tokens as it last reported them (nil: it reported
+// none, so its spend is unknown).
+type Sent struct {
+	Attempt int    `json:"attempt"`
+	Worker  string `json:"worker,omitempty"`
+	Tokens  *int64 `json:"tokens"`
+}
+
+// SentText says what the visit's sent attempts were, for flow show and
+// the report; "" when there were none.
+func SentText(f *Fact) string {
+	var parts []string
+	for _, s := range f.Sent {
+		spend := "spend unknown"
+		if s.Tokens != nil {
+			spend = fmt.Sprintf("%d tokens as last reported", *s.Tokens)
+		}
+		w := s.Worker
+		if w == "" {
+			w = "a worker"
+		}
+		parts = append(parts, fmt.Sprintf("attempt %d sent on %s, which died before it ended (%s)", s.Attempt, w, spend))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Answer is who answered an ask visit, and when; the answer itself is the

@@ -60,7 +60,8 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 		return out, nil
 	}
 	secrets := a.secrets(in.KeyEnvs)
-	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: in.Agent.Driver, Model: in.Model, Worker: a.Queue}, secrets)
+	out.Sent = sentBefore(ctx)
+	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: in.Agent.Driver, Model: in.Model, Worker: a.Queue}, secrets, out.Sent)
 	defer hb.stop()
 	agent := in.Agent
 	if agent != nil && agent.Source != "" {
@@ -90,6 +91,38 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 	}
 	out.Result, out.Ended = secret.Value(secrets, res), redactEnded(secrets, ended(err))
 	return out, nil
+}
+
+// sentBefore are the attempts of this activity before this one: each was
+// sent to its worker, which died or stopped before it ended. The last
+// heartbeat left tells the latest of them (its worker, its tokens) and
+// those it knew of; an attempt that left no heartbeat is sent with its
+// spend unknown.
+func sentBefore(ctx context.Context) []rundir.Sent {
+	attempt := int(activity.GetInfo(ctx).Attempt)
+	if attempt <= 1 {
+		return nil
+	}
+	var last Progress
+	var known []rundir.Sent
+	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &last, &known) == nil && last.Attempt > 0 {
+		s := rundir.Sent{Attempt: int(last.Attempt), Worker: last.Worker}
+		if last.Tokens > 0 {
+			s.Tokens = &last.Tokens
+		}
+		known = append(known, s)
+	}
+	out := make([]rundir.Sent, 0, attempt-1)
+	for n := 1; n < attempt; n++ {
+		s := rundir.Sent{Attempt: n}
+		for _, k := range known {
+			if k.Attempt == n {
+				s = k
+			}
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // secrets are what a leaf redacts here (Activities.Secrets).
@@ -126,7 +159,7 @@ func (a *Activities) Command(ctx context.Context, in *CommandInput) (*CommandOut
 		return out, nil
 	}
 	secrets := a.secrets(in.KeyEnvs)
-	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run", Worker: a.Queue}, secrets)
+	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run", Worker: a.Queue}, secrets, nil)
 	defer hb.stop()
 	c := &engine.Command{RunID: in.RunID, Visit: in.Visit, Argv: in.Argv, Script: in.Script, Dir: dir,
 		Home: rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home), Env: in.Env, Timeout: in.Timeout, Progress: hb.progress}
@@ -195,14 +228,16 @@ func tail(s string, n int) string {
 type heartbeat struct {
 	ctx     context.Context
 	secrets *secret.Redactor
+	sent    []rundir.Sent // the attempts before this one, in every beat
 	mu      sync.Mutex
 	last    Progress
 	done    chan struct{}
 	ticker  conc.WaitGroup
 }
 
-func startHeartbeat(ctx context.Context, p Progress, secrets *secret.Redactor) *heartbeat {
-	h := &heartbeat{ctx: ctx, secrets: secrets, last: p, done: make(chan struct{})}
+func startHeartbeat(ctx context.Context, p Progress, secrets *secret.Redactor, sent []rundir.Sent) *heartbeat {
+	p.Attempt = activity.GetInfo(ctx).Attempt
+	h := &heartbeat{ctx: ctx, secrets: secrets, sent: sent, last: p, done: make(chan struct{})}
 	every := activity.GetInfo(ctx).HeartbeatTimeout / 3
 	if every <= 0 {
 		every = 10 * time.Second
@@ -239,7 +274,7 @@ func (h *heartbeat) beat() {
 	h.mu.Lock()
 	p := h.last
 	h.mu.Unlock()
-	activity.RecordHeartbeat(h.ctx, p)
+	activity.RecordHeartbeat(h.ctx, p, h.sent)
 }
 
 func (h *heartbeat) stop() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/rundir"
 )
 
 // leaves is the engine.LeafRunner of a walk in a workflow: every turn and
@@ -31,6 +32,9 @@ type leaves struct {
 	// visit's activities were scheduled, for a retry's id. nil: the SDK's
 	// sequence numbers (version 0).
 	ids map[string]int
+	// rec keeps the attempts sent and lost, by visit, for the visit's
+	// end fact.
+	rec *recorder
 }
 
 // activityID is the id of the next activity of visit: the visit's path,
@@ -86,10 +90,23 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 	var out TurnOutput
 	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(t.Visit, queue, t.Timeout, held != "")), TurnActivity, in)
 	if err := f.Get(w, &out); err != nil {
+		l.lost(t.Visit, lastSent(err))
 		return nil, l.failed(ctx, w, err, held)
 	}
 	res := out.Result
+	l.lost(t.Visit, out.Sent)
 	if res != nil {
+		// What the lost attempts spent, as far as their heartbeats said,
+		// is the visit's too: the ledger settles it with the rest.
+		var spent int64
+		for _, s := range out.Sent {
+			if s.Tokens != nil {
+				spent += *s.Tokens
+			}
+		}
+		if len(out.Sent) > 0 {
+			res.Usage.Add(engine.Usage{Input: &spent, Partial: true})
+		}
 		res.Worker = out.Worker
 		if res.Session != "" {
 			res.Session = joinSession(out.Worker, res.Session)
@@ -110,6 +127,37 @@ func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.Command
 		out.Result.Worker = out.Worker
 	}
 	return out.Result, out.Ended.err()
+}
+
+// lost keeps the attempts of visit that were sent and lost, for its end
+// fact (recorder.Fact).
+func (l leaves) lost(visit string, sent []rundir.Sent) {
+	if l.rec == nil || len(sent) == 0 {
+		return
+	}
+	if l.rec.sent == nil {
+		l.rec.sent = map[string][]rundir.Sent{}
+	}
+	l.rec.sent[visit] = append(l.rec.sent[visit], sent...)
+}
+
+// lastSent are the attempts an activity that outlasted its retries sent,
+// as its last heartbeat tells them: every attempt, the last included.
+func lastSent(err error) []rundir.Sent {
+	var te *temporal.TimeoutError
+	if !errors.As(err, &te) || !te.HasLastHeartbeatDetails() {
+		return nil
+	}
+	var last Progress
+	var sent []rundir.Sent
+	if te.LastHeartbeatDetails(&last, &sent) != nil || last.Attempt == 0 {
+		return nil
+	}
+	s := rundir.Sent{Attempt: int(last.Attempt), Worker: last.Worker}
+	if last.Tokens > 0 {
+		s.Tokens = &last.Tokens
+	}
+	return append(sent, s)
 }
 
 // placed is the agent with its Source absolute, as the run recorded it:

@@ -139,6 +139,9 @@ type TurnOutput struct {
 	Result *engine.TurnResult `json:"result,omitempty"`
 	Ended  *Ended             `json:"ended,omitempty"`
 	Worker string             `json:"worker"` // the worker's own task queue
+	// Sent are the earlier attempts of this activity, whose workers died
+	// before they ended (as their last heartbeats tell).
+	Sent []rundir.Sent `json:"sent,omitempty"`
 }
 
 // CommandInput is one `run:` visit as an activity gets it.
@@ -232,9 +235,12 @@ type Progress struct {
 	Model    string `json:"model,omitempty"`
 	Activity string `json:"activity,omitempty"`
 	Tokens   int64  `json:"tokens,omitempty"`
-	// Worker is the own queue of the worker that runs the attempt: a
-	// later attempt reads it off the heartbeat its predecessor left.
-	Worker string `json:"worker,omitempty"`
+	// Worker is the own queue of the worker that runs the attempt, and
+	// Attempt which attempt of the activity it is: a later attempt reads
+	// them off the heartbeat its predecessor left. A heartbeat's second
+	// value is the attempts sent before it ([]rundir.Sent).
+	Worker  string `json:"worker,omitempty"`
+	Attempt int32  `json:"attempt,omitempty"`
 }
 
 // sessionSep joins a worker's own queue and a driver's session into the

@@ -70,7 +70,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	if origin == "" {
 		origin = snap.Settings.WorkDir
 	}
-	lv := leaves{queue: info.TaskQueueName, timing: timing, origin: origin, keyEnvs: keyEnvs(plan)}
+	lv := leaves{queue: info.TaskQueueName, timing: timing, origin: origin, keyEnvs: keyEnvs(plan), rec: rec}
 	if vs.visitIDs {
 		lv.ids = map[string]int{}
 	}

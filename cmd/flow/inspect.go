@@ -147,6 +147,9 @@ func visitRows(facts []*rundir.Fact) []string {
 				}
 				detail += fmt.Sprintf("  (%d tokens%s)", e.Usage.Tokens(), partial)
 			}
+			if sent := rundir.SentText(e); sent != "" {
+				detail += "  [" + sent + "]"
+			}
 			detail = fmtMS(e.WallMS) + "  " + detail
 		}
 		rows = append(rows, fmt.Sprintf("%s%s %s  %s", strings.Repeat("  ", visit.Depth), mark, safeLine(v), safeLine(detail)))

@@ -285,6 +285,28 @@ func TestTemporalAKilledWorkersVisitRunsOnTheOther(t *testing.T) {
 	if o.Status != rundir.StatusSucceeded {
 		t.Errorf("the mirrored run is %s, want succeeded", o.Status)
 	}
+	// The killed turn was sent and paid for: its visit's end records the
+	// attempt on the killed worker (an exec agent reports no tokens: its
+	// spend is unknown), and the retry as its second attempt; flow show
+	// and the report say so.
+	facts, _ := rundir.ReadJournal(runDir)
+	var end *rundir.Fact
+	for _, f := range facts {
+		if f.Type == rundir.FactEnd && f.Visit == "each[1]/work" {
+			end = f
+		}
+	}
+	if end == nil || end.Attempts != 2 || len(end.Sent) != 1 || end.Sent[0].Attempt != 1 || end.Sent[0].Tokens != nil ||
+		!strings.Contains(end.Sent[0].Worker, "-"+victim+"-") {
+		t.Errorf("the killed visit's end: %+v, want attempt 1 sent on worker %s with its spend unknown, and 2 attempts", end, victim)
+	}
+	show, err := temporalFlow(t, bin, dir, runsDir, "show", filepath.Base(runDir))
+	if err != nil || !strings.Contains(show, "attempt 1 sent on kill@") || !strings.Contains(show, "spend unknown") {
+		t.Errorf("flow show does not tell the sent attempt: %v\n%s", err, show)
+	}
+	if report, _ := os.ReadFile(filepath.Join(runDir, "report.html")); !strings.Contains(string(report), "attempt 1 sent on kill@") {
+		t.Error("report.html does not tell the sent attempt")
+	}
 	// The live view got the visits' progress from their heartbeats.
 	events, _ := os.ReadFile(filepath.Join(runDir, "events.jsonl"))
 	if !strings.Contains(string(events), `"type":"progress","run":"`) || !strings.Contains(string(events), `"visit":"each[2]/work"`) {
