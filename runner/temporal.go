@@ -52,8 +52,9 @@ func OnTemporal(c client.Client, cfg TemporalConfig) *Temporal {
 		Timing: temporal.Timing{Heartbeat: cfg.Heartbeat, SessionWait: cfg.SessionWait}}}
 }
 
-// Start starts the run workflow and mirrors it until the run ends. A run
-// on Temporal is unattended: its asks take their defaults.
+// Start starts the run workflow and mirrors it until the run ends. With
+// opts.Asker, its asks wait for an answer from it (Temporal signals);
+// without, they take their defaults.
 func (t *Temporal) Start(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
 	return t.c.Execute(ctx, plan, opts)
 }
@@ -63,14 +64,14 @@ func (t *Temporal) Start(ctx context.Context, plan *flows.Plan, opts engine.Opti
 // this process resumes here.
 func (t *Temporal) Resume(ctx context.Context, dir string, opts engine.Options) (*engine.Result, error) {
 	if snap, err := rundir.ReadSnapshot(dir); err == nil && snap.Temporal != nil {
-		return t.c.Attach(ctx, dir, opts.OnEvent)
+		return t.c.AttachAsking(ctx, dir, opts.OnEvent, opts.Asker)
 	}
 	return Local{Load: t.load}.Resume(ctx, dir, opts)
 }
 
 // Attach mirrors into runsDir the run a Temporal Schedule started.
-func (t *Temporal) Attach(ctx context.Context, runsDir, id string, onEvent func(*engine.Event)) (*engine.Result, error) {
-	return t.c.Adopt(ctx, runsDir, id, onEvent)
+func (t *Temporal) Attach(ctx context.Context, runsDir, id string, opts engine.Options) (*engine.Result, error) {
+	return t.c.Adopt(ctx, runsDir, id, opts.OnEvent, opts.Asker)
 }
 
 // Stop cancels the workflow (StopRun), or detaches from it (LetGo): the

@@ -54,7 +54,6 @@ func (c *Client) queue() string {
 // then waits for its end. If this process dies, the workflow goes on:
 // Attach (flow resume) continues the mirror.
 func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
-	opts.Asker = nil // a Temporal run is unattended: asks take their defaults
 	if err := c.refuseClear(plan, opts); err != nil {
 		return nil, err
 	}
@@ -63,7 +62,7 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Opti
 		return nil, err
 	}
 	snap.Temporal = &TemporalRef{Address: c.Address, Namespace: c.Namespace, TaskQueue: c.queue(), Workflow: snap.Run}
-	run, err := c.start(ctx, snap, nil)
+	run, err := c.start(ctx, snap, nil, opts.Asker != nil)
 	if err == nil {
 		snap.Temporal.Execution = run.GetRunID()
 		err = w.WriteSnapshot(snap)
@@ -72,7 +71,8 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Opti
 		_ = w.Close()
 		return nil, err
 	}
-	m := &mirror{c: c, w: w, ref: *snap.Temporal, onEvent: opts.OnEvent, dir: w.Dir()}
+	m := &mirror{c: c, w: w, ref: *snap.Temporal, onEvent: opts.OnEvent, dir: w.Dir(), relay: newRelay(opts.Asker)}
+	m.relay.of(m)
 	return m.run(ctx)
 }
 
@@ -101,7 +101,7 @@ func (c *Client) refuseClear(plan *flows.Plan, opts engine.Options) error {
 // TemporalRef is where a run lives on Temporal, as its snapshot records it.
 type TemporalRef = rundir.TemporalRun
 
-func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*rundir.Fact) (client.WorkflowRun, error) {
+func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*rundir.Fact, attended bool) (client.WorkflowRun, error) {
 	// The snapshot's relative paths were read from here, as a local run
 	// (or resume) in this directory reads them.
 	origin, _ := os.Getwd()
@@ -112,7 +112,7 @@ func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*ru
 		// after it closed, a resume starts it again.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier, Origin: origin})
+	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier, Origin: origin, Attended: attended})
 	if err != nil {
 		return nil, fmt.Errorf("starting run %s on Temporal at %s: %w", snap.Run, c.Address, err)
 	}
@@ -129,6 +129,12 @@ var ErrNotTemporal = errors.New("the run was not run on Temporal")
 // on a kind a resume may retry), the run resumes in a new workflow
 // execution that replays every ended visit, as flow resume does locally.
 func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*engine.Event)) (*engine.Result, error) {
+	return c.AttachAsking(ctx, dir, onEvent, nil)
+}
+
+// AttachAsking is Attach with asker answering the run's asks, as Execute
+// with Options.Asker does (flow serve re-attaching to its runs).
+func (c *Client) AttachAsking(ctx context.Context, dir string, onEvent func(*engine.Event), asker engine.Asker) (*engine.Result, error) {
 	snap, err := rundir.ReadSnapshot(dir)
 	if err != nil {
 		return nil, err
@@ -141,7 +147,8 @@ func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*engine.Ev
 		return nil, err
 	}
 	ref := *snap.Temporal
-	m := &mirror{c: c, w: w, ref: ref, onEvent: onEvent, dir: w.Dir(), next: len(earlier) - ref.Base}
+	m := &mirror{c: c, w: w, ref: ref, onEvent: onEvent, dir: w.Dir(), next: len(earlier) - ref.Base, relay: newRelay(asker)}
+	m.relay.of(m)
 	desc, err := c.Client.DescribeWorkflowExecution(ctx, ref.Workflow, ref.Execution)
 	if err != nil {
 		_ = w.Close()
@@ -165,7 +172,7 @@ func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*engine.Ev
 	// replays the ended visits from the journal.
 	m.note(fmt.Sprintf("resuming run %s (%s, %s) on Temporal", info.ID, info.Flow, info.Status))
 	ref.Base = len(earlier)
-	run, err := c.start(ctx, snap, earlier)
+	run, err := c.start(ctx, snap, earlier, asker != nil)
 	if err != nil {
 		_ = w.Close()
 		return nil, err
@@ -194,7 +201,7 @@ func (c *Client) Resume(ctx context.Context, dir string, load flows.Options, opt
 // Adopt mirrors into runsDir a run that a Temporal Schedule started (its
 // workflow id is its run id): it makes the run directory from the
 // snapshot the workflow was started with, then mirrors it as Execute does.
-func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*engine.Event)) (*engine.Result, error) {
+func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*engine.Event), asker engine.Asker) (*engine.Result, error) {
 	desc, err := c.Client.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
 		return nil, fmt.Errorf("finding run %s on Temporal at %s: %w", id, c.Address, err)
@@ -226,5 +233,9 @@ func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*en
 		return nil, err
 	}
 	m := &mirror{c: c, w: w, ref: *snap.Temporal, onEvent: onEvent, dir: w.Dir()}
+	if in.Attended {
+		m.relay = newRelay(asker)
+		m.relay.of(m)
+	}
 	return m.run(ctx)
 }

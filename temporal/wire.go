@@ -39,6 +39,10 @@ type RunInput struct {
 	// snapshot's relative paths (an agent file's, the flow file's) are
 	// relative to it. Empty: the run's working directory.
 	Origin string `json:"origin,omitempty"`
+	// Attended says someone answers the run's asks (flow serve's page and
+	// API, through the mirror): they wait for SignalAnswer. Otherwise an
+	// ask takes its default.
+	Attended bool `json:"attended,omitempty"`
 }
 
 // LoadOptions are the flows.Options a workflow loads the snapshot with.

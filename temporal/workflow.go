@@ -48,6 +48,14 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	if diags.HasErrors() {
 		return nil, temporal.NewNonRetryableApplicationError("the run's snapshot does not load:\n"+diags.Error(), "refused", nil)
 	}
+	var asker engine.Asker
+	if in.Attended {
+		a, err := newSignalAsker(ctx)
+		if err != nil {
+			return nil, err
+		}
+		asker = a
+	}
 	timing := in.Timing.withDefaults()
 	info := workflow.GetInfo(ctx)
 	runID := snap.Run
@@ -65,6 +73,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		Concurrency: snap.Settings.Concurrency,
 		Config:      snap.Settings.Config,
 		Backoff:     timing.Backoff,
+		Asker:       asker,
 	}
 	origin := in.Origin
 	if origin == "" {
