@@ -18,6 +18,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/rundir"
 )
 
 // update records the histories of this release into
@@ -29,7 +31,7 @@ var update = flag.Bool("update", false, "record this release's workflow historie
 // recordedFlows are the flows whose histories every release records: a
 // sequence with a command and a choice, a map and a loop, a retry's
 // backoff timer, a fail_fast cancellation, and a memory scope's later
-// turns on the worker that holds its session.
+// turns on the worker that holds its session; and askFlow, attended.
 var recordedFlows = []struct{ name, src string }{
 	{"sequence", `name: f
 ` + testAgents + `nodes:
@@ -76,6 +78,61 @@ var recordedFlows = []struct{ name, src string }{
 `},
 }
 
+// askFlow is recorded attended: its first ask is answered by a signal,
+// its second takes its default when its timer fires.
+const askFlow = `name: f
+nodes:
+  - {id: gate, ask: Go?, options: [go, stop], default: stop, timeout: 1m}
+  - {id: later, ask: Later?, default: fine, timeout: 1s}
+  - {id: after, run: [echo, "${{ gate.output }} ${{ later.output }}"]}
+`
+
+// recordAsk runs askFlow attended, answers its first ask as a mirror's
+// relay does, and returns the run's id.
+func recordAsk(t *testing.T, cl *cluster) string {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.yaml")
+	if err := os.WriteFile(file, []byte(askFlow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	if diags.HasErrors() {
+		t.Fatalf("load:\n%s", diags.Error())
+	}
+	id := rundir.NewRunID(time.Now())
+	snap := engine.NewSnapshot(id, plan, nil, rundir.Settings{WorkDir: dir, Concurrency: 8, TurnTimeout: "1m"})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	run, err := cl.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: cl.queue}, WorkflowName,
+		&RunInput{Snapshot: snap, Attended: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		v, err := cl.c.QueryWorkflow(ctx, id, "", QueryAsks)
+		var pending []*engine.Question
+		if err == nil && v.Get(&pending) == nil && len(pending) == 1 && pending[0].Visit == "gate" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the ask never became pending")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := cl.c.SignalWorkflow(ctx, id, "", SignalAnswer, AnswerSignal{Visit: "gate", Value: "go", By: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	var out RunOutput
+	if err := run.Get(ctx, &out); err != nil || !out.OK {
+		t.Fatalf("the attended run: %+v, %v", out, err)
+	}
+	after, _ := out.Values["after"].(map[string]any)
+	if r, _ := after["output"].(map[string]any); r == nil || r["report"] != "echo go fine" {
+		t.Fatalf("the asks' answers did not reach the next node: %v", out.Values)
+	}
+	return id
+}
+
 // replayDriver answers by visit: "flaky" fails its first attempt, "x"
 // fails, "hang" waits for its end, "fix#N/step" answers N; every turn
 // keeps a session.
@@ -119,8 +176,14 @@ func record(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range recordedFlows {
-		_, _, id := cl.run(f.src, Timing{Heartbeat: 2 * time.Second, SessionWait: 5 * time.Second})
+	flows := append(recordedFlows, struct{ name, src string }{"asks", ""})
+	for _, f := range flows {
+		var id string
+		if f.name == "asks" {
+			id = recordAsk(t, cl)
+		} else {
+			_, _, id = cl.run(f.src, Timing{Heartbeat: 2 * time.Second, SessionWait: 5 * time.Second})
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		iter := cl.c.GetWorkflowHistory(ctx, id, "", false, 0)
 		h := &history{}
@@ -182,7 +245,7 @@ func TestReplayCommittedHistories(t *testing.T) {
 			}
 		})
 	}
-	if current < len(recordedFlows) {
+	if current < len(recordedFlows)+1 { // and the asks
 		t.Errorf("testdata/histories/v%d holds %d histories, want one per recorded flow (%d): record them with -update", walkVersion, current, len(recordedFlows))
 	}
 }
