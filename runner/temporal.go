@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+
+	"go.temporal.io/sdk/converter"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -50,6 +52,19 @@ func OnTemporal(c client.Client, cfg TemporalConfig) *Temporal {
 	return &Temporal{load: cfg.Load, c: &temporal.Client{Client: c, Key: cfg.Key, Address: cfg.Address, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue,
 		Load:   temporal.LoadOptions{DefaultDriver: cfg.Load.DefaultDriver, Drivers: cfg.Load.Drivers},
 		Timing: temporal.Timing{Heartbeat: cfg.Heartbeat, SessionWait: cfg.SessionWait}}}
+}
+
+// TemporalKey encrypts what runs put in Temporal's history
+// (temporal.Key; docs/temporal.md, What Temporal keeps).
+type TemporalKey = temporal.Key
+
+// ParseTemporalKey reads a key as configured (temporal.key); "" is none.
+func ParseTemporalKey(s string) (TemporalKey, error) { return temporal.ParseKey(s) }
+
+// TemporalConverters are what a client of runs and workers is dialled
+// with for key: every payload and failure sealed with it.
+func TemporalConverters(key TemporalKey) (converter.DataConverter, converter.FailureConverter) {
+	return temporal.DataConverter(key), temporal.FailureConverter(key)
 }
 
 // Start starts the run workflow and mirrors it until the run ends. With

@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 
 	"go.temporal.io/sdk/temporal"
@@ -15,8 +16,8 @@ import (
 // keyEnvs are the variables plan's agents take their keys from, sorted.
 func keyEnvs(plan *flows.Plan) []string {
 	var out []string
-	for _, a := range plan.Agents {
-		if a.APIKeyEnv != "" && !slices.Contains(out, a.APIKeyEnv) {
+	for _, name := range slices.Sorted(maps.Keys(plan.Agents)) {
+		if a := plan.Agents[name]; a.APIKeyEnv != "" && !slices.Contains(out, a.APIKeyEnv) {
 			out = append(out, a.APIKeyEnv)
 		}
 	}

@@ -67,8 +67,9 @@ func (a *app) dialTemporal(ctx context.Context, f temporalFlags) (client.Client,
 	if err != nil {
 		return nil, err
 	}
+	data, failures := runner.TemporalConverters(key)
 	c, err := client.DialContext(ctx, client.Options{HostPort: f.address, Namespace: f.namespace, Logger: tlog.NewStructuredLogger(logger),
-		DataConverter: temporal.DataConverter(key), FailureConverter: temporal.FailureConverter(key)})
+		DataConverter: data, FailureConverter: failures})
 	if err != nil {
 		return nil, invalid("connecting to Temporal at %s: %v (is a server running there? see docs/temporal.md)", f.address, err)
 	}
@@ -78,8 +79,8 @@ func (a *app) dialTemporal(ctx context.Context, f temporalFlags) (client.Client,
 // temporalKey is the key that encrypts what runs put in Temporal's
 // history (temporal.key, FLOW_TEMPORAL_KEY; docs/temporal.md). Without
 // one, history holds flow data in clear: say so once.
-func (a *app) temporalKey() (temporal.Key, error) {
-	key, err := temporal.ParseKey(a.cfg.GetString("temporal.key"))
+func (a *app) temporalKey() (runner.TemporalKey, error) {
+	key, err := runner.ParseTemporalKey(a.cfg.GetString("temporal.key"))
 	if err != nil {
 		return key, invalid("%v", err)
 	}
