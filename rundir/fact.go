@@ -1,6 +1,10 @@
 package rundir
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Visit is one visit as the journal tells it: its start and, once it
 // ended, its end.
@@ -46,4 +50,22 @@ func Visits(facts []*Fact) []Visit {
 		}
 	}
 	return visits
+}
+
+// SentText says what the visit's sent attempts were, for flow show and
+// the report; "" when there were none.
+func SentText(f *Fact) string {
+	var parts []string
+	for _, s := range f.Sent {
+		spend := "spend unknown"
+		if s.Tokens != nil {
+			spend = fmt.Sprintf("%d tokens as last reported", *s.Tokens)
+		}
+		w := s.Worker
+		if w == "" {
+			w = "a worker"
+		}
+		parts = append(parts, fmt.Sprintf("attempt %d sent on %s, which died before it ended (%s)", s.Attempt, w, spend))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -54,10 +54,10 @@ type page struct {
 
 // row is one visit of the report.
 type row struct {
-	Visit, Kind, Status, Model, Tokens, Cost, Wall, Err, Out string
-	Bar                                                      template.CSS // the timeline bar's place: made here, of numbers only
-	Depth                                                    int
-	Long                                                     bool
+	Visit, Kind, Status, Model, Tokens, Cost, Wall, Err, Sent, Out string
+	Bar                                                            template.CSS // the timeline bar's place: made here, of numbers only
+	Depth                                                          int
+	Long                                                           bool
 }
 
 func writeReport(dir string, info *RunInfo, facts []*Fact, secrets *secret.Redactor) error {
@@ -105,6 +105,7 @@ func reportRow(v Visit, runStart time.Time, total float64, now time.Time) row {
 			r.Tokens, r.Cost = TokensText(*e.Usage), CostText(*e.Usage)
 		}
 		r.Out = displayText(e.Output) // blocks record no output: their children show it
+		r.Sent = SentText(e)
 		if e.Reused != nil {
 			r.Status = "reused"
 			r.Err = "reused from run " + e.Reused.Run + ", visit " + e.Reused.Visit

@@ -28,12 +28,18 @@ import (
 // (secret.Lines), so a key the CLI kept split over many lines is cut out
 // too. It returns the files it could not redact, joined.
 func (w *Writer) RedactHome(path string, since time.Time) error {
-	if w.secrets.Empty() {
+	return RedactTree(w.Home(path), since, w.secrets)
+}
+
+// RedactTree is RedactHome of the home at dir with secrets, for homes
+// kept outside a run directory's Writer (a Temporal worker's).
+func RedactTree(dir string, since time.Time, secrets *secret.Redactor) error {
+	if secrets.Empty() {
 		return nil
 	}
 	since = since.Add(-2 * time.Second) // file times are coarser than the clock
 	var errs []error
-	err := filepath.WalkDir(w.Home(path), func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
@@ -48,11 +54,11 @@ func (w *Writer) RedactHome(path string, since time.Time) error {
 			return nil
 		}
 		redact := redactFile
-		if strings.HasSuffix(p, ".jsonl") && filepath.Dir(p) != w.Home(path) {
+		if strings.HasSuffix(p, ".jsonl") && filepath.Dir(p) != dir {
 			// The home's own transcripts were written through secret.Lines.
 			redact = redactLines
 		}
-		if err := redact(p, info.Mode().Perm(), w.secrets); err != nil {
+		if err := redact(p, info.Mode().Perm(), secrets); err != nil {
 			errs = append(errs, err)
 		}
 		return nil

@@ -20,6 +20,7 @@ type (
 	QuotaError = record.QuotaError
 	Worktree   = record.Worktree
 	Landing    = record.Landing
+	Sent       = record.Sent
 )
 
 // The fact types, statuses, event types and landings (package engine/record).

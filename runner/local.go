@@ -33,7 +33,7 @@ func (l Local) Resume(ctx context.Context, dir string, opts engine.Options) (*en
 
 // Attach has nothing to attach to: a local run is walked by the process
 // that holds its lock.
-func (Local) Attach(_ context.Context, _, id string, _ func(*engine.Event)) (*engine.Result, error) {
+func (Local) Attach(_ context.Context, _, id string, _ engine.Options) (*engine.Result, error) {
 	return nil, fmt.Errorf("run %s: %w", id, ErrNotAttachable)
 }
 

@@ -30,9 +30,10 @@ type Backend interface {
 	Resume(ctx context.Context, dir string, opts engine.Options) (*engine.Result, error)
 	// Attach follows a run that something else started — a Temporal
 	// Schedule's fire, by its id — into a new run directory under runsDir,
-	// until it ends. A backend that walks runs only in this process has
-	// nothing to attach to (ErrNotAttachable).
-	Attach(ctx context.Context, runsDir, id string, onEvent func(*engine.Event)) (*engine.Result, error)
+	// until it ends, with opts's OnEvent and Asker (who answers its
+	// asks). A backend that walks runs only in this process has nothing
+	// to attach to (ErrNotAttachable).
+	Attach(ctx context.Context, runsDir, id string, opts engine.Options) (*engine.Result, error)
 	// Stop ends a run that Start, Resume or Attach walks under a context
 	// cancel cancels. StopRun stops it as Ctrl-C does (running visits end
 	// `stopped`; it stays resumable). LetGo ends only this process's part:

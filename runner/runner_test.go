@@ -109,7 +109,7 @@ func TestLocalStopStopsTheRun(t *testing.T) {
 
 // A local backend has nothing elsewhere to attach to.
 func TestLocalAttachIsNotAttachable(t *testing.T) {
-	_, err := (Local{}).Attach(context.Background(), t.TempDir(), "r1", nil)
+	_, err := (Local{}).Attach(context.Background(), t.TempDir(), "r1", engine.Options{})
 	if !errors.Is(err, ErrNotAttachable) {
 		t.Fatalf("%v, want ErrNotAttachable", err)
 	}

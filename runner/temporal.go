@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+
+	"go.temporal.io/sdk/converter"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -18,6 +20,9 @@ type TemporalConfig struct {
 	// Address and Namespace are recorded in each run's snapshot, for
 	// flow resume to re-attach; TaskQueue is DefaultTaskQueue if empty.
 	Address, Namespace, TaskQueue string
+	// Key encrypts the runs' payloads (temporal.DataConverter); the
+	// client's connection must have been dialled with it.
+	Key temporal.Key
 	// Load says which drivers exist and the default one (what a workflow
 	// loads the snapshot with), and where the agents of a run that was
 	// walked here come from when it resumes.
@@ -44,13 +49,27 @@ var _ Backend = (*Temporal)(nil)
 // OnTemporal is the backend of the Temporal server c is connected to. The
 // caller closes c after the backend's last run.
 func OnTemporal(c client.Client, cfg TemporalConfig) *Temporal {
-	return &Temporal{load: cfg.Load, c: &temporal.Client{Client: c, Address: cfg.Address, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue,
+	return &Temporal{load: cfg.Load, c: &temporal.Client{Client: c, Key: cfg.Key, Address: cfg.Address, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue,
 		Load:   temporal.LoadOptions{DefaultDriver: cfg.Load.DefaultDriver, Drivers: cfg.Load.Drivers},
 		Timing: temporal.Timing{Heartbeat: cfg.Heartbeat, SessionWait: cfg.SessionWait}}}
 }
 
-// Start starts the run workflow and mirrors it until the run ends. A run
-// on Temporal is unattended: its asks take their defaults.
+// TemporalKey encrypts what runs put in Temporal's history
+// (temporal.Key; docs/temporal.md, What Temporal keeps).
+type TemporalKey = temporal.Key
+
+// ParseTemporalKey reads a key as configured (temporal.key); "" is none.
+func ParseTemporalKey(s string) (TemporalKey, error) { return temporal.ParseKey(s) }
+
+// TemporalConverters are what a client of runs and workers is dialled
+// with for key: every payload and failure sealed with it.
+func TemporalConverters(key TemporalKey) (converter.DataConverter, converter.FailureConverter) {
+	return temporal.DataConverter(key), temporal.FailureConverter(key)
+}
+
+// Start starts the run workflow and mirrors it until the run ends. With
+// opts.Asker, its asks wait for an answer from it (Temporal signals);
+// without, they take their defaults.
 func (t *Temporal) Start(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
 	return t.c.Execute(ctx, plan, opts)
 }
@@ -60,14 +79,14 @@ func (t *Temporal) Start(ctx context.Context, plan *flows.Plan, opts engine.Opti
 // this process resumes here.
 func (t *Temporal) Resume(ctx context.Context, dir string, opts engine.Options) (*engine.Result, error) {
 	if snap, err := rundir.ReadSnapshot(dir); err == nil && snap.Temporal != nil {
-		return t.c.Attach(ctx, dir, opts.OnEvent)
+		return t.c.AttachAsking(ctx, dir, opts.OnEvent, opts.Asker)
 	}
 	return Local{Load: t.load}.Resume(ctx, dir, opts)
 }
 
 // Attach mirrors into runsDir the run a Temporal Schedule started.
-func (t *Temporal) Attach(ctx context.Context, runsDir, id string, onEvent func(*engine.Event)) (*engine.Result, error) {
-	return t.c.Adopt(ctx, runsDir, id, onEvent)
+func (t *Temporal) Attach(ctx context.Context, runsDir, id string, opts engine.Options) (*engine.Result, error) {
+	return t.c.Adopt(ctx, runsDir, id, opts.OnEvent, opts.Asker)
 }
 
 // Stop cancels the workflow (StopRun), or detaches from it (LetGo): the

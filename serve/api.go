@@ -51,7 +51,10 @@ func refused(w http.ResponseWriter, err error) {
 // maxBody bounds a request body: an input, an answer.
 const maxBody = 1 << 20
 
-var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// runIDRE matches run ids: flow's own, and those Temporal gives the runs
+// its Schedules start (the action's id and the fire's time,
+// flow-<dir>-<flow>-2026-12-02T01:05:27Z).
+var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
 
 // runDir resolves the {id} of a request to a run: its directory, or a
 // run this server runs or queues. It writes the error itself.

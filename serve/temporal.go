@@ -24,7 +24,7 @@ func (r *runs) start(ctx context.Context, a *active, opts engine.Options) (*engi
 	s := r.s
 	switch {
 	case a.adopt:
-		return s.cfg.Backend.Attach(ctx, s.cfg.RunsDir, a.id, opts.OnEvent)
+		return s.cfg.Backend.Attach(ctx, s.cfg.RunsDir, a.id, opts)
 	case a.resumeDir != "":
 		return s.cfg.Backend.Resume(ctx, a.resumeDir, opts)
 	}

@@ -121,3 +121,91 @@ func TestServeTemporalSchedulesFireOnTemporalAndAreMirrored(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestServeTemporalScheduledAskIsAnsweredOverTheAPI: a scheduled flow's
+// ask, in a run a Temporal Schedule started, waits for an answer (a
+// Temporal signal): the API lists it as it lists a local run's, the
+// answer given there reaches the workflow, and the run goes on with it.
+func TestServeTemporalScheduledAskIsAnsweredOverTheAPI(t *testing.T) {
+	srv := devserver.Start(t)
+	var c tclient.Client
+	var err error
+	for range 50 {
+		if c, err = tclient.Dial(tclient.Options{HostPort: srv.Address, Logger: quietLog{}}); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tc := runner.OnTemporal(c, runner.TemporalConfig{Address: srv.Address, Namespace: "default", TaskQueue: "serve-ask"})
+	cmds := &fakeCommands{}
+	w := temporal.NewWorker(c, "serve-ask", &temporal.Activities{Leaves: local.Leaves{Commands: cmds}, RunsDir: t.TempDir()})
+	workerCtx, stopWorker := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	defer wg.Wait()
+	defer stopWorker()
+	wg.Go(func() { _ = w.Run(workerCtx) })
+
+	dir := t.TempDir()
+	flowDir := filepath.Join(dir, "flows")
+	if err := os.MkdirAll(flowDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	flow := "name: gate\nschedule: {cron: '@every 1s', overlap: skip}\nnodes:\n" +
+		"  - {id: ship, ask: Ship it?, options: [ship, hold], default: hold, timeout: 1m}\n" +
+		"  - {id: after, run: [echo, \"${{ ship.output }}\"]}\n"
+	if err := os.WriteFile(filepath.Join(flowDir, "gate.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Dir: flowDir, WorkDir: dir, RunsDir: filepath.Join(dir, "runs"), Log: discard, Listener: ln, Poll: 200 * time.Millisecond,
+		Engine: engine.Options{Commands: cmds}, Backend: tc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, shutdown := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	wg.Go(func() { served <- s.Run(ctx) })
+	defer func() {
+		shutdown()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	api := &client{t: t, base: "http://" + ln.Addr().String()}
+
+	// The first fire's ask appears on the API.
+	var ask map[string]any
+	for deadline := time.Now().Add(30 * time.Second); ask == nil; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no ask of a scheduled run appeared on the API")
+		}
+		_, m, _ := api.do("GET", "/api/asks", "")
+		if asks, _ := m["asks"].([]any); len(asks) > 0 {
+			ask = asks[0].(map[string]any)
+		}
+	}
+	id := ask["run"].(string)
+	if ask["question"] != "Ship it?" || ask["visit"] != "ship" || !strings.Contains(id, "gate") {
+		t.Fatalf("the ask on the API: %v", ask)
+	}
+	if code, m, _ := api.do("POST", "/api/runs/"+id+"/asks/ship", `{"answer": "ship"}`); code != 200 {
+		t.Fatalf("answering: %d %v", code, m)
+	}
+	m := api.waitRun(id, "succeeded")
+	vs := m["visits"].([]any)
+	answer, _ := vs[0].(map[string]any)["answer"].(map[string]any)
+	if answer == nil || answer["by"] != anonymous || answer["default"] == true ||
+		vs[1].(map[string]any)["output"].(map[string]any)["report"] != "echo ship" {
+		t.Fatalf("the answer did not reach the run and its next node: %v", vs)
+	}
+	if s.trigger(id) != TriggerSchedule {
+		t.Errorf("the run's trigger is %q, want schedule", s.trigger(id))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -36,6 +38,12 @@ type Activities struct {
 	// Host names this machine in the location of an answer too long to
 	// travel (host:path).
 	Host string
+	// Secrets are the secrets this worker knows of (its configuration's);
+	// a leaf redacts them, the values of the environment variables named
+	// like secrets and those of the run's agents' key variables from what
+	// it writes here and from everything it returns. Workers are never
+	// handed the run machine's secrets: they redact their own.
+	Secrets *secret.Redactor
 	// Concurrency is the most visits of the shared task queue this worker
 	// runs at once (NewWorker reads it); 0 leaves it to Temporal's default
 	// (1000). The later turns of memory scopes the worker holds come on
@@ -51,14 +59,29 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 		out.Ended = ended(err)
 		return out, nil
 	}
-	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: in.Agent.Driver, Model: in.Model})
+	secrets := a.secrets(in.KeyEnvs)
+	out.Sent = sentBefore(ctx)
+	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: in.Agent.Driver, Model: in.Model, Worker: a.Queue}, secrets, out.Sent)
 	defer hb.stop()
-	t := &engine.Turn{RunID: in.RunID, Visit: in.Visit, Agent: in.Agent, Model: in.Model, Prompt: in.Prompt, OutputSchema: in.OutputSchema,
+	agent := in.Agent
+	if agent != nil && agent.Source != "" {
+		c := *agent
+		c.Source = a.local(in.WorkDir, agent.Source)
+		agent = &c
+	}
+	t := &engine.Turn{RunID: in.RunID, Visit: in.Visit, Agent: agent, Model: in.Model, Prompt: in.Prompt, OutputSchema: in.OutputSchema,
 		Home: rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home), WorkDir: workDir, Timeout: in.Timeout, Session: in.Session,
-		TokensLeft: in.TokensLeft, Progress: hb.progress}
+		TokensLeft: in.TokensLeft, Progress: hb.progress, Secrets: secrets}
+	start := time.Now()
 	res, err := a.Leaves.Turn(ctx, t)
+	// What the agent's CLI wrote into the home itself, as a local run's
+	// engine redacts it when the visit ends.
+	redacted := rundir.RedactTree(t.Home, start, secrets)
 	if ctx.Err() != nil {
 		return nil, ctx.Err() // cancelled: Temporal records it so
+	}
+	if err == nil && redacted != nil {
+		err = fmt.Errorf("redacting the home of %s: %w", in.Visit, redacted)
 	}
 	if res != nil {
 		if res.File != "" { // too long to travel: the reader gets its prefix and where the rest is
@@ -66,8 +89,56 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 		}
 		res.Stderr = tail(res.Stderr, stderrKept)
 	}
-	out.Result, out.Ended = res, ended(err)
+	out.Result, out.Ended = secret.Value(secrets, res), redactEnded(secrets, ended(err))
 	return out, nil
+}
+
+// sentBefore are the attempts of this activity before this one: each was
+// sent to its worker, which died or stopped before it ended. The last
+// heartbeat left tells the latest of them (its worker, its tokens) and
+// those it knew of; an attempt that left no heartbeat is sent with its
+// spend unknown.
+func sentBefore(ctx context.Context) []rundir.Sent {
+	attempt := int(activity.GetInfo(ctx).Attempt)
+	if attempt <= 1 {
+		return nil
+	}
+	var last Progress
+	var known []rundir.Sent
+	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &last, &known) == nil && last.Attempt > 0 {
+		s := rundir.Sent{Attempt: int(last.Attempt), Worker: last.Worker}
+		if last.Tokens > 0 {
+			s.Tokens = &last.Tokens
+		}
+		known = append(known, s)
+	}
+	out := make([]rundir.Sent, 0, attempt-1)
+	for n := 1; n < attempt; n++ {
+		s := rundir.Sent{Attempt: n}
+		for _, k := range known {
+			if k.Attempt == n {
+				s = k
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// secrets are what a leaf redacts here (Activities.Secrets).
+func (a *Activities) secrets(keyEnvs []string) *secret.Redactor {
+	values := secret.FromEnviron(os.Environ())
+	for _, name := range keyEnvs {
+		values = append(values, os.Getenv(name))
+	}
+	return a.Secrets.With(values...)
+}
+
+func redactEnded(secrets *secret.Redactor, e *Ended) *Ended {
+	if e != nil {
+		e.Message = secrets.String(e.Message)
+	}
+	return e
 }
 
 // Command runs one `run:` node's command.
@@ -78,29 +149,65 @@ func (a *Activities) Command(ctx context.Context, in *CommandInput) (*CommandOut
 		out.Ended = ended(err)
 		return out, nil
 	}
-	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run"})
+	// A command runs at most once, as in a local run, where a command
+	// whose process died is run again only by flow resume: an attempt
+	// after one that began it (its heartbeat says so) ends the visit.
+	var before Progress
+	if activity.GetInfo(ctx).Attempt > 1 && activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &before) == nil {
+		out.Ended = ended(fmt.Errorf("%w: worker %s began the command and died (or stopped) before it ended; "+
+			"a command never runs twice by itself: flow resume runs it again", engine.ErrUnavailable, before.Worker))
+		return out, nil
+	}
+	secrets := a.secrets(in.KeyEnvs)
+	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run", Worker: a.Queue}, secrets, nil)
 	defer hb.stop()
 	c := &engine.Command{RunID: in.RunID, Visit: in.Visit, Argv: in.Argv, Script: in.Script, Dir: dir,
 		Home: rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home), Env: in.Env, Timeout: in.Timeout, Progress: hb.progress}
+	start := time.Now()
 	res, err := a.Leaves.Command(ctx, c)
+	redacted := rundir.RedactTree(c.Home, start, secrets)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	out.Result, out.Ended = res, ended(err)
+	if err == nil && redacted != nil {
+		err = fmt.Errorf("redacting the home of %s: %w", in.Visit, redacted)
+	}
+	out.Result, out.Ended = secret.Value(secrets, res), redactEnded(secrets, ended(err))
 	return out, nil
 }
 
-// workDir is where a leaf works here: the worker's --workdir, else the
-// run's own directory, which must exist on this machine.
+// workDir is where a leaf works here: the run's working directory
+// mapped through the worker's --workdir, else the run's own, which must
+// exist on this machine.
 func (a *Activities) workDir(run string) (string, error) {
 	if a.WorkDir != "" {
-		return a.WorkDir, nil
+		return a.local(run, run), nil
 	}
 	if st, err := os.Stat(run); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("%w: the run works in %s, which is not a directory on worker %s; start the worker with --workdir set to its checkout",
 			engine.ErrUnavailable, run, a.Queue)
 	}
 	return run, nil
+}
+
+// local is path p of the run's machine on this one: under the run's
+// working directory root, the same place under the worker's --workdir
+// (its checkout of that directory); anything else, or everything without
+// --workdir, as it is. A relative p is relative to root. Exec agents'
+// files, their relative commands and run: nodes' directories all resolve
+// through it, so they mean on a worker what they mean in the run.
+func (a *Activities) local(root, p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(root, p)
+	}
+	if a.WorkDir == "" || root == "" {
+		return p
+	}
+	rel, err := filepath.Rel(root, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return filepath.Join(a.WorkDir, rel)
 }
 
 // stderrKept is how much of a turn's stderr travels back (the end of it);
@@ -119,15 +226,18 @@ func tail(s string, n int) string {
 // the leaf is silent, so that Temporal knows the worker is alive and
 // delivers a cancellation promptly.
 type heartbeat struct {
-	ctx    context.Context
-	mu     sync.Mutex
-	last   Progress
-	done   chan struct{}
-	ticker conc.WaitGroup
+	ctx     context.Context
+	secrets *secret.Redactor
+	sent    []rundir.Sent // the attempts before this one, in every beat
+	mu      sync.Mutex
+	last    Progress
+	done    chan struct{}
+	ticker  conc.WaitGroup
 }
 
-func startHeartbeat(ctx context.Context, p Progress) *heartbeat {
-	h := &heartbeat{ctx: ctx, last: p, done: make(chan struct{})}
+func startHeartbeat(ctx context.Context, p Progress, secrets *secret.Redactor, sent []rundir.Sent) *heartbeat {
+	p.Attempt = activity.GetInfo(ctx).Attempt
+	h := &heartbeat{ctx: ctx, secrets: secrets, sent: sent, last: p, done: make(chan struct{})}
 	every := activity.GetInfo(ctx).HeartbeatTimeout / 3
 	if every <= 0 {
 		every = 10 * time.Second
@@ -152,7 +262,7 @@ func startHeartbeat(ctx context.Context, p Progress) *heartbeat {
 
 func (h *heartbeat) progress(p engine.Progress) {
 	h.mu.Lock()
-	h.last.Activity = p.Activity
+	h.last.Activity = h.secrets.String(p.Activity)
 	if p.Tokens > 0 {
 		h.last.Tokens = p.Tokens
 	}
@@ -164,7 +274,7 @@ func (h *heartbeat) beat() {
 	h.mu.Lock()
 	p := h.last
 	h.mu.Unlock()
-	activity.RecordHeartbeat(h.ctx, p)
+	activity.RecordHeartbeat(h.ctx, p, h.sent)
 }
 
 func (h *heartbeat) stop() {

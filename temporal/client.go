@@ -2,17 +2,19 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -27,8 +29,11 @@ type Client struct {
 	Address   string
 	Namespace string
 	TaskQueue string // DefaultTaskQueue if empty
-	Load      LoadOptions
-	Timing    Timing
+	// Key encrypts the runs' payloads; Client must have been dialled with
+	// DataConverter(Key), which is how the client reads them here too.
+	Key    Key
+	Load   LoadOptions
+	Timing Timing
 	// Poll is how often the mirror asks for new facts and progress;
 	// default 250 ms.
 	Poll time.Duration
@@ -50,13 +55,15 @@ func (c *Client) queue() string {
 // then waits for its end. If this process dies, the workflow goes on:
 // Attach (flow resume) continues the mirror.
 func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
-	opts.Asker = nil // a Temporal run is unattended: asks take their defaults
+	if err := c.refuseClear(plan, opts); err != nil {
+		return nil, err
+	}
 	w, snap, err := local.Begin(ctx, plan, opts)
 	if err != nil {
 		return nil, err
 	}
 	snap.Temporal = &TemporalRef{Address: c.Address, Namespace: c.Namespace, TaskQueue: c.queue(), Workflow: snap.Run}
-	run, err := c.start(ctx, snap, nil)
+	run, err := c.start(ctx, snap, nil, opts.Asker != nil)
 	if err == nil {
 		snap.Temporal.Execution = run.GetRunID()
 		err = w.WriteSnapshot(snap)
@@ -65,14 +72,40 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Opti
 		_ = w.Close()
 		return nil, err
 	}
-	m := &mirror{c: c, w: w, ref: *snap.Temporal, onEvent: opts.OnEvent, dir: w.Dir()}
+	m := &mirror{c: c, w: w, ref: *snap.Temporal, onEvent: opts.OnEvent, dir: w.Dir(), relay: newRelay(opts.Asker)}
+	m.relay.of(m)
 	return m.run(ctx)
+}
+
+// refuseClear refuses, before any run directory is made, a run that would
+// put a secret this process knows into Temporal's history in clear: one
+// whose snapshot (the flow, its input) holds it while no key encrypts.
+func (c *Client) refuseClear(plan *flows.Plan, opts engine.Options) error {
+	if c.Key.Set() {
+		return nil
+	}
+	known := secret.New(append(secret.FromEnviron(os.Environ()), opts.Secrets...)...)
+	if known.Empty() {
+		return nil
+	}
+	snap, err := local.Snapshot(plan, opts)
+	if err != nil {
+		return nil // Begin says why
+	}
+	if b, err := json.Marshal(snap); err == nil && known.Contains(b) {
+		return &engine.RefusedError{Msg: "the run's flow or input holds a secret, and Temporal's history would keep it in clear: " +
+			"set temporal.key (FLOW_TEMPORAL_KEY) on the client and the workers (docs/temporal.md)"}
+	}
+	return nil
 }
 
 // TemporalRef is where a run lives on Temporal, as its snapshot records it.
 type TemporalRef = rundir.TemporalRun
 
-func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*rundir.Fact) (client.WorkflowRun, error) {
+func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*rundir.Fact, attended bool) (client.WorkflowRun, error) {
+	// The snapshot's relative paths were read from here, as a local run
+	// (or resume) in this directory reads them.
+	origin, _ := os.Getwd()
 	run, err := c.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        snap.Run,
 		TaskQueue: c.queue(),
@@ -80,7 +113,7 @@ func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*ru
 		// after it closed, a resume starts it again.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier})
+	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier, Origin: origin, Attended: attended})
 	if err != nil {
 		return nil, fmt.Errorf("starting run %s on Temporal at %s: %w", snap.Run, c.Address, err)
 	}
@@ -97,6 +130,12 @@ var ErrNotTemporal = errors.New("the run was not run on Temporal")
 // on a kind a resume may retry), the run resumes in a new workflow
 // execution that replays every ended visit, as flow resume does locally.
 func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*engine.Event)) (*engine.Result, error) {
+	return c.AttachAsking(ctx, dir, onEvent, nil)
+}
+
+// AttachAsking is Attach with asker answering the run's asks, as Execute
+// with Options.Asker does (flow serve re-attaching to its runs).
+func (c *Client) AttachAsking(ctx context.Context, dir string, onEvent func(*engine.Event), asker engine.Asker) (*engine.Result, error) {
 	snap, err := rundir.ReadSnapshot(dir)
 	if err != nil {
 		return nil, err
@@ -109,7 +148,8 @@ func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*engine.Ev
 		return nil, err
 	}
 	ref := *snap.Temporal
-	m := &mirror{c: c, w: w, ref: ref, onEvent: onEvent, dir: w.Dir(), next: len(earlier) - ref.Base}
+	m := &mirror{c: c, w: w, ref: ref, onEvent: onEvent, dir: w.Dir(), next: len(earlier) - ref.Base, relay: newRelay(asker)}
+	m.relay.of(m)
 	desc, err := c.Client.DescribeWorkflowExecution(ctx, ref.Workflow, ref.Execution)
 	if err != nil {
 		_ = w.Close()
@@ -133,7 +173,7 @@ func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*engine.Ev
 	// replays the ended visits from the journal.
 	m.note(fmt.Sprintf("resuming run %s (%s, %s) on Temporal", info.ID, info.Flow, info.Status))
 	ref.Base = len(earlier)
-	run, err := c.start(ctx, snap, earlier)
+	run, err := c.start(ctx, snap, earlier, asker != nil)
 	if err != nil {
 		_ = w.Close()
 		return nil, err
@@ -162,7 +202,7 @@ func (c *Client) Resume(ctx context.Context, dir string, load flows.Options, opt
 // Adopt mirrors into runsDir a run that a Temporal Schedule started (its
 // workflow id is its run id): it makes the run directory from the
 // snapshot the workflow was started with, then mirrors it as Execute does.
-func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*engine.Event)) (*engine.Result, error) {
+func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*engine.Event), asker engine.Asker) (*engine.Result, error) {
 	desc, err := c.Client.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
 		return nil, fmt.Errorf("finding run %s on Temporal at %s: %w", id, c.Address, err)
@@ -179,7 +219,7 @@ func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*en
 	}
 	var in RunInput
 	payloads := first.GetWorkflowExecutionStartedEventAttributes().GetInput()
-	if err := converter.GetDefaultDataConverter().FromPayloads(payloads, &in); err != nil || in.Snapshot == nil {
+	if err := DataConverter(c.Key).FromPayloads(payloads, &in); err != nil || in.Snapshot == nil {
 		return nil, fmt.Errorf("run %s on Temporal was not started by flow (%v)", id, err)
 	}
 	snap := in.Snapshot
@@ -194,5 +234,9 @@ func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*en
 		return nil, err
 	}
 	m := &mirror{c: c, w: w, ref: *snap.Temporal, onEvent: onEvent, dir: w.Dir()}
+	if in.Attended {
+		m.relay = newRelay(asker)
+		m.relay.of(m)
+	}
 	return m.run(ctx)
 }

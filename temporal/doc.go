@@ -18,7 +18,14 @@
 //   - Worker polls the shared task queue and its own.
 //   - Client starts a run and mirrors its facts into a local run
 //     directory, so that flow show, runs, tail and the reports work; Attach
-//     continues a mirror whose process died.
+//     continues a mirror whose process died. The mirror relays an attended
+//     run's asks to a local Asker and signals the answers back.
+//   - DataConverter seals every payload with the run's Key (AES-GCM), so
+//     that history holds no flow data in clear; workers redact what they
+//     write and return.
+//   - versions.go says how the walk's commands are versioned
+//     (workflow.GetVersion); testdata/histories holds each version's
+//     recorded histories, which the tests replay.
 //
 // Nothing here is needed to run a flow locally, and the Temporal server is
 // never compiled into flow: tests use the CLI's dev server

@@ -42,6 +42,12 @@ func newCluster(t *testing.T, drivers ...engine.Driver) *cluster {
 // newClusterOf is newCluster with workers that each run at most
 // concurrency visits at once (0: Temporal's default).
 func newClusterOf(t *testing.T, concurrency int, drivers ...engine.Driver) *cluster {
+	return newClusterWith(t, concurrency, func(int) engine.Commander { return echoCommands{} }, drivers...)
+}
+
+// newClusterWith is newClusterOf with the commands of worker i run by
+// commands(i).
+func newClusterWith(t *testing.T, concurrency int, commands func(i int) engine.Commander, drivers ...engine.Driver) *cluster {
 	srv := devserver.Start(t)
 	var c client.Client
 	var err error
@@ -55,8 +61,8 @@ func newClusterOf(t *testing.T, concurrency int, drivers ...engine.Driver) *clus
 		t.Fatalf("dialing the dev server: %v\n%s", err, srv.Log())
 	}
 	cl := &cluster{t: t, srv: srv, c: c, queue: "flow-" + strings.ReplaceAll(t.Name(), "/", "-")}
-	for _, d := range drivers {
-		acts := &Activities{Leaves: local.Leaves{Drivers: map[string]engine.Driver{"exec": d}, Commands: echoCommands{}}, RunsDir: t.TempDir(), Concurrency: concurrency}
+	for i, d := range drivers {
+		acts := &Activities{Leaves: local.Leaves{Drivers: map[string]engine.Driver{"exec": d}, Commands: commands(i)}, RunsDir: t.TempDir(), Concurrency: concurrency}
 		w := NewWorker(c, cl.queue, acts)
 		ctx, stop := context.WithCancel(context.Background())
 		cl.workers = append(cl.workers, w)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -11,6 +12,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/rundir"
 )
 
 // leaves is the engine.LeafRunner of a walk in a workflow: every turn and
@@ -19,6 +22,32 @@ import (
 type leaves struct {
 	queue  string // the shared task queue
 	timing Timing
+	// origin is the directory the snapshot's relative paths are relative
+	// to (RunInput.Origin, else the run's working directory).
+	origin string
+	// keyEnvs name the variables the run's agents take their keys from
+	// (sorted): every leaf's worker redacts their values.
+	keyEnvs []string
+	// ids names activities by visit (versions.visitIDs): how many of each
+	// visit's activities were scheduled, for a retry's id. nil: the SDK's
+	// sequence numbers (version 0).
+	ids map[string]int
+	// rec keeps the attempts sent and lost, by visit, for the visit's
+	// end fact.
+	rec *recorder
+}
+
+// activityID is the id of the next activity of visit: the visit's path,
+// then "~2", "~3" for the walker's retries of it.
+func (l leaves) activityID(visit string) string {
+	if l.ids == nil || len(visit) > 400 {
+		return ""
+	}
+	l.ids[visit]++
+	if n := l.ids[visit]; n > 1 {
+		return fmt.Sprintf("%s~%d", visit, n)
+	}
+	return visit
 }
 
 // The walker cannot watch a turn on a worker live: the workflow's host
@@ -31,8 +60,9 @@ var _ engine.LeafRunner = leaves{}
 // a worker that stops heartbeating is taken for dead and the activity
 // retried, on another worker for the shared queue. A turn for a held
 // session must be taken by that worker within SessionWait.
-func (l leaves) options(queue string, timeout time.Duration, held bool) workflow.ActivityOptions {
+func (l leaves) options(visit, queue string, timeout time.Duration, held bool) workflow.ActivityOptions {
 	o := workflow.ActivityOptions{
+		ActivityID:          l.activityID(visit),
 		TaskQueue:           queue,
 		StartToCloseTimeout: timeout + l.timing.Grace,
 		HeartbeatTimeout:    l.timing.Heartbeat,
@@ -48,8 +78,8 @@ func (l leaves) options(queue string, timeout time.Duration, held bool) workflow
 
 func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
 	w := workflowOf(ctx)
-	in := &TurnInput{RunID: t.RunID, Visit: t.Visit, Agent: t.Agent, Model: t.Model, Prompt: t.Prompt, OutputSchema: t.OutputSchema,
-		Home: t.Home, WorkDir: t.WorkDir, Timeout: t.Timeout, TokensLeft: t.TokensLeft}
+	in := &TurnInput{RunID: t.RunID, Visit: t.Visit, Agent: l.placed(t.Agent), Model: t.Model, Prompt: t.Prompt, OutputSchema: t.OutputSchema,
+		Home: t.Home, WorkDir: t.WorkDir, Timeout: t.Timeout, TokensLeft: t.TokensLeft, KeyEnvs: l.keyEnvs}
 	queue, held := l.queue, ""
 	if t.Session != "" {
 		held, in.Session = splitSession(t.Session)
@@ -58,12 +88,25 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 		}
 	}
 	var out TurnOutput
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(queue, t.Timeout, held != "")), TurnActivity, in)
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(t.Visit, queue, t.Timeout, held != "")), TurnActivity, in)
 	if err := f.Get(w, &out); err != nil {
+		l.lost(t.Visit, lastSent(err))
 		return nil, l.failed(ctx, w, err, held)
 	}
 	res := out.Result
+	l.lost(t.Visit, out.Sent)
 	if res != nil {
+		// What the lost attempts spent, as far as their heartbeats said,
+		// is the visit's too: the ledger settles it with the rest.
+		var spent int64
+		for _, s := range out.Sent {
+			if s.Tokens != nil {
+				spent += *s.Tokens
+			}
+		}
+		if len(out.Sent) > 0 {
+			res.Usage.Add(engine.Usage{Input: &spent, Partial: true})
+		}
 		res.Worker = out.Worker
 		if res.Session != "" {
 			res.Session = joinSession(out.Worker, res.Session)
@@ -74,9 +117,9 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 
 func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.CommandResult, error) {
 	w := workflowOf(ctx)
-	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout}
+	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout, KeyEnvs: l.keyEnvs}
 	var out CommandOutput
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(l.queue, c.Timeout, false)), CommandActivity, in)
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(c.Visit, l.queue, c.Timeout, false)), CommandActivity, in)
 	if err := f.Get(w, &out); err != nil {
 		return nil, l.failed(ctx, w, err, "")
 	}
@@ -84,6 +127,50 @@ func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.Command
 		out.Result.Worker = out.Worker
 	}
 	return out.Result, out.Ended.err()
+}
+
+// lost keeps the attempts of visit that were sent and lost, for its end
+// fact (recorder.Fact).
+func (l leaves) lost(visit string, sent []rundir.Sent) {
+	if l.rec == nil || len(sent) == 0 {
+		return
+	}
+	if l.rec.sent == nil {
+		l.rec.sent = map[string][]rundir.Sent{}
+	}
+	l.rec.sent[visit] = append(l.rec.sent[visit], sent...)
+}
+
+// lastSent are the attempts an activity that outlasted its retries sent,
+// as its last heartbeat tells them: every attempt, the last included.
+func lastSent(err error) []rundir.Sent {
+	var te *temporal.TimeoutError
+	if !errors.As(err, &te) || !te.HasLastHeartbeatDetails() {
+		return nil
+	}
+	var last Progress
+	var sent []rundir.Sent
+	if te.LastHeartbeatDetails(&last, &sent) != nil || last.Attempt == 0 {
+		return nil
+	}
+	s := rundir.Sent{Attempt: int(last.Attempt), Worker: last.Worker}
+	if last.Tokens > 0 {
+		s.Tokens = &last.Tokens
+	}
+	return append(sent, s)
+}
+
+// placed is the agent with its Source absolute, as the run recorded it:
+// a relative one is relative to the directory the client read the flow
+// from, not to wherever a worker runs; the worker then maps it through its
+// --workdir. Pure string work on the workflow's input: deterministic.
+func (l leaves) placed(a *flows.Agent) *flows.Agent {
+	if a == nil || a.Source == "" || filepath.IsAbs(a.Source) || l.origin == "" {
+		return a
+	}
+	c := *a
+	c.Source = filepath.Join(l.origin, a.Source)
+	return &c
 }
 
 // failed turns an activity's failure into the walker's terms: a

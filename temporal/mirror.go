@@ -28,6 +28,9 @@ type mirror struct {
 	next    int                 // facts of the current execution mirrored so far
 	live    map[string]Progress // the last progress shown per visit
 	waiting bool                // said that no worker took the run yet
+	// relay hands the run's asks to a local Asker (an attended run); nil:
+	// nobody here answers.
+	relay *relay
 }
 
 // ErrDetached, as the cause of a mirror's cancellation, ends the mirror
@@ -44,6 +47,9 @@ func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
 		}
 	}()
 	m.live = map[string]Progress{}
+	if m.relay != nil {
+		defer m.relay.close()
+	}
 	poll := m.c.Poll
 	if poll <= 0 {
 		poll = 250 * time.Millisecond
@@ -73,6 +79,9 @@ func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
 			return m.finish(rpc)
 		}
 		m.progress(desc.GetPendingActivities())
+		if m.relay != nil && !cancelled {
+			m.relay.sync(ctx)
+		}
 		if pending := desc.GetPendingWorkflowTask(); m.next == 0 && !m.waiting && pending != nil &&
 			pending.GetState() == enumspb.PENDING_WORKFLOW_TASK_STATE_SCHEDULED && time.Since(pending.GetScheduledTime().AsTime()) > 3*time.Second {
 			m.waiting = true
@@ -178,7 +187,7 @@ func (m *mirror) factEvent(f *rundir.Fact) {
 // progress emits the progress of running visits, read off their
 // activities' last heartbeats.
 func (m *mirror) progress(pending []*PendingActivity) {
-	dc := converter.GetDefaultDataConverter()
+	dc := DataConverter(m.c.Key)
 	for _, a := range pending {
 		details := a.GetHeartbeatDetails()
 		if details == nil {

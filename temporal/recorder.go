@@ -16,11 +16,22 @@ type recorder struct {
 	facts  []*rundir.Fact
 	output any
 	values map[string]any // the run's node values, for the mirror's values.json
+	// sent are the attempts of visits sent and lost (leaves.lost), until
+	// their visits' end facts take them.
+	sent map[string][]rundir.Sent
 }
 
 var _ engine.Recorder = (*recorder)(nil)
 
 func (r *recorder) Fact(f *rundir.Fact) error {
+	if sent := r.sent[f.Visit]; f.Type == rundir.FactEnd && len(sent) > 0 {
+		// The lost attempts are the visit's: it was sent again, each time
+		// a new attempt (docs/temporal.md, A turn paid for).
+		delete(r.sent, f.Visit)
+		g := *f
+		g.Sent, g.Attempts = sent, max(f.Attempts, 1)+len(sent)
+		f = &g
+	}
 	r.facts = append(r.facts, f)
 	return nil
 }

@@ -93,8 +93,9 @@ func (s *Schedules) put(ctx context.Context, id, name string, sc Scheduled) erro
 		return err
 	}
 	spec, policy := scheduleSpec(sched)
+	origin, _ := os.Getwd() // the snapshot's relative paths are this server's
 	action := &client.ScheduleWorkflowAction{ID: id, Workflow: WorkflowName, TaskQueue: s.c.queue(),
-		Args: []any{&RunInput{Snapshot: snap, Load: s.c.Load, Timing: s.c.Timing}}}
+		Args: []any{&RunInput{Snapshot: snap, Load: s.c.Load, Timing: s.c.Timing, Origin: origin, Attended: true}}}
 	_, err = s.c.Client.ScheduleClient().Create(ctx, client.ScheduleOptions{ID: id, Spec: spec, Action: action,
 		Overlap: policy.Overlap, CatchupWindow: policy.CatchupWindow, Memo: map[string]any{"flow": name}})
 	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {

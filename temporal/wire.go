@@ -35,6 +35,14 @@ type RunInput struct {
 	// a new workflow execution: ended visits keep their outcomes.
 	Earlier []*rundir.Fact `json:"earlier,omitempty"`
 	Timing  Timing         `json:"timing"`
+	// Origin is the directory the client read the flow from: the
+	// snapshot's relative paths (an agent file's, the flow file's) are
+	// relative to it. Empty: the run's working directory.
+	Origin string `json:"origin,omitempty"`
+	// Attended says someone answers the run's asks (flow serve's page and
+	// API, through the mirror): they wait for SignalAnswer. Otherwise an
+	// ask takes its default.
+	Attended bool `json:"attended,omitempty"`
 }
 
 // LoadOptions are the flows.Options a workflow loads the snapshot with.
@@ -109,17 +117,23 @@ type FactsPage struct {
 // TurnInput is one agent turn as an activity gets it: engine.Turn without
 // what cannot travel (Progress, Watch) and with its home named by path.
 type TurnInput struct {
-	RunID        string        `json:"run"`
-	Visit        string        `json:"visit"`
-	Agent        *flows.Agent  `json:"agent"`
-	Model        string        `json:"model,omitempty"`
-	Prompt       string        `json:"prompt"`
-	OutputSchema []byte        `json:"output_schema,omitempty"`
-	Home         string        `json:"home"` // the visit's or scope's path: its home in the worker's run directory
-	WorkDir      string        `json:"workdir"`
-	Timeout      time.Duration `json:"timeout"`
-	Session      string        `json:"session,omitempty"` // the driver's own session to continue
-	TokensLeft   int64         `json:"tokens_left,omitempty"`
+	RunID        string       `json:"run"`
+	Visit        string       `json:"visit"`
+	Agent        *flows.Agent `json:"agent"`
+	Model        string       `json:"model,omitempty"`
+	Prompt       string       `json:"prompt"`
+	OutputSchema []byte       `json:"output_schema,omitempty"`
+	Home         string       `json:"home"` // the visit's or scope's path: its home in the worker's run directory
+	// WorkDir is the run's working directory as the run recorded it; the
+	// worker maps it, and the agent's Source under it, through its
+	// --workdir (Activities.local).
+	WorkDir    string        `json:"workdir"`
+	Timeout    time.Duration `json:"timeout"`
+	Session    string        `json:"session,omitempty"` // the driver's own session to continue
+	TokensLeft int64         `json:"tokens_left,omitempty"`
+	// KeyEnvs name the variables the run's agents take their keys from:
+	// the worker redacts their values (its own) as a local run does.
+	KeyEnvs []string `json:"key_envs,omitempty"`
 }
 
 // TurnOutput is how a turn ended on a worker. A turn's own ends (its
@@ -129,6 +143,9 @@ type TurnOutput struct {
 	Result *engine.TurnResult `json:"result,omitempty"`
 	Ended  *Ended             `json:"ended,omitempty"`
 	Worker string             `json:"worker"` // the worker's own task queue
+	// Sent are the earlier attempts of this activity, whose workers died
+	// before they ended (as their last heartbeats tell).
+	Sent []rundir.Sent `json:"sent,omitempty"`
 }
 
 // CommandInput is one `run:` visit as an activity gets it.
@@ -141,6 +158,7 @@ type CommandInput struct {
 	Home    string        `json:"home"`
 	Env     []string      `json:"env,omitempty"`
 	Timeout time.Duration `json:"timeout"`
+	KeyEnvs []string      `json:"key_envs,omitempty"` // as TurnInput's
 }
 
 // CommandOutput is how a command ended on a worker.
@@ -221,6 +239,12 @@ type Progress struct {
 	Model    string `json:"model,omitempty"`
 	Activity string `json:"activity,omitempty"`
 	Tokens   int64  `json:"tokens,omitempty"`
+	// Worker is the own queue of the worker that runs the attempt, and
+	// Attempt which attempt of the activity it is: a later attempt reads
+	// them off the heartbeat its predecessor left. A heartbeat's second
+	// value is the attempts sent before it ([]rundir.Sent).
+	Worker  string `json:"worker,omitempty"`
+	Attempt int32  `json:"attempt,omitempty"`
 }
 
 // sessionSep joins a worker's own queue and a driver's session into the

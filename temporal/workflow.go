@@ -3,13 +3,27 @@ package temporal
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/ordered"
 )
+
+// keyEnvs are the variables plan's agents take their keys from, sorted.
+func keyEnvs(plan *flows.Plan) []string {
+	var out []string
+	for _, name := range ordered.Keys(plan.Agents) {
+		if a := plan.Agents[name]; a.APIKeyEnv != "" && !slices.Contains(out, a.APIKeyEnv) {
+			out = append(out, a.APIKeyEnv)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Workflow is the run workflow: it rebuilds the plan from the run's
 // snapshot and walks it with the engine's own walker, on the workflow's
@@ -26,6 +40,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	if err := workflow.SetQueryHandler(ctx, QueryFacts, rec.page); err != nil {
 		return nil, err
 	}
+	vs := readVersions(ctx)
 	if in == nil || in.Snapshot == nil {
 		return nil, temporal.NewNonRetryableApplicationError("the run workflow was started without a snapshot", "refused", nil)
 	}
@@ -33,6 +48,14 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	plan, diags := flows.Reload(snap.File, snap.Sources(), snap.Agents, snap.Settings.WorkDir, flows.Options{DefaultDriver: in.Load.DefaultDriver, Drivers: in.Load.Drivers})
 	if diags.HasErrors() {
 		return nil, temporal.NewNonRetryableApplicationError("the run's snapshot does not load:\n"+diags.Error(), "refused", nil)
+	}
+	var asker engine.Asker
+	if in.Attended {
+		a, err := newSignalAsker(ctx)
+		if err != nil {
+			return nil, err
+		}
+		asker = a
 	}
 	timing := in.Timing.withDefaults()
 	info := workflow.GetInfo(ctx)
@@ -51,12 +74,21 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		Concurrency: snap.Settings.Concurrency,
 		Config:      snap.Settings.Config,
 		Backoff:     timing.Backoff,
+		Asker:       asker,
+	}
+	origin := in.Origin
+	if origin == "" {
+		origin = snap.Settings.WorkDir
+	}
+	lv := leaves{queue: info.TaskQueueName, timing: timing, origin: origin, keyEnvs: keyEnvs(plan), rec: rec}
+	if vs.visitIDs {
+		lv.ids = map[string]int{}
 	}
 	// The workflow's host: its coroutines and clock, its leaves as
 	// activities on workers that cannot be watched live (blind), its
 	// facts in its state; no redactor (leaves redact on their workers)
 	// and no workspace (working copies need the run's machine).
-	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: leaves{queue: info.TaskQueueName, timing: timing}, Recorder: rec, Blind: true})
+	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: lv, Recorder: rec, Blind: true})
 	// The workflow's cancellation stops the walk with the cause a Ctrl-C
 	// gives, from a coroutine: deterministic.
 	//workflowcheck:ignore Background has no Done, so no goroutine starts; stop runs whole on one coroutine

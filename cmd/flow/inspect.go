@@ -152,6 +152,9 @@ func visitRows(facts []*rundir.Fact) []string {
 				}
 				detail += fmt.Sprintf("  (%d tokens%s%s)", e.Usage.Tokens(), partial, with)
 			}
+			if sent := rundir.SentText(e); sent != "" {
+				detail += "  [" + sent + "]"
+			}
 			detail = fmtMS(e.WallMS) + "  " + detail
 		}
 		rows = append(rows, fmt.Sprintf("%s%s %s  %s", strings.Repeat("  ", visit.Depth), mark, safeLine(v), safeLine(detail)))

@@ -63,17 +63,44 @@ func (a *app) dialTemporal(ctx context.Context, f temporalFlags) (client.Client,
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := client.DialContext(ctx, client.Options{HostPort: f.address, Namespace: f.namespace, Logger: tlog.NewStructuredLogger(logger)})
+	key, err := a.temporalKey()
+	if err != nil {
+		return nil, err
+	}
+	data, failures := runner.TemporalConverters(key)
+	c, err := client.DialContext(ctx, client.Options{HostPort: f.address, Namespace: f.namespace, Logger: tlog.NewStructuredLogger(logger),
+		DataConverter: data, FailureConverter: failures})
 	if err != nil {
 		return nil, invalid("connecting to Temporal at %s: %v (is a server running there? see docs/temporal.md)", f.address, err)
 	}
 	return c, nil
 }
 
+// temporalKey is the key that encrypts what runs put in Temporal's
+// history (temporal.key, FLOW_TEMPORAL_KEY; docs/temporal.md). Without
+// one, history holds flow data in clear: say so once.
+func (a *app) temporalKey() (runner.TemporalKey, error) {
+	key, err := runner.ParseTemporalKey(a.cfg.GetString("temporal.key"))
+	if err != nil {
+		return key, invalid("%v", err)
+	}
+	if !key.Set() {
+		if a.warned == nil {
+			a.warned = map[string]bool{}
+		}
+		if !a.warned["temporal.key"] {
+			a.warned["temporal.key"] = true
+			fmt.Fprintln(a.stderr, "warning: temporal.key (FLOW_TEMPORAL_KEY) is not set: Temporal's history holds the runs' prompts, inputs and outputs in clear (docs/temporal.md)")
+		}
+	}
+	return key, nil
+}
+
 // onTemporal is the backend that hands runs to the Temporal server c is
 // connected to and mirrors them here.
 func (a *app) onTemporal(c client.Client, f temporalFlags) *runner.Temporal {
-	return runner.OnTemporal(c, runner.TemporalConfig{Address: f.address, Namespace: f.namespace, TaskQueue: f.taskQueue,
+	key, _ := a.temporalKey() // dialTemporal read it
+	return runner.OnTemporal(c, runner.TemporalConfig{Key: key, Address: f.address, Namespace: f.namespace, TaskQueue: f.taskQueue,
 		Load: a.loadOptions(), Heartbeat: a.cfg.GetDuration("temporal.heartbeat"), SessionWait: a.cfg.GetDuration("temporal.session_wait")})
 }
 
@@ -185,7 +212,7 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 		return invalid("--concurrency %d: give the most visits at once, or 0 for no limit of flow's", f.concurrency)
 	}
 	acts := &temporal.Activities{Leaves: local.Leaves{Drivers: drivers, Commands: run.New()}, RunsDir: runsDir, WorkDir: f.workDir,
-		Concurrency: f.concurrency}
+		Concurrency: f.concurrency, Secrets: a.secrets}
 	w := temporal.NewWorker(c, tf.taskQueue, acts)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -29,9 +29,15 @@ func temporalEnv(runsDir string) []string {
 // is stopped when the test ends.
 func startWorker(t *testing.T, bin, dir, addr, queue string, flags ...string) *exec.Cmd {
 	t.Helper()
+	return startWorkerEnv(t, bin, dir, addr, queue, nil, flags...)
+}
+
+// startWorkerEnv is startWorker with env added to its environment.
+func startWorkerEnv(t *testing.T, bin, dir, addr, queue string, env []string, flags ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"worker", "--temporal", addr, "--task-queue", queue, "--runs-dir", t.TempDir()}, flags...)...)
 	cmd.Dir = dir
-	cmd.Env = temporalEnv(t.TempDir())
+	cmd.Env = append(temporalEnv(t.TempDir()), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -110,7 +116,13 @@ func TestTemporalFanoutGivesTheLocalOutcome(t *testing.T) {
 	}
 	local, remote := t.TempDir(), t.TempDir()
 	flowRun(local, "examples/fanout.yaml")
-	startWorker(t, bin, root, srv.Address, "fanout")
+	// Two workers, each started in a directory of its own with --workdir
+	// at its own checkout: the exec agents' relative commands, the agent
+	// files and the run: nodes resolve there as the run recorded them.
+	// One visit at a time each, so that the map's three items spread.
+	for range 2 {
+		startWorker(t, bin, t.TempDir(), srv.Address, "fanout", "--workdir", checkout(t, root), "--concurrency", "1")
+	}
 	flowRun(remote, "--temporal", srv.Address, "--task-queue", "fanout", "examples/fanout.yaml")
 
 	_, want := runOutcome(t, local)
@@ -123,10 +135,17 @@ func TestTemporalFanoutGivesTheLocalOutcome(t *testing.T) {
 		t.Errorf("the mirrored run's snapshot does not name its workflow: %+v (%v)", snap, err)
 	}
 	facts, _ := rundir.ReadJournal(dir)
+	workers := map[string]bool{}
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && (f.Kind == "agent" || f.Kind == "run") && !strings.HasPrefix(f.Worker, "fanout@") {
-			t.Errorf("%s ran on worker %q: not on a flow worker", f.Visit, f.Worker)
+		if f.Type == rundir.FactEnd && (f.Kind == "agent" || f.Kind == "run") {
+			if !strings.HasPrefix(f.Worker, "fanout@") {
+				t.Errorf("%s ran on worker %q: not on a flow worker", f.Visit, f.Worker)
+			}
+			workers[f.Worker] = true
 		}
+	}
+	if len(workers) != 2 {
+		t.Errorf("the visits ran on workers %v, want both", workers)
 	}
 	// The node values a sweep's score reads come back with the workflow's
 	// result, as a local run writes them.
@@ -157,6 +176,26 @@ func TestTemporalFanoutGivesTheLocalOutcome(t *testing.T) {
 	}
 }
 
+// checkout copies what examples/fanout.yaml needs of the repository at
+// root into a directory of its own: another machine's checkout.
+func checkout(t *testing.T, root string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(dir, "examples"), os.DirFS(filepath.Join(root, "examples"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"README.md", "go.mod", "Taskfile.yml"} {
+		b, err := os.ReadFile(filepath.Join(root, p))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, p), b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // sideEffects reads the lines visits appended to path: "start VISIT PID"
 // and "end VISIT".
 func sideEffects(t *testing.T, path string) (starts map[string][]string, ends map[string]int) {
@@ -183,10 +222,15 @@ func TestTemporalAKilledWorkersVisitRunsOnTheOther(t *testing.T) {
 	step := func(id, pause string) string {
 		return fmt.Sprintf("  - {id: %s, run: 'echo \"start $FLOW_VISIT $PPID\" >> ran; %secho \"end $FLOW_VISIT\" >> ran'}\n", id, pause)
 	}
-	flow := "name: kill\nnodes:\n" + step("first", "") +
-		"  - id: each\n    map: '[1, 2, 3, 4]'\n    max: 4\n    concurrency: 4\n    do:\n  " +
-		strings.ReplaceAll(step("work", "sleep 3; "), "\n  - ", "\n    - ") + step("last", "")
-	flow = strings.Replace(flow, "do:\n    - {id: work", "do:\n      - {id: work", 1)
+	// The map's visits are agent turns (an exec agent that logs as the
+	// run: steps do): a turn whose worker died runs again on another; a
+	// command does not (temporal's TestE2EACommandWhoseWorkerDiedIsNotRunAgain).
+	flow := "name: kill\n" +
+		"agents:\n  - {name: w, description: works, driver: exec, command: [sh, -c, 'cat >/dev/null; " +
+		"echo \"start $FLOW_VISIT $PPID\" >> ran; sleep 3; echo \"end $FLOW_VISIT\" >> ran; echo done']}\n" +
+		"nodes:\n" + step("first", "") +
+		"  - id: each\n    map: '[1, 2, 3, 4]'\n    max: 4\n    concurrency: 4\n    do:\n" +
+		"      - {id: work, agent: w, prompt: go}\n" + step("last", "")
 	if err := os.WriteFile(filepath.Join(dir, "kill.yaml"), []byte(flow), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +284,28 @@ func TestTemporalAKilledWorkersVisitRunsOnTheOther(t *testing.T) {
 	runDir, o := runOutcome(t, runsDir)
 	if o.Status != rundir.StatusSucceeded {
 		t.Errorf("the mirrored run is %s, want succeeded", o.Status)
+	}
+	// The killed turn was sent and paid for: its visit's end records the
+	// attempt on the killed worker (an exec agent reports no tokens: its
+	// spend is unknown), and the retry as its second attempt; flow show
+	// and the report say so.
+	facts, _ := rundir.ReadJournal(runDir)
+	var end *rundir.Fact
+	for _, f := range facts {
+		if f.Type == rundir.FactEnd && f.Visit == "each[1]/work" {
+			end = f
+		}
+	}
+	if end == nil || end.Attempts != 2 || len(end.Sent) != 1 || end.Sent[0].Attempt != 1 || end.Sent[0].Tokens != nil ||
+		!strings.Contains(end.Sent[0].Worker, "-"+victim+"-") {
+		t.Errorf("the killed visit's end: %+v, want attempt 1 sent on worker %s with its spend unknown, and 2 attempts", end, victim)
+	}
+	show, err := temporalFlow(t, bin, dir, runsDir, "show", filepath.Base(runDir))
+	if err != nil || !strings.Contains(show, "attempt 1 sent on kill@") || !strings.Contains(show, "spend unknown") {
+		t.Errorf("flow show does not tell the sent attempt: %v\n%s", err, show)
+	}
+	if report, _ := os.ReadFile(filepath.Join(runDir, "report.html")); !strings.Contains(string(report), "attempt 1 sent on kill@") {
+		t.Error("report.html does not tell the sent attempt")
 	}
 	// The live view got the visits' progress from their heartbeats.
 	events, _ := os.ReadFile(filepath.Join(runDir, "events.jsonl"))

@@ -91,6 +91,10 @@ type Fact struct {
 	// that run's visit and what it spent (this one spent nothing).
 	Key    *schema.VisitKey `json:"key,omitempty"`
 	Reused *Reused          `json:"reused,omitempty"`
+	// Sent are the attempts of an agent visit that a Temporal worker sent
+	// and did not see to their end (it died or stopped): each was paid
+	// for, and Attempts and Usage count them (docs/temporal.md).
+	Sent []Sent `json:"sent,omitempty"`
 	// Parent, on the start of a delegated child's visit, is the visit of
 	// the turn that started it; the start's Input is its task
 	// (docs/delegation.md).
@@ -130,4 +134,13 @@ type Reused struct {
 	Run   string `json:"run"`
 	Visit string `json:"visit"`
 	Saved *Usage `json:"saved,omitempty"`
+}
+
+// Sent is an attempt of a turn that was sent and never ended: the worker
+// that ran it, and its tokens as it last reported them (nil: it reported
+// none, so its spend is unknown).
+type Sent struct {
+	Attempt int    `json:"attempt"`
+	Worker  string `json:"worker,omitempty"`
+	Tokens  *int64 `json:"tokens"`
 }

@@ -86,6 +86,7 @@ type VisitEnded struct {
 	Transcript string
 	Key        *schema.VisitKey
 	Reused     *Reused
+	Sent       []Sent
 }
 
 // Fact is the end fact.
@@ -94,7 +95,7 @@ func (e VisitEnded) Fact() *Fact {
 	return &Fact{Type: FactEnd, Time: e.Time, Visit: e.Visit, Node: e.Node, Kind: e.Kind, Agent: e.Agent, OK: &ok,
 		Output: e.Output, Error: e.Error, File: e.File, Size: e.Size, Skipped: e.Skipped, Usage: e.Usage, Model: e.Model,
 		Timeout: e.Timeout, Attempts: e.Attempts, Session: e.Session, Scope: e.Scope, Answer: e.Answer, WallMS: e.WallMS,
-		Worktree: e.Worktree, Worker: e.Worker, Transcript: e.Transcript, Key: e.Key, Reused: e.Reused}
+		Worktree: e.Worktree, Worker: e.Worker, Transcript: e.Transcript, Key: e.Key, Reused: e.Reused, Sent: e.Sent}
 }
 
 // WorktreeMade records an isolated scope's working copy made, or made
