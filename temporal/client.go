@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -50,6 +51,13 @@ func (c *Client) queue() string {
 // Attach (flow resume) continues the mirror.
 func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
 	opts.Asker = nil // a Temporal run is unattended: asks take their defaults
+	wd := opts.WorkDir
+	if wd == "" {
+		wd, _ = os.Getwd()
+	}
+	if err := CheckWorkspace(ctx, plan, wd); err != nil {
+		return nil, err // before the run directory: a refused run leaves nothing
+	}
 	w, snap, err := engine.Begin(ctx, plan, opts)
 	if err != nil {
 		return nil, err
