@@ -46,7 +46,7 @@ type Activities struct {
 // Turn runs one agent turn.
 func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, error) {
 	out := &TurnOutput{Worker: a.Queue}
-	workDir, err := a.workDir(in.WorkDir)
+	workDir, leave, err := a.leafDir(ctx, in.Scope, in.WorkDir, in.RunID, in.Visit)
 	if err != nil {
 		out.Ended = ended(err)
 		return out, nil
@@ -59,6 +59,9 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 	res, err := a.Leaves.Turn(ctx, t)
 	if ctx.Err() != nil {
 		return nil, ctx.Err() // cancelled: Temporal records it so
+	}
+	if lerr := leave(ctx); lerr != nil {
+		return nil, lerr // what the turn changed did not reach the remote: run it again
 	}
 	if res != nil {
 		if res.File != "" { // too long to travel: the reader gets its prefix and where the rest is
@@ -73,7 +76,7 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 // Command runs one `run:` node's command.
 func (a *Activities) Command(ctx context.Context, in *CommandInput) (*CommandOutput, error) {
 	out := &CommandOutput{Worker: a.Queue}
-	dir, err := a.workDir(in.Dir)
+	dir, leave, err := a.leafDir(ctx, in.Scope, in.Dir, in.RunID, in.Visit)
 	if err != nil {
 		out.Ended = ended(err)
 		return out, nil
@@ -85,6 +88,9 @@ func (a *Activities) Command(ctx context.Context, in *CommandInput) (*CommandOut
 	res, err := a.Leaves.Command(ctx, c)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	if lerr := leave(ctx); lerr != nil {
+		return nil, lerr
 	}
 	out.Result, out.Ended = res, ended(err)
 	return out, nil

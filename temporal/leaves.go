@@ -19,6 +19,7 @@ import (
 type leaves struct {
 	queue  string // the shared task queue
 	timing Timing
+	ws     *workspace // the run's isolated scopes, nil when it has none
 }
 
 // The walker cannot watch a turn on a worker live: the workflow's host
@@ -49,7 +50,7 @@ func (l leaves) options(queue string, timeout time.Duration, held bool) workflow
 func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
 	w := workflowOf(ctx)
 	in := &TurnInput{RunID: t.RunID, Visit: t.Visit, Agent: t.Agent, Model: t.Model, Prompt: t.Prompt, OutputSchema: t.OutputSchema,
-		Home: t.Home, WorkDir: t.WorkDir, Timeout: t.Timeout, TokensLeft: t.TokensLeft}
+		Home: t.Home, WorkDir: t.WorkDir, Timeout: t.Timeout, TokensLeft: t.TokensLeft, Scope: l.ws.scopeAt(t.WorkDir)}
 	queue, held := l.queue, ""
 	if t.Session != "" {
 		held, in.Session = splitSession(t.Session)
@@ -74,7 +75,7 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 
 func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.CommandResult, error) {
 	w := workflowOf(ctx)
-	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout}
+	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout, Scope: l.ws.scopeAt(c.Dir)}
 	var out CommandOutput
 	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(l.queue, c.Timeout, false)), CommandActivity, in)
 	if err := f.Get(w, &out); err != nil {

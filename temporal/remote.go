@@ -33,6 +33,9 @@ func CheckWorkspace(ctx context.Context, plan *flows.Plan, workDir string) error
 	}
 	checked := map[string]error{}
 	for _, n := range nodes {
+		if n.Land == "rebase" {
+			return &engine.RefusedError{Msg: fmt.Sprintf("%s: land: rebase replays a scope's commits in a working copy of the run's machine; on Temporal, scopes land with land: merge (or none)", n.Pos)}
+		}
 		where, ok := staticRepo(n, workDir)
 		if !ok {
 			continue

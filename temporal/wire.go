@@ -120,6 +120,7 @@ type TurnInput struct {
 	Timeout      time.Duration `json:"timeout"`
 	Session      string        `json:"session,omitempty"` // the driver's own session to continue
 	TokensLeft   int64         `json:"tokens_left,omitempty"`
+	Scope        *ScopeRef     `json:"scope,omitempty"` // an isolated scope's: the worker makes its working copy
 }
 
 // TurnOutput is how a turn ended on a worker. A turn's own ends (its
@@ -141,6 +142,7 @@ type CommandInput struct {
 	Home    string        `json:"home"`
 	Env     []string      `json:"env,omitempty"`
 	Timeout time.Duration `json:"timeout"`
+	Scope   *ScopeRef     `json:"scope,omitempty"`
 }
 
 // CommandOutput is how a command ended on a worker.

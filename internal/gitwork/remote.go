@@ -205,3 +205,38 @@ func (r *Repo) Files(ctx context.Context, from, to string) ([]string, error) {
 	}
 	return splitZ(out), nil
 }
+
+// SetBranch sets branch name to commit at, whatever it was: a clone's copy
+// of a branch whose truth is the remote's.
+func (r *Repo) SetBranch(ctx context.Context, name, at string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, err := run(ctx, r.Top, nil, "update-ref", "-m", "flow: as the remote has it", "refs/heads/"+name, at)
+	return err
+}
+
+// DeleteRemote deletes branch on the remote at url, and every branch
+// under branch + ".pending/"; branches that are not there are no error.
+func (r *Repo) DeleteRemote(ctx context.Context, url, branch string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, RemoteTimeout)
+	defer cancel()
+	out, err := run(ctx, r.Top, nil, "ls-remote", "--heads", "--", url, "refs/heads/"+branch, "refs/heads/"+branch+".pending/*")
+	if err != nil {
+		return fmt.Errorf("listing %s on %s: %w", branch, url, err)
+	}
+	args := []string{"push", "--quiet", "--no-verify", "--", url}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if _, ref, ok := strings.Cut(line, "\t"); ok {
+			args = append(args, ":"+ref)
+		}
+	}
+	if len(args) == 5 {
+		return nil
+	}
+	if _, err := run(ctx, r.Top, nil, args...); err != nil {
+		return fmt.Errorf("deleting %s on %s: %w", branch, url, err)
+	}
+	return nil
+}
