@@ -16,8 +16,8 @@ import (
 
 // The working copies of isolated scopes on workers (docs/temporal.md,
 // "Working copies on workers"). Workers share no disk: each works in a
-// clone of its own of the repository's remote, cached under its runs
-// directory's parent (clones/), and they meet only in the remote. A
+// clone of its own of the repository's remote, cached in its runs
+// directory (.clones/), and they meet only in the remote. A
 // scope's branch there is its last checkpoint; a visit's worker leaves
 // what the visit changed on a pending branch (gitwork.PendingBranch),
 // which the visit's checkpoint takes as the scope's next head; landing
@@ -120,10 +120,9 @@ type ScopeRef struct {
 	Path   string `json:"path"`
 }
 
-// clones is where this worker keeps its clones.
-func (a *Activities) clones() string {
-	return filepath.Join(filepath.Dir(filepath.Clean(a.RunsDir)), "clones")
-}
+// clones is where this worker keeps its clones: in its own runs
+// directory, which no other worker shares.
+func (a *Activities) clones() string { return filepath.Join(a.RunsDir, ".clones") }
 
 func (a *Activities) clone(ctx context.Context, url string) (*gitwork.Repo, error) {
 	return gitwork.Clone(ctx, a.clones(), url)
