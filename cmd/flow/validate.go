@@ -8,8 +8,8 @@ import (
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/secret"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
-	"github.com/flowrun/flow/temporal"
 )
 
 func (a *app) validateCmd() *cobra.Command {
@@ -54,7 +54,7 @@ func (a *app) validateCmd() *cobra.Command {
 					// What flow run --temporal refuses before anything of
 					// the run is made; the server is not asked.
 					wd, _ := os.Getwd()
-					if err := temporal.CheckWorkspace(cmd.Context(), plan, wd); err != nil {
+					if err := runner.CheckTemporal(cmd.Context(), plan, wd); err != nil {
 						fmt.Fprintln(a.stderr, safeText(err.Error()))
 						bad = true
 						continue
