@@ -2,14 +2,22 @@ package temporal
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/gitwork"
+	"github.com/flowrun/flow/steps/run"
 )
 
 // gitIn runs git in dir with the test's own configuration.
@@ -149,5 +157,89 @@ func TestWorkspaceScopesLandOnceInOrderAcrossWorkers(t *testing.T) {
 	}
 	if left := gitIn(t, bare, "branch", "--list", "flow/*"); left != "flow/"+run {
 		t.Fatalf("the remote's flow branches after the scopes went:\n%s", left)
+	}
+}
+
+// The workflow side of the workspace in Temporal's test environment, its
+// activities real (git, a command): a scope opened on the remote, a `run`
+// leaf in it writing a file in the worktree its worker makes, the
+// checkpoint taking what it left, and a landing done twice landing once.
+func TestWorkspaceStepsInAWorkflow(t *testing.T) {
+	src, url := remoteRepoForTest(t)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(60 * time.Second)
+	acts := &Activities{Leaves: engine.LocalLeaves{Commands: run.New()}, RunsDir: filepath.Join(t.TempDir(), "runs"), Queue: "w1", Host: "h1"}
+	env.RegisterActivityWithOptions(acts.Command, activity.RegisterOptions{Name: CommandActivity})
+	for name, fn := range map[string]any{RepoActivity: acts.Repo, ScopeActivity: acts.Scope, CheckpointActivity: acts.Checkpoint,
+		LandActivity: acts.Land, DropActivity: acts.Drop, BranchActivity: acts.Branch} {
+		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	const runID = "r1"
+	type result struct {
+		Base, Head, Onto, Again string
+		Files                   []string
+		Dir                     string
+	}
+	env.ExecuteWorkflow(func(w workflow.Context) (*result, error) {
+		ctx := withWorkflow(context.Background(), w)
+		ws := newWorkspace(runID, src, "flow")
+		repo, err := ws.OpenRepo(ctx, runID, src, func(top string) string { return "" })
+		if err != nil {
+			return nil, err
+		}
+		res := &result{Base: repo.Base()}
+		path, branch := ws.Worktree("write[1]"), ws.ScopeBranch(runID, "write[1]")
+		if err := ws.ReadyWorktree(path); err != nil {
+			return nil, err
+		}
+		if err := repo.MakeWorktree(ctx, path, branch, repo.Base()); err != nil {
+			return nil, err
+		}
+		leafs := leaves{queue: "flow", timing: Timing{}.withDefaults(), ws: ws}
+		cr, err := leafs.Command(ctx, &engine.Command{RunID: runID, Visit: "write[1]/note", Script: "echo one > note.md; pwd", Dir: path, Timeout: time.Minute})
+		if err != nil {
+			return nil, err
+		}
+		res.Dir = strings.TrimSpace(cr.Report)
+		if res.Head, res.Files, err = repo.Checkpoint(context.WithoutCancel(ctx), path, repo.Base(), "write[1]/note"); err != nil {
+			return nil, err
+		}
+		msg := "flow: land write[1]\n\nFlow-Run: " + runID + "\nFlow-Scope: write[1]\n"
+		for i := range 2 {
+			l, err := repo.Merge(context.WithoutCancel(ctx), res.Head, "write[1]", msg)
+			if err != nil || len(l.Conflicts) > 0 {
+				return nil, fmt.Errorf("landing: %v %v", l.Conflicts, err)
+			}
+			if i == 0 {
+				res.Onto = l.Onto
+			} else {
+				res.Again = l.Onto
+			}
+		}
+		return res, repo.RemoveWorktree(context.WithoutCancel(ctx), path, branch, true)
+	})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Dir, acts.RunsDir) {
+		t.Errorf("the leaf ran in %s, not in a worktree of its worker's (%s)", res.Dir, acts.RunsDir)
+	}
+	if res.Head == res.Base || !slices.Equal(res.Files, []string{"note.md"}) {
+		t.Errorf("the checkpoint took %s %v from %s", res.Head, res.Files, res.Base)
+	}
+	if res.Onto == "" || res.Again != res.Onto {
+		t.Errorf("landed %s, then again %s: want the same landing", res.Onto, res.Again)
+	}
+	bare := strings.TrimPrefix(url, "file://")
+	if got := gitIn(t, bare, "log", "--first-parent", "--format=%s", "main..flow/"+runID); got != "flow: land write[1]" {
+		t.Errorf("flow/%s on the remote: %q", runID, got)
+	}
+	if left := gitIn(t, bare, "branch", "--list", "flow/*"); left != "flow/"+runID {
+		t.Errorf("branches left on the remote: %q", left)
 	}
 }
