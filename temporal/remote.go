@@ -108,5 +108,21 @@ func reachableRemote(ctx context.Context, where string) error {
 		}
 		url = origin
 	}
-	return gitwork.Reachable(ctx, url)
+	if err := gitwork.Reachable(ctx, url); err != nil || gitwork.IsURL(where) {
+		return err
+	}
+	// Workers fetch the commit the run starts from off the remote.
+	g, err := gitwork.Open(ctx, where)
+	if err != nil {
+		return err
+	}
+	head, err := g.Head(ctx)
+	if err != nil {
+		return err
+	}
+	on, err := g.OnRemote(ctx, url, head)
+	if err == nil && !on {
+		err = fmt.Errorf("the commit the run starts from, %s (checked out in %s), is not on its remote %s: push it there first (git push origin HEAD), workers fetch it from there", head[:min(12, len(head))], g.Top, url)
+	}
+	return err
 }

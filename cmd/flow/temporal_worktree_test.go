@@ -50,6 +50,13 @@ func TestTemporalRefusesIsolationWithoutAReachableRemote(t *testing.T) {
 	bare := filepath.Join(t.TempDir(), "remote.git")
 	gitCmd(t, env, dir, "clone", "-q", "--bare", dir, bare)
 	gitCmd(t, env, dir, "remote", "set-url", "origin", "file://"+bare)
+	// A start commit the remote does not hold cannot be fetched by workers.
+	gitCmd(t, env, dir, "commit", "-q", "--allow-empty", "-m", "not pushed")
+	out, err = flowIn(t, env, dir, "validate", "--temporal", "127.0.0.1:1", "two.yaml")
+	if code := exitCode(err); code != 2 || !strings.Contains(out, "is not on its remote file://"+bare+": push it there first") {
+		t.Fatalf("flow validate --temporal with the start commit not pushed: exit %d\n%s", code, out)
+	}
+	gitCmd(t, env, dir, "push", "-q", "origin", "HEAD:main")
 	out, err = flowIn(t, env, dir, "validate", "--temporal", "127.0.0.1:1", "two.yaml")
 	switch code := exitCode(err); {
 	case temporal.Workspaces && code != 0:

@@ -240,3 +240,29 @@ func (r *Repo) DeleteRemote(ctx context.Context, url, branch string) error {
 	}
 	return nil
 }
+
+// OnRemote reports whether commit is on one of the branches of the remote
+// at url, as far as this repository can tell without fetching: a branch
+// head there that this repository holds and that has commit in its
+// history (a commit pushed from here, or fetched since).
+func (r *Repo) OnRemote(ctx context.Context, url, commit string) (bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, RemoteTimeout)
+	out, err := run(rctx, r.Top, nil, "ls-remote", "--heads", "--", url)
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("the remote %s cannot be reached: %w", url, err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		sha, _, ok := strings.Cut(line, "\t")
+		if !ok {
+			continue
+		}
+		if _, have, err := r.Commit(ctx, sha); err != nil || !have {
+			continue
+		}
+		if in, err := r.IsAncestor(ctx, commit, sha); err == nil && in {
+			return true, nil
+		}
+	}
+	return false, nil
+}

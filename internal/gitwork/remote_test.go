@@ -34,6 +34,20 @@ func TestRemoteScopesLandOnceAcrossClones(t *testing.T) {
 		t.Fatalf("Reachable of nothing: %v", err)
 	}
 
+	g, err := Open(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on, err := g.OnRemote(ctx, url, base); err != nil || !on {
+		t.Fatalf("OnRemote of the pushed start = %v, %v", on, err)
+	}
+	write(t, src, "unpushed", "x\n")
+	sh(t, src, "git", "add", "-A")
+	sh(t, src, "git", "-c", "user.name=u", "-c", "user.email=u@example.invalid", "commit", "-q", "-m", "unpushed")
+	if on, err := g.OnRemote(ctx, url, sh(t, src, "git", "rev-parse", "HEAD")); err != nil || on {
+		t.Fatalf("OnRemote of an unpushed commit = %v, %v", on, err)
+	}
+
 	a, err := Clone(ctx, filepath.Join(t.TempDir(), "a"), url)
 	if err != nil {
 		t.Fatal(err)
