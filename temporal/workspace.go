@@ -28,19 +28,21 @@ type workspace struct {
 	workDir string
 	root    string // the worktrees directory, in the run's terms
 	queue   string
+	timing  Timing
 	scopes  map[string]*ScopeRef // by worktree path
 }
 
 var _ engine.Workspace = (*workspace)(nil)
 
-func newWorkspace(runID, workDir, queue string) *workspace {
-	return &workspace{runID: runID, workDir: workDir, queue: queue,
+func newWorkspace(runID, workDir, queue string, timing Timing) *workspace {
+	return &workspace{runID: runID, workDir: workDir, queue: queue, timing: timing,
 		root:   filepath.Join(workDir, ".flow", "runs", runID, "worktrees"),
 		scopes: map[string]*ScopeRef{}}
 }
 
-// gitSteps bound one git activity; a worker that dies mid-way is
-// replaced (every step is safe to run again).
+// gitStep bounds one git activity; a worker that dies mid-way stops
+// heartbeating and the step runs again elsewhere (every step is safe to
+// run again).
 const gitStep = 2 * time.Minute
 
 func (ws *workspace) Worktree(scope string) string {
@@ -99,7 +101,7 @@ func (ws *workspace) step(ctx context.Context, name string, in, out any) error {
 	if ctx.Done() == nil {
 		w, _ = workflow.NewDisconnectedContext(w)
 	}
-	o := workflow.ActivityOptions{TaskQueue: ws.queue, StartToCloseTimeout: gitStep,
+	o := workflow.ActivityOptions{TaskQueue: ws.queue, StartToCloseTimeout: gitStep, HeartbeatTimeout: ws.timing.Heartbeat,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 3}}
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(w, o), name, in).Get(w, out)
 	var ae *temporal.ApplicationError

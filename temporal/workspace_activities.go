@@ -130,6 +130,7 @@ func (a *Activities) clone(ctx context.Context, url string) (*gitwork.Repo, erro
 
 // Repo resolves (and with in.Open, opens) a scope's repository.
 func (a *Activities) Repo(ctx context.Context, in *RepoInput) (*RepoOutput, error) {
+	defer gitBeat(ctx, "opening the repository")()
 	if in.Open {
 		g, err := a.clone(ctx, in.URL)
 		if err != nil {
@@ -187,6 +188,7 @@ func (a *Activities) unmapDir(runWorkDir, dir string) string {
 
 // Scope sets a scope's branch on the remote to in.At.
 func (a *Activities) Scope(ctx context.Context, in *ScopeInput) error {
+	defer gitBeat(ctx, "opening the scope "+in.Branch)()
 	g, err := a.clone(ctx, in.URL)
 	if err == nil {
 		err = g.FetchCommit(ctx, in.URL, in.At)
@@ -201,6 +203,7 @@ func (a *Activities) Scope(ctx context.Context, in *ScopeInput) error {
 // scope's head, when it follows from in.Since (a pending branch of an
 // earlier attempt, made from another head, is not taken).
 func (a *Activities) Checkpoint(ctx context.Context, in *CheckpointInput) (*CheckpointOutput, error) {
+	defer gitBeat(ctx, "checkpointing "+in.Visit)()
 	g, err := a.clone(ctx, in.URL)
 	if err != nil {
 		return nil, err
@@ -230,6 +233,7 @@ func (a *Activities) Checkpoint(ctx context.Context, in *CheckpointInput) (*Chec
 // the commit itself) is not made again. Another landing that moved the
 // branch meanwhile makes it try again from the new head.
 func (a *Activities) Land(ctx context.Context, in *LandInput) (*LandOutput, error) {
+	defer gitBeat(ctx, "landing "+in.Scope)()
 	g, err := a.clone(ctx, in.URL)
 	if err != nil {
 		return nil, err
@@ -268,6 +272,7 @@ func (a *Activities) Land(ctx context.Context, in *LandInput) (*LandOutput, erro
 // Drop deletes a scope's pending branches on the remote, and its branch
 // with in.Drop.
 func (a *Activities) Drop(ctx context.Context, in *DropInput) error {
+	defer gitBeat(ctx, "removing "+in.Branch)()
 	g, err := a.clone(ctx, in.URL)
 	if err != nil {
 		return err
@@ -280,6 +285,7 @@ func (a *Activities) Drop(ctx context.Context, in *DropInput) error {
 
 // Branch reads a branch on the remote.
 func (a *Activities) Branch(ctx context.Context, in *BranchInput) (*BranchOutput, error) {
+	defer gitBeat(ctx, "reading "+in.Branch)()
 	g, err := a.clone(ctx, in.URL)
 	if err != nil {
 		return nil, err
@@ -322,6 +328,16 @@ func (a *Activities) enterScope(ctx context.Context, ref *ScopeRef, runID, visit
 		return err
 	}
 	return dir, leave, nil
+}
+
+// gitBeat heartbeats while a git activity runs, so that a worker killed
+// mid-step is taken for dead after the heartbeat timeout, not the step's
+// bound; outside an activity (a direct call) it does nothing.
+func gitBeat(ctx context.Context, what string) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	return startHeartbeat(ctx, Progress{Activity: what}).stop
 }
 
 func registerWorkspace(w worker.Worker, acts *Activities) {

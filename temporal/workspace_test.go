@@ -183,7 +183,7 @@ func TestWorkspaceStepsInAWorkflow(t *testing.T) {
 	}
 	env.ExecuteWorkflow(func(w workflow.Context) (*result, error) {
 		ctx := withWorkflow(context.Background(), w)
-		ws := newWorkspace(runID, src, "flow")
+		ws := newWorkspace(runID, src, "flow", Timing{}.withDefaults())
 		repo, err := ws.OpenRepo(ctx, runID, src, func(top string) string { return "" })
 		if err != nil {
 			return nil, err
