@@ -95,3 +95,11 @@ func (t *Temporal) Stop(cancel context.CancelCauseFunc, how Stopping) { stop(can
 
 // Schedules are Temporal Schedules, one per scheduled flow of dir.
 func (t *Temporal) Schedules(dir string) Schedules { return t.c.NewSchedules(dir) }
+
+// CheckTemporal refuses what a run of plan on Temporal cannot do, before
+// anything of the run is made: isolated scopes whose repository has no
+// remote the workers reach (docs/temporal.md, "Working copies on
+// workers"). flow validate --temporal says it; Start does it too.
+func CheckTemporal(ctx context.Context, plan *flows.Plan, workDir string) error {
+	return temporal.CheckWorkspace(ctx, plan, workDir)
+}

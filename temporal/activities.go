@@ -54,7 +54,7 @@ type Activities struct {
 // Turn runs one agent turn.
 func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, error) {
 	out := &TurnOutput{Worker: a.Queue}
-	workDir, err := a.workDir(in.WorkDir)
+	workDir, leave, err := a.leafDir(ctx, in.Scope, in.WorkDir, in.RunID, in.Visit)
 	if err != nil {
 		out.Ended = ended(err)
 		return out, nil
@@ -79,6 +79,9 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 	redacted := rundir.RedactTree(t.Home, start, secrets)
 	if ctx.Err() != nil {
 		return nil, ctx.Err() // cancelled: Temporal records it so
+	}
+	if lerr := leave(ctx); lerr != nil {
+		return nil, lerr // what the turn changed did not reach the remote: run it again
 	}
 	if err == nil && redacted != nil {
 		err = fmt.Errorf("redacting the home of %s: %w", in.Visit, redacted)
@@ -144,7 +147,7 @@ func redactEnded(secrets *secret.Redactor, e *Ended) *Ended {
 // Command runs one `run:` node's command.
 func (a *Activities) Command(ctx context.Context, in *CommandInput) (*CommandOutput, error) {
 	out := &CommandOutput{Worker: a.Queue}
-	dir, err := a.workDir(in.Dir)
+	dir, leave, err := a.leafDir(ctx, in.Scope, in.Dir, in.RunID, in.Visit)
 	if err != nil {
 		out.Ended = ended(err)
 		return out, nil
@@ -168,6 +171,9 @@ func (a *Activities) Command(ctx context.Context, in *CommandInput) (*CommandOut
 	redacted := rundir.RedactTree(c.Home, start, secrets)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	if lerr := leave(ctx); lerr != nil {
+		return nil, lerr
 	}
 	if err == nil && redacted != nil {
 		err = fmt.Errorf("redacting the home of %s: %w", in.Visit, redacted)

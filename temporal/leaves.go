@@ -22,6 +22,7 @@ import (
 type leaves struct {
 	queue  string // the shared task queue
 	timing Timing
+	ws     *workspace // the run's isolated scopes, nil when it has none
 	// origin is the directory the snapshot's relative paths are relative
 	// to (RunInput.Origin, else the run's working directory).
 	origin string
@@ -79,7 +80,8 @@ func (l leaves) options(visit, queue string, timeout time.Duration, held bool) w
 func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
 	w := workflowOf(ctx)
 	in := &TurnInput{RunID: t.RunID, Visit: t.Visit, Agent: l.placed(t.Agent), Model: t.Model, Prompt: t.Prompt, OutputSchema: t.OutputSchema,
-		Home: t.Home, WorkDir: t.WorkDir, Timeout: t.Timeout, TokensLeft: t.TokensLeft, KeyEnvs: l.keyEnvs}
+		Home: t.Home, WorkDir: t.WorkDir, Timeout: t.Timeout, TokensLeft: t.TokensLeft, KeyEnvs: l.keyEnvs,
+		Scope: l.ws.scopeAt(t.WorkDir)}
 	queue, held := l.queue, ""
 	if t.Session != "" {
 		held, in.Session = splitSession(t.Session)
@@ -117,7 +119,7 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 
 func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.CommandResult, error) {
 	w := workflowOf(ctx)
-	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout, KeyEnvs: l.keyEnvs}
+	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout, KeyEnvs: l.keyEnvs, Scope: l.ws.scopeAt(c.Dir)}
 	var out CommandOutput
 	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(c.Visit, l.queue, c.Timeout, false)), CommandActivity, in)
 	if err := f.Get(w, &out); err != nil {

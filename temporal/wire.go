@@ -133,7 +133,8 @@ type TurnInput struct {
 	TokensLeft int64         `json:"tokens_left,omitempty"`
 	// KeyEnvs name the variables the run's agents take their keys from:
 	// the worker redacts their values (its own) as a local run does.
-	KeyEnvs []string `json:"key_envs,omitempty"`
+	KeyEnvs []string  `json:"key_envs,omitempty"`
+	Scope   *ScopeRef `json:"scope,omitempty"` // an isolated scope's: the worker makes its working copy
 }
 
 // TurnOutput is how a turn ended on a worker. A turn's own ends (its
@@ -159,6 +160,7 @@ type CommandInput struct {
 	Env     []string      `json:"env,omitempty"`
 	Timeout time.Duration `json:"timeout"`
 	KeyEnvs []string      `json:"key_envs,omitempty"` // as TurnInput's
+	Scope   *ScopeRef     `json:"scope,omitempty"`
 }
 
 // CommandOutput is how a command ended on a worker.

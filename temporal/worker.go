@@ -42,6 +42,7 @@ func NewWorker(c client.Client, queue string, acts *Activities) *Worker {
 	shared := worker.New(c, queue, sharedOpts)
 	shared.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 	register(shared, acts)
+	registerWorkspace(shared, acts)
 	ownOpts := opts
 	ownOpts.DisableWorkflowWorker = true
 	own := worker.New(c, mine, ownOpts)

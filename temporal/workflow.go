@@ -80,15 +80,17 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	if origin == "" {
 		origin = snap.Settings.WorkDir
 	}
-	lv := leaves{queue: info.TaskQueueName, timing: timing, origin: origin, keyEnvs: keyEnvs(plan), rec: rec}
+	ws := newWorkspace(runID, snap.Settings.WorkDir, info.TaskQueueName, timing)
+	lv := leaves{queue: info.TaskQueueName, timing: timing, origin: origin, keyEnvs: keyEnvs(plan), rec: rec, ws: ws}
 	if vs.visitIDs {
 		lv.ids = map[string]int{}
 	}
 	// The workflow's host: its coroutines and clock, its leaves as
 	// activities on workers that cannot be watched live (blind), its
-	// facts in its state; no redactor (leaves redact on their workers)
-	// and no workspace (working copies need the run's machine).
-	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: lv, Recorder: rec, Blind: true})
+	// facts in its state; no redactor (leaves redact on their workers);
+	// its workspace is the repositories' remotes, which every worker
+	// reaches (docs/temporal.md, "Working copies on workers").
+	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: lv, Recorder: rec, Blind: true, Workspace: ws})
 	// The workflow's cancellation stops the walk with the cause a Ctrl-C
 	// gives, from a coroutine: deterministic.
 	//workflowcheck:ignore Background has no Done, so no goroutine starts; stop runs whole on one coroutine

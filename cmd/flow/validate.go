@@ -8,11 +8,13 @@ import (
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/secret"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
 )
 
 func (a *app) validateCmd() *cobra.Command {
 	var pre bool
+	var onTemporal string
 	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check flow files whole, reporting every fault at once; run nothing",
@@ -48,6 +50,16 @@ func (a *app) validateCmd() *cobra.Command {
 						continue
 					}
 				}
+				if onTemporal != "" {
+					// What flow run --temporal refuses before anything of
+					// the run is made; the server is not asked.
+					wd, _ := os.Getwd()
+					if err := runner.CheckTemporal(cmd.Context(), plan, wd); err != nil {
+						fmt.Fprintln(a.stderr, safeText(err.Error()))
+						bad = true
+						continue
+					}
+				}
 				fmt.Fprintf(a.stdout, "%s: ok\n", f)
 			}
 			if bad {
@@ -57,6 +69,7 @@ func (a *app) validateCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&pre, "preflight", false, "also check the drivers the agents use (CLI, version, server, key), as flow run does")
+	cmd.Flags().StringVar(&onTemporal, "temporal", "", "also check what a run on the Temporal server HOST:PORT needs, as flow run --temporal does: a remote the workers reach for every repository a scope isolates in (the server is not contacted)")
 	return cmd
 }
 

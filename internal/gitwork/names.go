@@ -61,3 +61,10 @@ func refSafe(s string) string {
 	}
 	return strings.TrimSuffix(string(out), ".lock")
 }
+
+// PendingBranch is where a worker leaves what a visit in scope branch
+// changed, until the run takes it as the scope's next checkpoint (on
+// Temporal, the visit and its checkpoint may run on different machines).
+func PendingBranch(branch, visit string) string {
+	return branch + ".pending/" + strings.ReplaceAll(refSafe(visit), "/", "-")
+}
