@@ -28,7 +28,8 @@ type Client struct {
 	TaskQueue string // DefaultTaskQueue if empty
 	Load      LoadOptions
 	Timing    Timing
-	// Poll is how often the mirror asks for new facts and progress;
+	// Poll is how often the mirror reads the progress of the activities
+	// in flight (facts it reads when the history grows, long-polled);
 	// default 250 ms.
 	Poll time.Duration
 }
