@@ -9,6 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
@@ -73,14 +74,21 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Opti
 type TemporalRef = rundir.TemporalRun
 
 func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*rundir.Fact) (client.WorkflowRun, error) {
+	trigger, searchable := triggerOf(ctx), c.searchable(ctx)
+	var attrs temporal.SearchAttributes
+	if searchable {
+		attrs = startAttrs(snap.Flow, trigger)
+	}
 	run, err := c.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        snap.Run,
-		TaskQueue: c.queue(),
+		ID:                    snap.Run,
+		TaskQueue:             c.queue(),
+		Memo:                  memo(snap, trigger),
+		TypedSearchAttributes: attrs,
 		// A run id names one run: a second start while it runs is refused;
 		// after it closed, a resume starts it again.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier})
+	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier, Searchable: searchable})
 	if err != nil {
 		return nil, fmt.Errorf("starting run %s on Temporal at %s: %w", snap.Run, c.Address, err)
 	}
@@ -115,7 +123,8 @@ func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*engine.Ev
 		_ = w.Close()
 		return nil, fmt.Errorf("finding run %s on Temporal at %s: %w", ref.Workflow, c.Address, err)
 	}
-	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	// An execution that continued as new is followed to the one running.
+	if st := desc.GetWorkflowExecutionInfo().GetStatus(); st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || st == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
 		m.note(fmt.Sprintf("re-attaching to run %s on Temporal (%d facts mirrored)", ref.Workflow, len(earlier)))
 		return m.run(ctx)
 	}

@@ -19,6 +19,7 @@ import (
 type leaves struct {
 	queue  string // the shared task queue
 	timing Timing
+	cont   *continuer
 }
 
 // The walker cannot watch a turn on a worker live: the workflow's host
@@ -58,8 +59,13 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 		}
 	}
 	var out TurnOutput
+	if err := l.cont.admit(w); err != nil {
+		return nil, settle(ctx, w)
+	}
 	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(queue, t.Timeout, held != "")), TurnActivity, in)
-	if err := f.Get(w, &out); err != nil {
+	err := f.Get(w, &out)
+	l.cont.done()
+	if err != nil {
 		return nil, l.failed(ctx, w, err, held)
 	}
 	res := out.Result
@@ -76,8 +82,13 @@ func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.Command
 	w := workflowOf(ctx)
 	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout}
 	var out CommandOutput
+	if err := l.cont.admit(w); err != nil {
+		return nil, settle(ctx, w)
+	}
 	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(l.queue, c.Timeout, false)), CommandActivity, in)
-	if err := f.Get(w, &out); err != nil {
+	err := f.Get(w, &out)
+	l.cont.done()
+	if err != nil {
 		return nil, l.failed(ctx, w, err, "")
 	}
 	if out.Result != nil {

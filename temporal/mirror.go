@@ -55,7 +55,7 @@ func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
 	// only paces the progress of activities in flight (their heartbeats
 	// are no events) and the note that no worker took the run yet.
 	hist := watch(rpc, m.c.Client, m.namespace(), m.ref.Workflow, m.ref.Execution)
-	defer hist.stop()
+	defer func() { hist.stop() }()
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	cancelled, stale, ticked := false, true, true
@@ -72,7 +72,15 @@ func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
 			}
 			m.note("stopping the run on Temporal")
 		}
-		pending, closed := hist.state()
+		pending, closed, next := hist.state()
+		if closed && next != "" {
+			if err := m.follow(rpc, next); err != nil {
+				return nil, err
+			}
+			hist.stop()
+			hist = watch(rpc, m.c.Client, m.namespace(), m.ref.Workflow, m.ref.Execution)
+			continue
+		}
 		if closed {
 			return m.finish(rpc)
 		}
@@ -183,6 +191,9 @@ func (m *mirror) finish(ctx context.Context) (*engine.Result, error) {
 	var out RunOutput
 	if err := m.c.Client.GetWorkflow(ctx, m.ref.Workflow, m.ref.Execution).Get(ctx, &out); err != nil {
 		return nil, fmt.Errorf("run %s on Temporal: %w", m.ref.Workflow, err)
+	}
+	if err := out.unpack(); err != nil {
+		return nil, fmt.Errorf("run %s on Temporal: reading its result: %w", m.ref.Workflow, err)
 	}
 	// A closed workflow's facts are read by replaying it on a worker:
 	// give one a moment.

@@ -16,11 +16,23 @@ type recorder struct {
 	facts  []*rundir.Fact
 	output any
 	values map[string]any // the run's node values, for the mirror's values.json
+	// skipRun drops the walk's first run fact: the execution continues
+	// the run of its predecessor (continue-as-new).
+	skipRun bool
+	// frozen drops every fact once the execution continues as new.
+	frozen bool
 }
 
 var _ engine.Recorder = (*recorder)(nil)
 
 func (r *recorder) Fact(f *rundir.Fact) error {
+	if r.frozen {
+		return nil
+	}
+	if r.skipRun && f.Type == rundir.FactRun {
+		r.skipRun = false
+		return nil
+	}
 	r.facts = append(r.facts, f)
 	return nil
 }

@@ -92,8 +92,12 @@ func (s *Schedules) put(ctx context.Context, id, name string, sc Scheduled) erro
 		return err
 	}
 	spec, policy := scheduleSpec(sched)
+	searchable := s.c.searchable(ctx)
 	action := &client.ScheduleWorkflowAction{ID: id, Workflow: WorkflowName, TaskQueue: s.c.queue(),
-		Args: []any{&RunInput{Snapshot: snap, Load: s.c.Load, Timing: s.c.Timing}}}
+		Memo: memo(snap, TriggerSchedule), Args: []any{&RunInput{Snapshot: snap, Load: s.c.Load, Timing: s.c.Timing, Searchable: searchable}}}
+	if searchable {
+		action.TypedSearchAttributes = startAttrs(snap.Flow, TriggerSchedule)
+	}
 	_, err = s.c.Client.ScheduleClient().Create(ctx, client.ScheduleOptions{ID: id, Spec: spec, Action: action,
 		Overlap: policy.Overlap, CatchupWindow: policy.CatchupWindow, Memo: map[string]any{"flow": name}})
 	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {

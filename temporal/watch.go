@@ -25,6 +25,8 @@ type watcher struct {
 	mu      sync.Mutex
 	pending int  // activities scheduled and not closed
 	closed  bool // the execution ended
+	// next is the execution the run continued as, once closed.
+	next string
 
 	cancel context.CancelFunc
 	wg     conc.WaitGroup
@@ -68,6 +70,11 @@ func (w *watcher) loop(ctx context.Context, c client.Client, namespace, id, run 
 			pause = time.Second
 		default:
 			for _, e := range resp.GetHistory().GetEvents() {
+				if can := e.GetWorkflowExecutionContinuedAsNewEventAttributes(); can != nil {
+					w.mu.Lock()
+					w.next = can.GetNewExecutionRunId()
+					w.mu.Unlock()
+				}
 				if w.see(e.GetEventType()) {
 					return
 				}
@@ -104,10 +111,10 @@ func (w *watcher) see(t enumspb.EventType) bool {
 	return closed
 }
 
-// state is how many activities are in flight and whether the execution
-// closed.
-func (w *watcher) state() (pending int, closed bool) {
+// state is how many activities are in flight, whether the execution
+// closed, and the execution it continued as if it did.
+func (w *watcher) state() (pending int, closed bool, next string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.pending, w.closed
+	return w.pending, w.closed, w.next
 }

@@ -35,6 +35,13 @@ type RunInput struct {
 	// a new workflow execution: ended visits keep their outcomes.
 	Earlier []*rundir.Fact `json:"earlier,omitempty"`
 	Timing  Timing         `json:"timing"`
+	// Carried holds, compressed, the facts of the visits that ended in the
+	// executions before this one when the run continued as new (its
+	// history grew long): the walk replays them after Earlier.
+	Carried []byte `json:"carried,omitempty"`
+	// Searchable says the run was started with flow's search attributes
+	// (attrs.go): the workflow sets its status attribute when it ends.
+	Searchable bool `json:"searchable,omitempty"`
 }
 
 // LoadOptions are the flows.Options a workflow loads the snapshot with.
@@ -64,6 +71,9 @@ type Timing struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Backoff is the first delay of flow's `retry:`; default 1 s.
 	Backoff time.Duration `json:"backoff,omitempty"`
+	// HistoryEvents is how many events a run's workflow history holds
+	// before the run continues as new; default DefaultHistoryEvents.
+	HistoryEvents int `json:"history_events,omitempty"`
 }
 
 func (t Timing) withDefaults() Timing {
@@ -82,6 +92,9 @@ func (t Timing) withDefaults() Timing {
 	if t.Backoff <= 0 {
 		t.Backoff = time.Second
 	}
+	if t.HistoryEvents <= 0 {
+		t.HistoryEvents = DefaultHistoryEvents
+	}
 	return t
 }
 
@@ -97,6 +110,9 @@ type RunOutput struct {
 	Values map[string]any `json:"values,omitempty"`
 	// Overspend names each budget the run ended above (its end fact's).
 	Overspend []rundir.Overspend `json:"overspend,omitempty"`
+	// Packed holds Output and Values compressed when they are long (a
+	// map of thousands of items): see packed.
+	Packed []byte `json:"packed,omitempty"`
 }
 
 // FactsPage is what the facts query returns: the facts from From on, at

@@ -29,6 +29,10 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	if in == nil || in.Snapshot == nil {
 		return nil, temporal.NewNonRetryableApplicationError("the run workflow was started without a snapshot", "refused", nil)
 	}
+	cont, earlier, err := continued(ctx, in, rec)
+	if err != nil {
+		return nil, err
+	}
 	snap := in.Snapshot
 	plan, diags := flows.Reload(snap.File, snap.Sources(), snap.Agents, snap.Settings.WorkDir, flows.Options{DefaultDriver: in.Load.DefaultDriver, Drivers: in.Load.Drivers})
 	if diags.HasErrors() {
@@ -56,7 +60,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	// activities on workers that cannot be watched live (blind), its
 	// facts in its state; no redactor (leaves redact on their workers)
 	// and no workspace (working copies need the run's machine).
-	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: leaves{queue: info.TaskQueueName, timing: timing}, Recorder: rec, Blind: true})
+	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: leaves{queue: info.TaskQueueName, timing: timing, cont: cont}, Recorder: rec, Blind: true})
 	// The workflow's cancellation stops the walk with the cause a Ctrl-C
 	// gives, from a coroutine: deterministic.
 	root, stop := context.WithCancelCause(context.Background())
@@ -65,7 +69,12 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		c.Done().Receive(c, nil)
 		stop(engine.ErrStopped)
 	})
-	res, err := engine.Walk(withWorkflow(root, ctx), plan, opts, host, in.Earlier)
+	res, err := cont.walk(ctx, func(w workflow.Context) (*engine.Result, error) {
+		return engine.Walk(withWorkflow(root, w), plan, opts, host, earlier)
+	})
+	if errors.Is(err, errContinue) {
+		return nil, cont.next(ctx, in, earlier[len(in.Earlier):], rec)
+	}
 	if res == nil {
 		var ie *engine.InputError
 		var re *engine.RefusedError
@@ -74,5 +83,6 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		}
 		return nil, err
 	}
-	return &RunOutput{OK: res.OK, Status: res.Status(), Output: rec.output, Failure: res.Failure, Usage: res.Usage, Values: rec.values, Overspend: res.Overspend}, nil
+	endedAs(ctx, in, res.Status())
+	return packed(&RunOutput{OK: res.OK, Status: res.Status(), Output: rec.output, Failure: res.Failure, Usage: res.Usage, Values: rec.values, Overspend: res.Overspend})
 }

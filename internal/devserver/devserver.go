@@ -60,6 +60,11 @@ func Start(t testing.TB) *Server {
 	args := []string{"server", "start-dev", "--headless", "--ip", "127.0.0.1",
 		"--port", strconv.Itoa(ports[0]), "--ui-port", strconv.Itoa(ports[1]),
 		"--http-port", strconv.Itoa(ports[2]), "--metrics-port", strconv.Itoa(ports[3]), "--log-level", "error"}
+	// flow's search attributes (temporal.AttrFlow, …), registered as a
+	// cluster's operator registers them.
+	for _, a := range []string{"FlowName", "FlowTrigger", "FlowStatus"} {
+		args = append(args, "--search-attribute", a+"=Keyword")
+	}
 	s.cmd = exec.Command(bin, append(args, Flags()...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -1,0 +1,35 @@
+package temporal
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/flowrun/flow/rundir"
+)
+
+// follow moves the mirror from an execution that continued as new to the
+// next one: it mirrors the facts of the closed execution it lacks (a
+// worker answers the query by replaying it), then records the next
+// execution in the snapshot, with the journal's facts so far as its base,
+// so that flow resume re-attaches there.
+func (m *mirror) follow(ctx context.Context, next string) error {
+	var err error
+	for range 40 {
+		if err = m.pull(ctx); err == nil {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("reading the last facts of run %s's execution %s (flow resume %s reads them later): %w", m.ref.Workflow, m.ref.Execution, m.ref.Workflow, err)
+	}
+	snap, err := rundir.ReadSnapshot(m.dir)
+	if err != nil {
+		return err
+	}
+	m.ref.Base += m.next
+	m.ref.Execution, m.next = next, 0
+	snap.Temporal = &m.ref
+	return m.w.WriteSnapshot(snap)
+}
