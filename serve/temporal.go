@@ -76,7 +76,12 @@ func (s *Server) adoptFired(ctx context.Context) {
 				continue // mirrored already (or being re-attached)
 			}
 			if s.runs.adopt(&job{id: f.Run, flow: f.Flow, trigger: TriggerSchedule, adopt: true}) {
-				s.sched.note(Record{Type: RecordFire, Flow: f.Flow, Run: f.Run, At: time.Now(), Trigger: TriggerSchedule, Reason: "fired on Temporal"})
+				at := f.At
+				if at.IsZero() {
+					at = time.Now()
+				}
+				s.metrics.fires.WithLabelValues(f.Flow, "started").Inc()
+				s.sched.note(Record{Type: RecordFire, Flow: f.Flow, Run: f.Run, At: at, Trigger: TriggerSchedule, Reason: "fired on Temporal"})
 			}
 		}
 	}
