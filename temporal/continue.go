@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -31,6 +32,10 @@ const DefaultHistoryEvents = 10000
 // execution, under Temporal's 2 MB payload limit with the snapshot beside
 // them. The facts of a `run:` visit compress to some tens of bytes.
 const maxCarried = 1536 << 10
+
+// continuePause is how long a drained execution stays open before it
+// continues as new.
+const continuePause = time.Second
 
 // continuer lets a run continue as new when its history grew long: once
 // the history has HistoryEvents events, no leaf schedules an activity any
@@ -91,7 +96,7 @@ func continued(ctx workflow.Context, in *RunInput, rec *recorder) (*continuer, [
 	if len(carried) == 0 {
 		return cont, in.Earlier, nil
 	}
-	rec.skipRun = true
+	rec.skipRun, rec.before = true, in.Before
 	return cont, append(slices.Clip(in.Earlier), carried...), nil
 }
 
@@ -152,7 +157,13 @@ func (c *continuer) next(ctx workflow.Context, in *RunInput, carried []*rundir.F
 			len(keep), len(blob)>>10, maxCarried>>10), "too_large", nil)
 	}
 	n := *in
-	n.Carried = blob
+	n.Carried, n.Before = blob, len(rec.facts)
+	// A moment for the mirror to read the last facts while the execution
+	// is open (a worker answers from its cache); a closed one's query is
+	// answered by replaying its whole history.
+	if err := workflow.Sleep(ctx, continuePause); err != nil {
+		return err // cancelled in the pause: the workflow ends cancelled
+	}
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, &n)
 }
 

@@ -14,15 +14,31 @@ import (
 // execution in the snapshot, with the journal's facts so far as its base,
 // so that flow resume re-attaches there.
 func (m *mirror) follow(ctx context.Context, next string) error {
-	var err error
+	// The next execution says how many facts this one recorded; when the
+	// mirror has them all (it read them in the pause before the execution
+	// continued), the closed execution is not read again.
+	var before *FactsPage
 	for range 40 {
-		if err = m.pull(ctx); err == nil {
-			break
+		if v, err := m.c.Client.QueryWorkflow(ctx, m.ref.Workflow, next, QueryFacts, 1<<30); err == nil {
+			var page FactsPage
+			if v.Get(&page) == nil {
+				before = &page
+				break
+			}
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	if err != nil {
-		return fmt.Errorf("reading the last facts of run %s's execution %s (flow resume %s reads them later): %w", m.ref.Workflow, m.ref.Execution, m.ref.Workflow, err)
+	if before == nil || m.next < before.Before {
+		var err error
+		for range 40 {
+			if err = m.pull(ctx); err == nil {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		if err != nil {
+			return fmt.Errorf("reading the last facts of run %s's execution %s (flow resume %s reads them later): %w", m.ref.Workflow, m.ref.Execution, m.ref.Workflow, err)
+		}
 	}
 	snap, err := rundir.ReadSnapshot(m.dir)
 	if err != nil {

@@ -21,6 +21,7 @@ type recorder struct {
 	skipRun bool
 	// frozen drops every fact once the execution continues as new.
 	frozen bool
+	before int // the facts of the execution this one continued
 }
 
 var _ engine.Recorder = (*recorder)(nil)
@@ -64,5 +65,5 @@ const pageSize = 200
 func (r *recorder) page(from int) (*FactsPage, error) {
 	from = min(max(from, 0), len(r.facts))
 	to := min(from+pageSize, len(r.facts))
-	return &FactsPage{Facts: r.facts[from:to], Total: len(r.facts)}, nil
+	return &FactsPage{Facts: r.facts[from:to], Total: len(r.facts), Before: r.before}, nil
 }

@@ -39,6 +39,9 @@ type RunInput struct {
 	// executions before this one when the run continued as new (its
 	// history grew long): the walk replays them after Earlier.
 	Carried []byte `json:"carried,omitempty"`
+	// Before is how many facts the execution before this one recorded:
+	// a mirror that has them all need not read that closed execution.
+	Before int `json:"before,omitempty"`
 	// Searchable says the run was started with flow's search attributes
 	// (attrs.go): the workflow sets its status attribute when it ends.
 	Searchable bool `json:"searchable,omitempty"`
@@ -120,6 +123,9 @@ type RunOutput struct {
 type FactsPage struct {
 	Facts []*rundir.Fact `json:"facts"`
 	Total int            `json:"total"`
+	// Before is how many facts the execution this one continued recorded
+	// (RunInput.Before).
+	Before int `json:"before,omitempty"`
 }
 
 // TurnInput is one agent turn as an activity gets it: engine.Turn without
