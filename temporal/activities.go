@@ -51,10 +51,11 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 		out.Ended = ended(err)
 		return out, nil
 	}
-	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: in.Agent.Driver, Model: in.Model})
+	home := rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home)
+	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: in.Agent.Driver, Model: in.Model, Worker: a.Queue, Home: home})
 	defer hb.stop()
 	t := &engine.Turn{RunID: in.RunID, Visit: in.Visit, Agent: in.Agent, Model: in.Model, Prompt: in.Prompt, OutputSchema: in.OutputSchema,
-		Home: rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home), WorkDir: workDir, Timeout: in.Timeout, Session: in.Session,
+		Home: home, WorkDir: workDir, Timeout: in.Timeout, Session: in.Session,
 		TokensLeft: in.TokensLeft, Progress: hb.progress}
 	res, err := a.Leaves.Turn(ctx, t)
 	if ctx.Err() != nil {
@@ -78,10 +79,11 @@ func (a *Activities) Command(ctx context.Context, in *CommandInput) (*CommandOut
 		out.Ended = ended(err)
 		return out, nil
 	}
-	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run"})
+	home := rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home)
+	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run", Worker: a.Queue, Home: home})
 	defer hb.stop()
 	c := &engine.Command{RunID: in.RunID, Visit: in.Visit, Argv: in.Argv, Script: in.Script, Dir: dir,
-		Home: rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home), Env: in.Env, Timeout: in.Timeout, Progress: hb.progress}
+		Home: home, Env: in.Env, Timeout: in.Timeout, Progress: hb.progress}
 	res, err := a.Leaves.Command(ctx, c)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

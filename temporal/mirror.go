@@ -246,8 +246,13 @@ func (m *mirror) progress(pending []*PendingActivity) {
 		if err := dc.FromPayloads(details, &p); err != nil || p.Visit == "" {
 			continue
 		}
-		if last, ok := m.live[p.Visit]; ok && last == p {
+		last, seen := m.live[p.Visit]
+		if seen && last == p {
 			continue
+		}
+		if !seen && p.Home != "" {
+			// Where the visit runs, for flow tail while it does.
+			_ = rundir.WriteRemoteHome(m.dir, p.Visit, rundir.RemoteHome{Worker: p.Worker, Home: p.Home})
 		}
 		m.live[p.Visit] = p
 		m.emit(&engine.Event{Type: rundir.EventProgress, Visit: p.Visit, Driver: p.Driver, Model: p.Model, Activity: p.Activity, Tokens: p.Tokens})

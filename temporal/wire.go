@@ -243,6 +243,11 @@ type Progress struct {
 	Model    string `json:"model,omitempty"`
 	Activity string `json:"activity,omitempty"`
 	Tokens   int64  `json:"tokens,omitempty"`
+	// Worker and Home say where the visit runs: the worker's own queue
+	// and the visit's home on its machine, where flow tail finds a
+	// running visit's transcript.
+	Worker string `json:"worker,omitempty"`
+	Home   string `json:"home,omitempty"`
 }
 
 // sessionSep joins a worker's own queue and a driver's session into the
