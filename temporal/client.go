@@ -183,6 +183,9 @@ func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*en
 		return nil, fmt.Errorf("run %s on Temporal has no history", id)
 	}
 	first, err := it.Next()
+	if err == nil { // a run that continued as new is mirrored from its first execution
+		execution, first, err = firstExecution(ctx, c.Client, id, execution, first)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the start of run %s: %w", id, err)
 	}

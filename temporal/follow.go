@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -49,3 +53,26 @@ func (m *mirror) follow(ctx context.Context, next string) error {
 	snap.Temporal = &m.ref
 	return m.w.WriteSnapshot(snap)
 }
+
+// firstExecution walks back from execution (whose first event is first)
+// to the run's first execution, through the executions each continued:
+// a mirror made from a later one would lack the facts of those before.
+func firstExecution(ctx context.Context, c client.Client, id, execution string, first *historyEvent) (string, *historyEvent, error) {
+	for {
+		prev := first.GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId()
+		if prev == "" {
+			return execution, first, nil
+		}
+		it := c.GetWorkflowHistory(ctx, id, prev, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		if !it.HasNext() {
+			return "", nil, fmt.Errorf("execution %s has no history", prev)
+		}
+		e, err := it.Next()
+		if err != nil {
+			return "", nil, err
+		}
+		execution, first = prev, e
+	}
+}
+
+type historyEvent = historypb.HistoryEvent

@@ -255,6 +255,21 @@ func TestE2ETheMirrorFollowsARunThatContinuesAsNew(t *testing.T) {
 	if !res.OK {
 		t.Fatalf("the run failed: %+v", res.Failure.Root())
 	}
+	checkMirror(ctx, t, cl, runsDir, n)
+
+	// Adopted afterwards (flow serve mirrors a scheduled run it did not
+	// start), the mirror begins at the run's first execution.
+	adopted := t.TempDir()
+	if _, err := c.Adopt(ctx, adopted, res.RunID, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkMirror(ctx, t, cl, adopted, n)
+}
+
+// checkMirror checks the one run mirrored in runsDir, a map of n items
+// that continued as new.
+func checkMirror(ctx context.Context, t *testing.T, cl *cluster, runsDir string, n int) {
+	t.Helper()
 	runs, err := rundir.List(runsDir)
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("want one run, have %d (%v)", len(runs), err)
@@ -278,6 +293,7 @@ func TestE2ETheMirrorFollowsARunThatContinuesAsNew(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		if v := "each[" + strconv.Itoa(i) + "]/t"; ended[v] != 1 {
 			t.Errorf("the journal has %d ends of %s, want one", ended[v], v)
+			break
 		}
 	}
 	snap, err := rundir.ReadSnapshot(info.Dir)
