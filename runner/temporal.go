@@ -76,3 +76,10 @@ func (t *Temporal) Stop(cancel context.CancelCauseFunc, how Stopping) { stop(can
 
 // Schedules are Temporal Schedules, one per scheduled flow of dir.
 func (t *Temporal) Schedules(dir string) Schedules { return t.c.NewSchedules(dir) }
+
+// WithTrigger says why the runs started with ctx start (flow serve's
+// trigger), which a run on Temporal carries in its memo and search
+// attributes (docs/temporal.md, Finding runs in Temporal).
+func WithTrigger(ctx context.Context, trigger string) context.Context {
+	return temporal.WithTrigger(ctx, trigger)
+}

@@ -25,7 +25,10 @@ func (r *runs) start(ctx context.Context, a *active, opts engine.Options) (*engi
 	switch {
 	case a.adopt:
 		return s.cfg.Backend.Attach(ctx, s.cfg.RunsDir, a.id, opts.OnEvent)
-	case a.resumeDir != "":
+	}
+	// A run handed to Temporal carries its trigger (memo, search attribute).
+	ctx = runner.WithTrigger(ctx, a.trigger)
+	if a.resumeDir != "" {
 		return s.cfg.Backend.Resume(ctx, a.resumeDir, opts)
 	}
 	opts.Input = a.input
