@@ -59,6 +59,9 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 		}
 	}
 	var out TurnOutput
+	if n := turnSize(in); n > maxLeafInput {
+		return nil, tooLarge("turn's prompt", n)
+	}
 	if err := l.cont.admit(w); err != nil {
 		return nil, settle(ctx, w)
 	}
@@ -82,6 +85,9 @@ func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.Command
 	w := workflowOf(ctx)
 	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout}
 	var out CommandOutput
+	if n := commandSize(in); n > maxLeafInput {
+		return nil, tooLarge("command with its environment", n)
+	}
 	if err := l.cont.admit(w); err != nil {
 		return nil, settle(ctx, w)
 	}
