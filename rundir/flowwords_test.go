@@ -14,7 +14,7 @@ import (
 func TestFlowWordsKnowEveryKey(t *testing.T) {
 	t.Parallel()
 	for _, v := range []any{Event{}, Fact{}, Answer{}, Failure{}, KeptWorktree{}, RunInfo{}, Lock{}, Snapshot{},
-		TemporalRun{}, SnapshotFlow{}, Settings{}, Usage{}, Totals{}, Worktree{}, Scope{}} {
+		TemporalRun{}, SnapshotFlow{}, Settings{}, Usage{}, Totals{}, Worktree{}, Scope{}, RemoteHome{}} {
 		for _, k := range secret.UnknownKeys(v) {
 			t.Errorf("%T writes the key %q, which secret.FlowWord does not know", v, k)
 		}

@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -52,6 +53,15 @@ func Transcript(dir, visit string) (string, error) {
 			return p, nil
 		}
 	}
+	if remote == nil && visit != "" {
+		// A visit running on a remote worker: its mirror recorded where.
+		if r, err := readRemoteHome(dir, visit); err == nil {
+			if p := newestTranscript(r.Home); p != "" {
+				return p, nil
+			}
+			return "", fmt.Errorf("visit %s runs on worker %s, which keeps its transcript in %s on its machine", visit, r.Worker, r.Home)
+		}
+	}
 	if remote != nil && remote.Transcript != "" {
 		// A worker keeps the transcript in its own run directory: readable
 		// here when the worker shares this machine.
@@ -81,4 +91,39 @@ func newestTranscript(home string) string {
 		}
 	}
 	return best
+}
+
+// RemoteHome is where a visit runs on a remote worker (flow worker,
+// docs/temporal.md): the worker's own queue and the visit's home on its
+// machine. The mirror of a Temporal run writes it while the visit runs.
+type RemoteHome struct {
+	Worker string `json:"worker"`
+	Home   string `json:"home"`
+}
+
+const remoteHomeFile = "worker.json"
+
+// WriteRemoteHome records where visit of the run in dir runs.
+func WriteRemoteHome(dir, visit string, r RemoteHome) error {
+	home := Home(dir, visit)
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(home, remoteHomeFile), b, 0o644)
+}
+
+func readRemoteHome(dir, visit string) (*RemoteHome, error) {
+	b, err := os.ReadFile(filepath.Join(Home(dir, visit), remoteHomeFile))
+	if err != nil {
+		return nil, err
+	}
+	var r RemoteHome
+	if err := json.Unmarshal(b, &r); err != nil || r.Home == "" {
+		return nil, fmt.Errorf("%s: not where a visit runs", remoteHomeFile)
+	}
+	return &r, nil
 }

@@ -103,3 +103,10 @@ func (t *Temporal) Schedules(dir string) Schedules { return t.c.NewSchedules(dir
 func CheckTemporal(ctx context.Context, plan *flows.Plan, workDir string) error {
 	return temporal.CheckWorkspace(ctx, plan, workDir)
 }
+
+// WithTrigger says why the runs started with ctx start (flow serve's
+// trigger), which a run on Temporal carries in its memo and search
+// attributes (docs/temporal.md, Finding runs in Temporal).
+func WithTrigger(ctx context.Context, trigger string) context.Context {
+	return temporal.WithTrigger(ctx, trigger)
+}

@@ -25,7 +25,10 @@ func (r *runs) start(ctx context.Context, a *active, opts engine.Options) (*engi
 	switch {
 	case a.adopt:
 		return s.cfg.Backend.Attach(ctx, s.cfg.RunsDir, a.id, opts)
-	case a.resumeDir != "":
+	}
+	// A run handed to Temporal carries its trigger (memo, search attribute).
+	ctx = runner.WithTrigger(ctx, a.trigger)
+	if a.resumeDir != "" {
 		return s.cfg.Backend.Resume(ctx, a.resumeDir, opts)
 	}
 	opts.Input = a.input
@@ -76,7 +79,12 @@ func (s *Server) adoptFired(ctx context.Context) {
 				continue // mirrored already (or being re-attached)
 			}
 			if s.runs.adopt(&job{id: f.Run, flow: f.Flow, trigger: TriggerSchedule, adopt: true}) {
-				s.sched.note(Record{Type: RecordFire, Flow: f.Flow, Run: f.Run, At: time.Now(), Trigger: TriggerSchedule, Reason: "fired on Temporal"})
+				at := f.At
+				if at.IsZero() {
+					at = time.Now()
+				}
+				s.metrics.fires.WithLabelValues(f.Flow, "started").Inc()
+				s.sched.note(Record{Type: RecordFire, Flow: f.Flow, Run: f.Run, At: at, Trigger: TriggerSchedule, Reason: "fired on Temporal"})
 			}
 		}
 	}

@@ -2,9 +2,12 @@ package serve
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +103,26 @@ func TestServeTemporalSchedulesFireOnTemporalAndAreMirrored(t *testing.T) {
 	}
 	if s.trigger(mirrored.ID) != TriggerSchedule {
 		t.Errorf("the mirrored run's trigger is %q, want schedule", s.trigger(mirrored.ID))
+	}
+	// The fire counts, and is recorded at its due time (the schedule fires
+	// on whole seconds), not when this server noticed it.
+	resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if !regexp.MustCompile(`flow_schedule_fires_total\{flow="tick",outcome="started"\} [1-9]`).Match(body) {
+		t.Errorf("/metrics counts no started fire of tick:\n%s", body)
+	}
+	var fire *Record
+	for _, r := range s.sched.recentFires("tick") {
+		if r.Run == mirrored.ID {
+			fire = &r
+		}
+	}
+	if fire == nil || fire.At.IsZero() || fire.At.Nanosecond() != 0 || !strings.HasSuffix(mirrored.ID, fire.At.UTC().Format(time.RFC3339)) {
+		t.Errorf("the fire of %s is recorded as %+v; want its due time, which its id ends with", mirrored.ID, fire)
 	}
 	id := s.schedules.(*temporal.Schedules).ID("tick")
 	if _, err := c.ScheduleClient().GetHandle(context.Background(), id).Describe(context.Background()); err != nil {

@@ -61,7 +61,8 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 	}
 	secrets := a.secrets(in.KeyEnvs)
 	out.Sent = sentBefore(ctx)
-	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: in.Agent.Driver, Model: in.Model, Worker: a.Queue}, secrets, out.Sent)
+	home := rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home)
+	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: in.Agent.Driver, Model: in.Model, Worker: a.Queue, Home: home}, secrets, out.Sent)
 	defer hb.stop()
 	agent := in.Agent
 	if agent != nil && agent.Source != "" {
@@ -70,7 +71,7 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 		agent = &c
 	}
 	t := &engine.Turn{RunID: in.RunID, Visit: in.Visit, Agent: agent, Model: in.Model, Prompt: in.Prompt, OutputSchema: in.OutputSchema,
-		Home: rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home), WorkDir: workDir, Timeout: in.Timeout, Session: in.Session,
+		Home: home, WorkDir: workDir, Timeout: in.Timeout, Session: in.Session,
 		TokensLeft: in.TokensLeft, Progress: hb.progress, Secrets: secrets}
 	start := time.Now()
 	res, err := a.Leaves.Turn(ctx, t)
@@ -162,10 +163,11 @@ func (a *Activities) Command(ctx context.Context, in *CommandInput) (*CommandOut
 		return out, nil
 	}
 	secrets := a.secrets(in.KeyEnvs)
-	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run", Worker: a.Queue}, secrets, nil)
+	home := rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home)
+	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run", Worker: a.Queue, Home: home}, secrets, nil)
 	defer hb.stop()
 	c := &engine.Command{RunID: in.RunID, Visit: in.Visit, Argv: in.Argv, Script: in.Script, Dir: dir,
-		Home: rundir.Home(filepath.Join(a.RunsDir, in.RunID), in.Home), Env: in.Env, Timeout: in.Timeout, Progress: hb.progress}
+		Home: home, Env: in.Env, Timeout: in.Timeout, Progress: hb.progress}
 	start := time.Now()
 	res, err := a.Leaves.Command(ctx, c)
 	redacted := rundir.RedactTree(c.Home, start, secrets)

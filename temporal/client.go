@@ -10,6 +10,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
@@ -34,7 +35,8 @@ type Client struct {
 	Key    Key
 	Load   LoadOptions
 	Timing Timing
-	// Poll is how often the mirror asks for new facts and progress;
+	// Poll is how often the mirror reads the progress of the activities
+	// in flight (facts it reads when the history grows, long-polled);
 	// default 250 ms.
 	Poll time.Duration
 }
@@ -113,14 +115,21 @@ func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*ru
 	// The snapshot's relative paths were read from here, as a local run
 	// (or resume) in this directory reads them.
 	origin, _ := os.Getwd()
+	trigger, searchable := triggerOf(ctx), c.searchable(ctx)
+	var attrs temporal.SearchAttributes
+	if searchable {
+		attrs = startAttrs(snap.Flow, trigger)
+	}
 	run, err := c.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        snap.Run,
-		TaskQueue: c.queue(),
+		ID:                    snap.Run,
+		TaskQueue:             c.queue(),
+		Memo:                  memo(snap, trigger),
+		TypedSearchAttributes: attrs,
 		// A run id names one run: a second start while it runs is refused;
 		// after it closed, a resume starts it again.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier, Origin: origin, Attended: attended})
+	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier, Origin: origin, Attended: attended, Searchable: searchable})
 	if err != nil {
 		return nil, fmt.Errorf("starting run %s on Temporal at %s: %w", snap.Run, c.Address, err)
 	}
@@ -162,7 +171,8 @@ func (c *Client) AttachAsking(ctx context.Context, dir string, onEvent func(*eng
 		_ = w.Close()
 		return nil, fmt.Errorf("finding run %s on Temporal at %s: %w", ref.Workflow, c.Address, err)
 	}
-	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	// An execution that continued as new is followed to the one running.
+	if st := desc.GetWorkflowExecutionInfo().GetStatus(); st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || st == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
 		m.note(fmt.Sprintf("re-attaching to run %s on Temporal (%d facts mirrored)", ref.Workflow, len(earlier)))
 		return m.run(ctx)
 	}
@@ -221,6 +231,9 @@ func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*en
 		return nil, fmt.Errorf("run %s on Temporal has no history", id)
 	}
 	first, err := it.Next()
+	if err == nil { // a run that continued as new is mirrored from its first execution
+		execution, first, err = firstExecution(ctx, c.Client, id, execution, first)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the start of run %s: %w", id, err)
 	}

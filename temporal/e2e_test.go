@@ -270,7 +270,4 @@ func (quiet) Info(string, ...any)  {}
 func (quiet) Warn(string, ...any)  {}
 func (quiet) Error(string, ...any) {}
 
-type (
-	historyEvent = historypb.HistoryEvent
-	history      = historypb.History
-)
+type history = historypb.History

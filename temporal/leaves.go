@@ -35,7 +35,8 @@ type leaves struct {
 	ids map[string]int
 	// rec keeps the attempts sent and lost, by visit, for the visit's
 	// end fact.
-	rec *recorder
+	rec  *recorder
+	cont *continuer
 }
 
 // activityID is the id of the next activity of visit: the visit's path,
@@ -90,8 +91,16 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 		}
 	}
 	var out TurnOutput
+	if n := turnSize(in); n > maxLeafInput {
+		return nil, tooLarge("turn's prompt", n)
+	}
+	if err := l.cont.admit(w); err != nil {
+		return nil, settle(ctx, w)
+	}
 	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(t.Visit, queue, t.Timeout, held != "")), TurnActivity, in)
-	if err := f.Get(w, &out); err != nil {
+	err := f.Get(w, &out)
+	l.cont.done()
+	if err != nil {
 		l.lost(t.Visit, lastSent(err))
 		return nil, l.failed(ctx, w, err, held)
 	}
@@ -121,8 +130,16 @@ func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.Command
 	w := workflowOf(ctx)
 	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout, KeyEnvs: l.keyEnvs, Scope: l.ws.scopeAt(c.Dir)}
 	var out CommandOutput
+	if n := commandSize(in); n > maxLeafInput {
+		return nil, tooLarge("command with its environment", n)
+	}
+	if err := l.cont.admit(w); err != nil {
+		return nil, settle(ctx, w)
+	}
 	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(c.Visit, l.queue, c.Timeout, false)), CommandActivity, in)
-	if err := f.Get(w, &out); err != nil {
+	err := f.Get(w, &out)
+	l.cont.done()
+	if err != nil {
 		return nil, l.failed(ctx, w, err, "")
 	}
 	if out.Result != nil {

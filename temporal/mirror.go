@@ -57,7 +57,15 @@ func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
 	// Once ctx ends (Ctrl-C), the workflow is cancelled and the mirror
 	// goes on until the workflow has stopped the run.
 	rpc := context.WithoutCancel(ctx)
-	cancelled := false
+	// The history's long poll says when facts may have come; the ticker
+	// only paces the progress of activities in flight (their heartbeats
+	// are no events) and the note that no worker took the run yet.
+	hist := watch(rpc, m.c.Client, m.namespace(), m.ref.Workflow, m.ref.Execution)
+	defer func() { hist.stop() }()
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	cancelled, stale, ticked := false, true, true
+	var pulled time.Time
 	for {
 		if errors.Is(context.Cause(ctx), ErrDetached) {
 			m.note(fmt.Sprintf("detached from run %s; it goes on on Temporal (flow resume %s re-attaches)", m.ref.Workflow, m.ref.Workflow))
@@ -70,26 +78,74 @@ func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
 			}
 			m.note("stopping the run on Temporal")
 		}
-		_ = m.pull(rpc) // a query fails until a worker took the workflow's first task
-		desc, err := m.c.Client.DescribeWorkflowExecution(rpc, m.ref.Workflow, m.ref.Execution)
-		if err != nil {
-			return nil, fmt.Errorf("watching run %s on Temporal at %s: %w", m.ref.Workflow, m.c.Address, err)
+		pending, closed, next := hist.state()
+		if closed && next != "" {
+			if err := m.follow(rpc, next); err != nil {
+				return nil, err
+			}
+			hist.stop()
+			hist = watch(rpc, m.c.Client, m.namespace(), m.ref.Workflow, m.ref.Execution)
+			continue
 		}
-		if desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if closed {
 			return m.finish(rpc)
 		}
-		m.progress(desc.GetPendingActivities())
-		if m.relay != nil && !cancelled {
+		if stale && time.Since(pulled) >= pullGap {
+			// A query fails until a worker took the workflow's first
+			// task: it is asked again on the next tick.
+			stale, pulled = m.pull(rpc) != nil, time.Now()
+		}
+		if m.relay != nil && !cancelled && ticked {
+			// An ask that waits is the workflow's, asked by query.
 			m.relay.sync(ctx)
 		}
-		if pending := desc.GetPendingWorkflowTask(); m.next == 0 && !m.waiting && pending != nil &&
-			pending.GetState() == enumspb.PENDING_WORKFLOW_TASK_STATE_SCHEDULED && time.Since(pending.GetScheduledTime().AsTime()) > 3*time.Second {
-			m.waiting = true
-			m.note(fmt.Sprintf("waiting for a worker on task queue %s (start one: flow worker --temporal %s)", m.ref.TaskQueue, m.c.Address))
+		if ticked && (pending > 0 || m.next == 0) {
+			desc, err := m.c.Client.DescribeWorkflowExecution(rpc, m.ref.Workflow, m.ref.Execution)
+			if err != nil {
+				return nil, fmt.Errorf("watching run %s on Temporal at %s: %w", m.ref.Workflow, m.c.Address, err)
+			}
+			m.progress(desc.GetPendingActivities())
+			if pending := desc.GetPendingWorkflowTask(); m.next == 0 && !m.waiting && pending != nil &&
+				pending.GetState() == enumspb.PENDING_WORKFLOW_TASK_STATE_SCHEDULED && time.Since(pending.GetScheduledTime().AsTime()) > 3*time.Second {
+				m.waiting = true
+				m.note(fmt.Sprintf("waiting for a worker on task queue %s (start one: flow worker --temporal %s)", m.ref.TaskQueue, m.c.Address))
+			}
 		}
-		time.Sleep(poll)
+		var done <-chan struct{}
+		if !cancelled {
+			done = ctx.Done()
+		}
+		var wake <-chan time.Time
+		if stale {
+			wake = time.After(pullGap - time.Since(pulled))
+		}
+		ticked = false
+		select {
+		case <-hist.changed:
+			stale = true
+		case <-wake:
+		case <-tick.C:
+			ticked = true
+		case <-done:
+		}
 	}
 }
+
+// namespace is the run's, as its snapshot records it.
+func (m *mirror) namespace() string {
+	if m.ref.Namespace != "" {
+		return m.ref.Namespace
+	}
+	if m.c.Namespace != "" {
+		return m.c.Namespace
+	}
+	return "default"
+}
+
+// pullGap is the least time between two facts queries: a burst of events
+// (a visit is about six) costs one query, and the live view lags the run
+// by at most this.
+const pullGap = 100 * time.Millisecond
 
 // pull appends the facts the journal lacks.
 func (m *mirror) pull(ctx context.Context) error {
@@ -146,6 +202,9 @@ func (m *mirror) finish(ctx context.Context) (*engine.Result, error) {
 	if err := m.c.Client.GetWorkflow(ctx, m.ref.Workflow, m.ref.Execution).Get(ctx, &out); err != nil {
 		return nil, fmt.Errorf("run %s on Temporal: %w", m.ref.Workflow, err)
 	}
+	if err := out.unpack(); err != nil {
+		return nil, fmt.Errorf("run %s on Temporal: reading its result: %w", m.ref.Workflow, err)
+	}
 	// A closed workflow's facts are read by replaying it on a worker:
 	// give one a moment.
 	var err error
@@ -197,8 +256,13 @@ func (m *mirror) progress(pending []*PendingActivity) {
 		if err := dc.FromPayloads(details, &p); err != nil || p.Visit == "" {
 			continue
 		}
-		if last, ok := m.live[p.Visit]; ok && last == p {
+		last, seen := m.live[p.Visit]
+		if seen && last == p {
 			continue
+		}
+		if !seen && p.Home != "" {
+			// Where the visit runs, for flow tail while it does.
+			_ = rundir.WriteRemoteHome(m.dir, p.Visit, rundir.RemoteHome{Worker: p.Worker, Home: p.Home})
 		}
 		m.live[p.Visit] = p
 		m.emit(&engine.Event{Type: rundir.EventProgress, Visit: p.Visit, Driver: p.Driver, Model: p.Model, Activity: p.Activity, Tokens: p.Tokens})

@@ -19,11 +19,24 @@ type recorder struct {
 	// sent are the attempts of visits sent and lost (leaves.lost), until
 	// their visits' end facts take them.
 	sent map[string][]rundir.Sent
+	// skipRun drops the walk's first run fact: the execution continues
+	// the run of its predecessor (continue-as-new).
+	skipRun bool
+	// frozen drops every fact once the execution continues as new.
+	frozen bool
+	before int // the facts of the execution this one continued
 }
 
 var _ engine.Recorder = (*recorder)(nil)
 
 func (r *recorder) Fact(f *rundir.Fact) error {
+	if r.frozen {
+		return nil
+	}
+	if r.skipRun && f.Type == rundir.FactRun {
+		r.skipRun = false
+		return nil
+	}
 	if sent := r.sent[f.Visit]; f.Type == rundir.FactEnd && len(sent) > 0 {
 		// The lost attempts are the visit's: it was sent again, each time
 		// a new attempt (docs/temporal.md, A turn paid for).
@@ -63,5 +76,5 @@ const pageSize = 200
 func (r *recorder) page(from int) (*FactsPage, error) {
 	from = min(max(from, 0), len(r.facts))
 	to := min(from+pageSize, len(r.facts))
-	return &FactsPage{Facts: r.facts[from:to], Total: len(r.facts)}, nil
+	return &FactsPage{Facts: r.facts[from:to], Total: len(r.facts), Before: r.before}, nil
 }

@@ -94,8 +94,12 @@ func (s *Schedules) put(ctx context.Context, id, name string, sc Scheduled) erro
 	}
 	spec, policy := scheduleSpec(sched)
 	origin, _ := os.Getwd() // the snapshot's relative paths are this server's
+	searchable := s.c.searchable(ctx)
 	action := &client.ScheduleWorkflowAction{ID: id, Workflow: WorkflowName, TaskQueue: s.c.queue(),
-		Args: []any{&RunInput{Snapshot: snap, Load: s.c.Load, Timing: s.c.Timing, Origin: origin, Attended: true}}}
+		Memo: memo(snap, TriggerSchedule), Args: []any{&RunInput{Snapshot: snap, Load: s.c.Load, Timing: s.c.Timing, Origin: origin, Attended: true, Searchable: searchable}}}
+	if searchable {
+		action.TypedSearchAttributes = startAttrs(snap.Flow, TriggerSchedule)
+	}
 	_, err = s.c.Client.ScheduleClient().Create(ctx, client.ScheduleOptions{ID: id, Spec: spec, Action: action,
 		Overlap: policy.Overlap, CatchupWindow: policy.CatchupWindow, Memo: map[string]any{"flow": name}})
 	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
@@ -148,6 +152,9 @@ func (s *Schedules) listed(ctx context.Context) ([]string, error) {
 type Fired struct {
 	Flow string
 	Run  string // the workflow id, which is the run id
+	// At is when the fire was due (the schedule's time for it, which the
+	// workflow id ends with), not when it was noticed.
+	At time.Time
 }
 
 // Fired lists the runs the directory's schedules started recently or that
@@ -166,22 +173,32 @@ func (s *Schedules) Fired(ctx context.Context) ([]Fired, error) {
 			return out, fmt.Errorf("reading the schedule %s: %w", id, err)
 		}
 		seen := map[string]bool{}
-		add := func(wid string) {
+		add := func(wid string, at time.Time) {
 			if wid != "" && !seen[wid] {
 				seen[wid] = true
-				out = append(out, Fired{Flow: known[id], Run: wid})
+				if at.IsZero() {
+					at = dueOf(id, wid)
+				}
+				out = append(out, Fired{Flow: known[id], Run: wid, At: at})
 			}
 		}
 		for _, a := range d.Info.RecentActions {
 			if a.StartWorkflowResult != nil {
-				add(a.StartWorkflowResult.WorkflowID)
+				add(a.StartWorkflowResult.WorkflowID, a.ScheduleTime)
 			}
 		}
 		for _, w := range d.Info.RunningWorkflows {
-			add(w.WorkflowID)
+			add(w.WorkflowID, time.Time{})
 		}
 	}
 	return out, nil
+}
+
+// dueOf reads a fire's due time off the id Temporal gives its workflow:
+// the schedule's id, a dash, and the time; zero if it does not parse.
+func dueOf(schedule, workflow string) time.Time {
+	at, _ := time.Parse(time.RFC3339, strings.TrimPrefix(workflow, schedule+"-"))
+	return at
 }
 
 // NextFire is the next time a flow's schedule fires on Temporal, or the

@@ -43,6 +43,16 @@ type RunInput struct {
 	// API, through the mirror): they wait for SignalAnswer. Otherwise an
 	// ask takes its default.
 	Attended bool `json:"attended,omitempty"`
+	// Carried holds, compressed, the facts of the visits that ended in the
+	// executions before this one when the run continued as new (its
+	// history grew long): the walk replays them after Earlier.
+	Carried []byte `json:"carried,omitempty"`
+	// Before is how many facts the execution before this one recorded:
+	// a mirror that has them all need not read that closed execution.
+	Before int `json:"before,omitempty"`
+	// Searchable says the run was started with flow's search attributes
+	// (attrs.go): the workflow sets its status attribute when it ends.
+	Searchable bool `json:"searchable,omitempty"`
 }
 
 // LoadOptions are the flows.Options a workflow loads the snapshot with.
@@ -72,6 +82,9 @@ type Timing struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Backoff is the first delay of flow's `retry:`; default 1 s.
 	Backoff time.Duration `json:"backoff,omitempty"`
+	// HistoryEvents is how many events a run's workflow history holds
+	// before the run continues as new; default DefaultHistoryEvents.
+	HistoryEvents int `json:"history_events,omitempty"`
 }
 
 func (t Timing) withDefaults() Timing {
@@ -90,6 +103,9 @@ func (t Timing) withDefaults() Timing {
 	if t.Backoff <= 0 {
 		t.Backoff = time.Second
 	}
+	if t.HistoryEvents <= 0 {
+		t.HistoryEvents = DefaultHistoryEvents
+	}
 	return t
 }
 
@@ -105,6 +121,9 @@ type RunOutput struct {
 	Values map[string]any `json:"values,omitempty"`
 	// Overspend names each budget the run ended above (its end fact's).
 	Overspend []rundir.Overspend `json:"overspend,omitempty"`
+	// Packed holds Output and Values compressed when they are long (a
+	// map of thousands of items): see packed.
+	Packed []byte `json:"packed,omitempty"`
 }
 
 // FactsPage is what the facts query returns: the facts from From on, at
@@ -112,6 +131,9 @@ type RunOutput struct {
 type FactsPage struct {
 	Facts []*rundir.Fact `json:"facts"`
 	Total int            `json:"total"`
+	// Before is how many facts the execution this one continued recorded
+	// (RunInput.Before).
+	Before int `json:"before,omitempty"`
 }
 
 // TurnInput is one agent turn as an activity gets it: engine.Turn without
@@ -247,6 +269,9 @@ type Progress struct {
 	// value is the attempts sent before it ([]rundir.Sent).
 	Worker  string `json:"worker,omitempty"`
 	Attempt int32  `json:"attempt,omitempty"`
+	// Home is the visit's home on the worker's machine, where flow tail
+	// finds a running visit's transcript.
+	Home string `json:"home,omitempty"`
 }
 
 // sessionSep joins a worker's own queue and a driver's session into the

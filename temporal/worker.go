@@ -36,7 +36,11 @@ func NewWorker(c client.Client, queue string, acts *Activities) *Worker {
 	// names when this worker is gone, and what the journal records.
 	mine := fmt.Sprintf("%s@%s-%d-%s", queue, host, os.Getpid(), hex.EncodeToString(b[:]))
 	acts.Queue, acts.Host = mine, host
-	opts := worker.Options{Identity: mine, WorkerStopTimeout: 5 * time.Second}
+	// A run that continued as new replays thousands of ended visits in
+	// its first workflow task, and packs them when it continues again: on
+	// a busy machine that outlasts the SDK's 1 s deadlock detection, which
+	// is there to catch a workflow that never yields, not a long one.
+	opts := worker.Options{Identity: mine, WorkerStopTimeout: 5 * time.Second, DeadlockDetectionTimeout: 8 * time.Second}
 	sharedOpts := opts
 	sharedOpts.MaxConcurrentActivityExecutionSize = max(acts.Concurrency, 0)
 	shared := worker.New(c, queue, sharedOpts)

@@ -44,6 +44,10 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	if in == nil || in.Snapshot == nil {
 		return nil, temporal.NewNonRetryableApplicationError("the run workflow was started without a snapshot", "refused", nil)
 	}
+	cont, earlier, err := continued(ctx, in, rec)
+	if err != nil {
+		return nil, err
+	}
 	snap := in.Snapshot
 	plan, diags := flows.Reload(snap.File, snap.Sources(), snap.Agents, snap.Settings.WorkDir, flows.Options{DefaultDriver: in.Load.DefaultDriver, Drivers: in.Load.Drivers})
 	if diags.HasErrors() {
@@ -81,7 +85,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		origin = snap.Settings.WorkDir
 	}
 	ws := newWorkspace(runID, snap.Settings.WorkDir, info.TaskQueueName, timing)
-	lv := leaves{queue: info.TaskQueueName, timing: timing, origin: origin, keyEnvs: keyEnvs(plan), rec: rec, ws: ws}
+	lv := leaves{queue: info.TaskQueueName, timing: timing, origin: origin, keyEnvs: keyEnvs(plan), rec: rec, ws: ws, cont: cont}
 	if vs.visitIDs {
 		lv.ids = map[string]int{}
 	}
@@ -100,7 +104,12 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		c.Done().Receive(c, nil)
 		stop(engine.ErrStopped)
 	})
-	res, err := engine.Walk(withWorkflow(root, ctx), plan, opts, host, in.Earlier)
+	res, err := cont.walk(ctx, func(w workflow.Context) (*engine.Result, error) {
+		return engine.Walk(withWorkflow(root, w), plan, opts, host, earlier)
+	})
+	if errors.Is(err, errContinue) {
+		return nil, cont.next(ctx, in, earlier[len(in.Earlier):], rec)
+	}
 	if res == nil {
 		var ie *engine.InputError
 		var re *engine.RefusedError
@@ -109,5 +118,6 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		}
 		return nil, err
 	}
-	return &RunOutput{OK: res.OK, Status: res.Status(), Output: rec.output, Failure: res.Failure, Usage: res.Usage, Values: rec.values, Overspend: res.Overspend}, nil
+	endedAs(ctx, in, res.Status())
+	return packed(&RunOutput{OK: res.OK, Status: res.Status(), Output: rec.output, Failure: res.Failure, Usage: res.Usage, Values: rec.values, Overspend: res.Overspend})
 }

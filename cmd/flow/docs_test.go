@@ -365,7 +365,7 @@ func temporalSteps(d *docSession) []docStep {
 	t := d.t
 	var runID string
 	return []docStep{
-		{line: "temporal server start-dev --ip 127.0.0.1 --port 7233", run: func(d *docSession, line string) {
+		{line: "temporal server start-dev --ip 127.0.0.1 --port 7233 --dynamic-config-value system.enableActivityEagerExecution=true --dynamic-config-value history.transferProcessorMaxPollRPS=1000", run: func(d *docSession, line string) {
 			d.start(line) // its UI takes the port + 1000, which freePort left free
 			addr := d.expand("127.0.0.1:7233")
 			d.waitFor("the Temporal dev server to listen", 60*time.Second, func() bool {

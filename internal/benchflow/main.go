@@ -78,12 +78,14 @@ type config struct {
 	keep        bool
 	strict      bool
 	engine      int
+	temporal    int  // nodes of the chain timed on Temporal (0: skip)
+	plain       bool // the dev server with its default settings
 }
 
 // isDefault reports whether the workloads are the sizes docs/performance.md sets its
 // targets for.
 func (c config) isDefault() bool {
-	return c.chain == 100 && c.items == 1000 && c.concurrency == 8 && c.nodes == 1000
+	return c.chain == 100 && c.items == 1000 && c.concurrency == 8 && c.nodes == 1000 && (c.temporal == 50 || c.temporal == 0)
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -99,13 +101,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (binaries, flows, the last runs)")
 	fs.BoolVar(&c.strict, "strict", false, "exit 1 if a target is missed")
 	fs.IntVar(&c.engine, "engine", 8, "invocations of the engine's Go benchmarks (0: skip them)")
+	fs.IntVar(&c.temporal, "temporal", 50, "nodes of the chain run on a Temporal dev server against the same chain run locally (0: skip; skipped without the Temporal CLI)")
+	fs.BoolVar(&c.plain, "temporal-plain", false, "start the dev server with its default settings, not docs/temporal.md's")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	if c.rounds < 1 || c.chain < 1 || c.items < 1 || c.concurrency < 1 || c.nodes < 10 || c.engine < 0 {
+	if c.rounds < 1 || c.chain < 1 || c.items < 1 || c.concurrency < 1 || c.nodes < 10 || c.engine < 0 || c.temporal < 0 {
 		return c, errors.New("-rounds, -chain, -items and -concurrency must be at least 1, -nodes at least 10, -engine at least 0")
 	}
 	return c, nil
@@ -144,6 +148,9 @@ type workload struct {
 	vsFloor bool          // flow within targetRatio (and compassRatio) of the floor
 	maxRSS  int64         // flow's peak RSS at most this, in bytes
 	maxWall time.Duration // flow's median wall time at most this
+	// maxPer bounds flow's extra time per process over the floor, which
+	// for the chain on Temporal is the same chain run locally.
+	maxPer time.Duration
 }
 
 // result is a workload's samples.
@@ -184,9 +191,10 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, _ []engine
 
 	dir := filepath.Join(tmp, "flows")
 	files := map[string]string{
-		"chain.yaml": chainFlow("chain", c.chain),
-		"fan.yaml":   mapFlow("fan", c.items, c.concurrency),
-		"large.yaml": largeFlow("large", c.nodes),
+		"chain.yaml":  chainFlow("chain", c.chain),
+		"fan.yaml":    mapFlow("fan", c.items, c.concurrency),
+		"large.yaml":  largeFlow("large", c.nodes),
+		"serial.yaml": chainFlow("serial", max(c.temporal, 1)),
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
@@ -223,6 +231,25 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, _ []engine
 			flow:    []string{flowBin, "validate", filepath.Join(dir, "large.yaml")},
 			maxWall: targetValidate,
 		},
+	}
+	if c.temporal > 0 {
+		if cli := temporalCLI(root); cli == "" {
+			fmt.Fprintln(log, "the Temporal CLI is not installed (go tool task deps): the chain on Temporal is skipped")
+		} else {
+			tb, err := startTemporal(ctx, cli, flowBin, tmp, env, c.plain, log)
+			if err != nil {
+				return nil, nil, err
+			}
+			defer tb.stop()
+			serial := filepath.Join(dir, "serial.yaml")
+			work = append(work, workload{
+				name:   fmt.Sprintf("chain of %d on Temporal", c.temporal),
+				procs:  c.temporal,
+				floor:  []string{flowBin, "run", serial},
+				flow:   []string{flowBin, "run", "--temporal", tb.addr, serial},
+				maxPer: targetTemporalVisit,
+			})
+		}
 	}
 	r := &runner{tmp: tmp, env: env}
 	var results []result
