@@ -24,9 +24,16 @@ import (
 // if it would not load. It returns the choice and the line written.
 func (s *Sweep) Pin(opts flows.Options) (*Choice, string, error) {
 	f := s.Snapshot()
-	choice := Build(f).Pin
+	rep := Build(f)
+	choice := rep.Pin
 	if choice == nil {
 		return nil, "", errors.New("no cell of the sweep has ended: there is nothing to choose from")
+	}
+	for _, row := range rep.Assignments {
+		if row.Assignment == choice.Assignment && row.Successes == 0 {
+			// A choice among failures is no choice: the file keeps its models.
+			return choice, "", fmt.Errorf("no run of the sweep succeeded (%s: 0 of %d): there is nothing worth pinning; look at why the runs failed (flow sweep show)", row.Assignment, row.N)
+		}
 	}
 	var a Assignment
 	for _, x := range f.Assignments {

@@ -312,6 +312,26 @@ func TestSweepPinChoosesWhatAPersonWould(t *testing.T) {
 			t.Errorf("pinned file:\n%s", after)
 		}
 	})
+
+	t.Run("nothing succeeded: nothing is pinned", func(t *testing.T) {
+		d := qualityProject(t)
+		file := filepath.Join(d.dir, "f.yaml")
+		src, _ := os.ReadFile(file)
+		src = []byte(strings.Replace(string(src), `score: solve.output == "right"`, `score: solve.output == "never"`, 1))
+		if err := os.WriteFile(file, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, code := d.flow("sweep", "f.yaml", "--model", "gold,bronze"); code != 0 {
+			t.Fatalf("flow sweep: exit %d\n%s", code, out)
+		}
+		out, code := d.flow("pin", d.sweeps()[0].ID())
+		if code == 0 || !strings.Contains(out, "nothing worth pinning") {
+			t.Errorf("flow pin of a sweep nothing succeeded in: exit %d\n%s", code, out)
+		}
+		if after, _ := os.ReadFile(file); string(after) != string(src) {
+			t.Errorf("the file changed:\n%s", after)
+		}
+	})
 }
 
 // diffLines lists the lines only in a ("-…") or only in b ("+…"), for
