@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flowrun/flow/internal/secret"
@@ -21,7 +22,9 @@ var (
 	reportCSS string
 	//go:embed report.html.tmpl
 	reportSource string
-	reportPage   = template.Must(template.New("report").Parse(reportSource))
+	// reportPage is parsed on first use, not when every flow command
+	// starts (docs/performance.md, start-up).
+	reportPage = sync.OnceValue(func() *template.Template { return template.Must(template.New("report").Parse(reportSource)) })
 )
 
 // WriteReport writes report.html into the run directory dir from its
@@ -49,7 +52,7 @@ type page struct {
 	SavedTokens, SavedCost string
 	// Rows makes each row as the page is written: a run of thousands of
 	// visits never holds them all.
-	Rows iter.Seq[row]
+	Rows iter.Seq[template.HTML]
 }
 
 // row is one visit of the report.
@@ -73,15 +76,15 @@ func writeReport(dir string, info *RunInfo, facts []*Fact, secrets *secret.Redac
 	total := float64(max(info.WallMS, 1))
 	visits := Visits(facts)
 	p.Visits = len(visits)
-	p.Rows = func(yield func(row) bool) {
+	p.Rows = func(yield func(template.HTML) bool) {
 		for _, v := range visits {
-			if !yield(reportRow(v, info.Started, total, now)) {
+			if !yield(reportRow(v, info.Started, total, now).html()) {
 				return
 			}
 		}
 	}
 	err := writeAside(filepath.Join(dir, reportFile), secrets, func(bw *bufio.Writer) error {
-		return reportPage.Execute(bw, p)
+		return reportPage().Execute(bw, p)
 	})
 	if err != nil {
 		return fmt.Errorf("writing report: %w", err)
