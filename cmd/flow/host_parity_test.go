@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/enginetest"
+	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
 )
@@ -44,7 +49,12 @@ func parityOf(t *testing.T, runsDir string) parity {
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("want one run in %s, have %d (%v)", runsDir, len(runs), err)
 	}
-	info := runs[0]
+	return parityOfFacts(t, runs[0])
+}
+
+// parityOfFacts reads a run's status, output, values and visits.
+func parityOfFacts(t *testing.T, info *rundir.RunInfo) parity {
+	t.Helper()
 	p := parity{Status: info.Status, Visits: map[string]visitEnd{}}
 	b, err := os.ReadFile(filepath.Join(info.Dir, "output.json"))
 	if err != nil {
@@ -60,7 +70,15 @@ func parityOf(t *testing.T, runsDir string) parity {
 	// Where a long answer was stored (_file) names the run's directory:
 	// the one place values.json must differ.
 	p.Values = valuesWithout(values)
-	for _, v := range rundir.Visits(info.Facts) {
+	p.Visits = visitEnds(t, info.Facts)
+	return p
+}
+
+// visitEnds is how each visit of facts ended, by visit path.
+func visitEnds(t *testing.T, facts []*rundir.Fact) map[string]visitEnd {
+	t.Helper()
+	ends := map[string]visitEnd{}
+	for _, v := range rundir.Visits(facts) {
 		e := visitEnd{End: "unended"}
 		if v.End != nil {
 			e.End, e.Output = "ok", roundTrip(t, v.End.Output)
@@ -68,9 +86,9 @@ func parityOf(t *testing.T, runsDir string) parity {
 				e.End = string(v.End.Error.Kind)
 			}
 		}
-		p.Visits[v.Start.Visit] = e
+		ends[v.Start.Visit] = e
 	}
-	return p
+	return ends
 }
 
 // roundTrip gives v as JSON decodes it, so that an output read from the
@@ -93,7 +111,8 @@ func roundTrip(t *testing.T, v any) any {
 // same paths, each ending the same way with the same output). Run ids,
 // times, workers and run directories differ and are not compared: parity
 // reads none of them. An example in refusedOnTemporal must be refused there
-// with its documented reason.
+// with its documented reason. Each example that runs on both is also walked
+// on the in-memory host, its leaves answered as they were locally (inMemory).
 func TestEveryExampleGivesTheSameOutcomeLocallyAndOnTemporal(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -161,6 +180,74 @@ func TestEveryExampleGivesTheSameOutcomeLocallyAndOnTemporal(t *testing.T) {
 					t.Errorf("visit %s ran on Temporal, not locally", v)
 				}
 			}
+			inMemory(t, root, rel, local, want)
 		})
+	}
+}
+
+// inMemory walks the example on the in-memory host (engine/enginetest),
+// each agent turn and command answered with what it answered in the local
+// run in localRuns, and holds the walk to the local run's values and
+// visits: given the same answers, the walker takes the same path on a host
+// of plain function calls.
+func inMemory(t *testing.T, root, rel, localRuns string, want parity) {
+	t.Helper()
+	runs, err := rundir.List(localRuns)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("want one local run, have %d (%v)", len(runs), err)
+	}
+	answers := map[string]*rundir.Fact{}
+	for _, v := range rundir.Visits(runs[0].Facts) {
+		if v.End != nil && (v.Start.Kind == "agent" || v.Start.Kind == "run") {
+			answers[v.Start.Visit] = v.End
+		}
+	}
+	answer := func(visit string) (*rundir.Fact, error) {
+		if e := answers[visit]; e != nil && e.Succeeded() {
+			return e, nil
+		}
+		return nil, fmt.Errorf("visit %s did not succeed locally: nothing to answer it with", visit)
+	}
+	h := enginetest.New()
+	h.Turns = func(turn *engine.Turn) (*engine.TurnResult, error) {
+		e, err := answer(turn.Visit)
+		if err != nil {
+			return nil, err
+		}
+		out, ok := e.Output.(string)
+		if !ok { // a structured answer, as the agent wrote it
+			b, _ := json.Marshal(e.Output)
+			out = string(b)
+		}
+		return &engine.TurnResult{Status: engine.Completed, Output: out}, nil
+	}
+	h.Commands = func(c *engine.Command) (*engine.CommandResult, error) {
+		e, err := answer(c.Visit)
+		if err != nil {
+			return nil, err
+		}
+		var r engine.CommandResult
+		b, _ := json.Marshal(e.Output)
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("the local output of %s is not a command's: %w", c.Visit, err)
+		}
+		return &r, nil
+	}
+	plan, diags := flows.Load(filepath.Join(root, rel), flows.Options{WorkDir: root, UserAgentDirs: []string{}, Drivers: []string{"exec", "pi", "claude", "codex", "openai"}})
+	if diags.HasErrors() {
+		t.Fatalf("%s does not load:\n%s", rel, diags.Error())
+	}
+	res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "in-memory", WorkDir: root}, h, nil)
+	if err != nil || !res.OK {
+		t.Fatalf("the in-memory walk: %v %+v", err, res)
+	}
+	if got := roundTrip(t, h.Output()); !reflect.DeepEqual(got, want.Output) {
+		t.Errorf("the in-memory output\n%v\nlocally\n%v", got, want.Output)
+	}
+	if got := valuesWithout(h.Values()); !reflect.DeepEqual(got, want.Values) {
+		t.Errorf("the in-memory values\n%v\nlocally\n%v", got, want.Values)
+	}
+	if got := visitEnds(t, h.Facts()); !reflect.DeepEqual(got, want.Visits) {
+		t.Errorf("the in-memory visits\n%v\nlocally\n%v", got, want.Visits)
 	}
 }
