@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flowrun/flow/internal/secret"
@@ -21,7 +22,9 @@ var (
 	reportCSS string
 	//go:embed report.html.tmpl
 	reportSource string
-	reportPage   = template.Must(template.New("report").Parse(reportSource))
+	// reportPage is parsed on first use, not when every flow command
+	// starts (docs/performance.md, start-up).
+	reportPage = sync.OnceValue(func() *template.Template { return template.Must(template.New("report").Parse(reportSource)) })
 )
 
 // WriteReport writes report.html into the run directory dir from its
@@ -49,7 +52,7 @@ type page struct {
 	SavedTokens, SavedCost string
 	// Rows makes each row as the page is written: a run of thousands of
 	// visits never holds them all.
-	Rows iter.Seq[row]
+	Rows iter.Seq[template.HTML]
 }
 
 // row is one visit of the report.
@@ -74,19 +77,19 @@ func writeReport(dir string, info *RunInfo, facts []*Fact, secrets *secret.Redac
 	visits := Visits(facts)
 	p.Visits = len(visits)
 	trees := DelegationTotals(facts)
-	p.Rows = func(yield func(row) bool) {
+	p.Rows = func(yield func(template.HTML) bool) {
 		for _, v := range visits {
 			r := reportRow(v, info.Started, total, now)
 			if u, ok := trees[v.Start.Visit]; ok {
 				r.Tokens += " (" + TokensText(u) + " with its delegates)"
 			}
-			if !yield(r) {
+			if !yield(r.html()) {
 				return
 			}
 		}
 	}
 	err := writeAside(filepath.Join(dir, reportFile), secrets, func(bw *bufio.Writer) error {
-		return reportPage.Execute(bw, p)
+		return reportPage().Execute(bw, p)
 	})
 	if err != nil {
 		return fmt.Errorf("writing report: %w", err)

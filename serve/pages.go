@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -21,48 +22,53 @@ import (
 //go:embed pages/*.tmpl
 var pageFiles embed.FS
 
-var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
-	"clock": func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		if time.Since(t) < 20*time.Hour && time.Until(t) < 20*time.Hour {
-			return t.Local().Format("15:04:05")
-		}
-		return t.Local().Format("2006-01-02 15:04")
-	},
-	"since": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
-	"ms": func(ms int64) string {
-		return (time.Duration(ms) * time.Millisecond).Round(10 * time.Millisecond).String()
-	},
-	"tokens":     func(u rundir.Usage) string { return rundir.TokensText(u) },
-	"cost":       func(u rundir.Usage) string { return rundir.CostText(u) },
-	"pathEscape": url.PathEscape,
-	"short":      short,
-	// zoned is a time in a zone, named: the schedule's zone on a run's page.
-	"zoned": func(t time.Time, loc *time.Location) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.In(loc).Format("2006-01-02 15:04:05 MST")
-	},
-	"add": func(a, b int) int { return a + b },
-	// zone is a schedule's zone by name; the server's if it will not load.
-	"zone": func(name string) *time.Location {
-		if loc, err := time.LoadLocation(name); err == nil && name != "" {
-			return loc
-		}
-		return time.Local
-	},
-	"markdown": markdown,
-	"lines": func(s string) string {
-		if n := strings.Count(strings.TrimRight(s, "\n"), "\n") + 1; n != 1 {
-			return fmt.Sprintf("%d lines", n)
-		}
-		return "1 line"
-	},
-	"left": func(t time.Time) string { return time.Until(t).Round(time.Second).String() },
-}).ParseFS(pageFiles, "pages/*.tmpl"))
+// pages is parsed on first use, not when the package loads: every flow
+// command, flow validate included, links serve, and only flow serve renders
+// a page (docs/performance.md, start-up).
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("pages").Funcs(template.FuncMap{
+		"clock": func(t time.Time) string {
+			if t.IsZero() {
+				return ""
+			}
+			if time.Since(t) < 20*time.Hour && time.Until(t) < 20*time.Hour {
+				return t.Local().Format("15:04:05")
+			}
+			return t.Local().Format("2006-01-02 15:04")
+		},
+		"since": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+		"ms": func(ms int64) string {
+			return (time.Duration(ms) * time.Millisecond).Round(10 * time.Millisecond).String()
+		},
+		"tokens":     func(u rundir.Usage) string { return rundir.TokensText(u) },
+		"cost":       func(u rundir.Usage) string { return rundir.CostText(u) },
+		"pathEscape": url.PathEscape,
+		"short":      short,
+		// zoned is a time in a zone, named: the schedule's zone on a run's page.
+		"zoned": func(t time.Time, loc *time.Location) string {
+			if t.IsZero() {
+				return ""
+			}
+			return t.In(loc).Format("2006-01-02 15:04:05 MST")
+		},
+		"add": func(a, b int) int { return a + b },
+		// zone is a schedule's zone by name; the server's if it will not load.
+		"zone": func(name string) *time.Location {
+			if loc, err := time.LoadLocation(name); err == nil && name != "" {
+				return loc
+			}
+			return time.Local
+		},
+		"markdown": markdown,
+		"lines": func(s string) string {
+			if n := strings.Count(strings.TrimRight(s, "\n"), "\n") + 1; n != 1 {
+				return fmt.Sprintf("%d lines", n)
+			}
+			return "1 line"
+		},
+		"left": func(t time.Time) string { return time.Until(t).Round(time.Second).String() },
+	}).ParseFS(pageFiles, "pages/*.tmpl"))
+})
 
 // short renders a visit's output in at most 160 characters.
 func short(v any) string {
@@ -86,7 +92,7 @@ func short(v any) string {
 // render writes a page, whole or not at all.
 func (s *Server) render(w http.ResponseWriter, name string, data any) {
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := pages().ExecuteTemplate(&buf, name, data); err != nil {
 		s.log.Error("rendering a page", "page", name, "err", err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
 		return

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/flowrun/flow/rundir"
@@ -17,7 +18,9 @@ import (
 var (
 	//go:embed report.html.tmpl
 	htmlSource string
-	htmlPage   = template.Must(template.New("report").Parse(htmlSource))
+	// htmlPage is parsed on first use, not when every flow command starts
+	// (docs/performance.md, start-up).
+	htmlPage = sync.OnceValue(func() *template.Template { return template.Must(template.New("report").Parse(htmlSource)) })
 )
 
 // htmlData is what report.html.tmpl shows.
@@ -59,7 +62,7 @@ func htmlReport(r *Report) ([]byte, error) {
 		d.Nodes = append(d.Nodes, n.cells())
 	}
 	var b bytes.Buffer
-	if err := htmlPage.Execute(&b, d); err != nil {
+	if err := htmlPage().Execute(&b, d); err != nil {
 		return nil, fmt.Errorf("rendering the report page: %w", err)
 	}
 	return b.Bytes(), nil
