@@ -5,7 +5,7 @@
 set -euo pipefail
 
 turn=$(cat)
-report=$(printf '%s\n' "$turn" | grep -oE '"report": *"([^"\\]|\\.)*"' | head -n 1 |
+report=$(printf '%s\n' "$turn" | grep -oE '"report": *"([^"\\]|\\.)*"' | sed -n 1p |
   sed -e 's/^"report": *"//' -e 's/"$//' || true)
 
 echo "# Release notes"

@@ -6,7 +6,7 @@ set -euo pipefail
 
 turn=$(cat)
 section() { printf '%s\n' "$turn" | awk -v h="## $1" '$0 == h { f = 1; next } /^## / { f = 0 } f'; }
-answer=$(section solve | grep -v '^ *$' | head -n 1)
+answer=$(section solve | grep -v '^ *$' | sed -n 1p)
 if section check | grep -qE '"passed": *true'; then
   echo "The answer $answer is right: the check passed."
 else

@@ -5,8 +5,8 @@
 set -euo pipefail
 
 turn=$(cat)
-want=$(printf '%s\n' "$turn" | sed -n 's/.*in the order the notes were given (\([^)]*\)).*/\1/p' | head -n 1 | tr -d ' ')
-report=$(printf '%s\n' "$turn" | grep -oE '"report": *"([^"\\]|\\.)*"' | head -n 1 || true)
+want=$(printf '%s\n' "$turn" | sed -n 's/.*in the order the notes were given (\([^)]*\)).*/\1/p' | sed -n 1p | tr -d ' ')
+report=$(printf '%s\n' "$turn" | grep -oE '"report": *"([^"\\]|\\.)*"' | sed -n 1p || true)
 got=$(printf '%s\n' "$report" | grep -oE 'notes/[A-Za-z0-9_-]+\.md' | sed -e 's|notes/||' -e 's|\.md$||' | paste -sd, -)
 landings=$(printf '%s\n' "$report" | grep -oE 'flow: land [^\\"]*' | wc -l | tr -d ' ')
 

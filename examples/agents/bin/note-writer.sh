@@ -7,7 +7,7 @@
 set -euo pipefail
 
 turn=$(cat)
-name=$(printf '%s\n' "$turn" | head -n 1 | sed -n 's/^Write the note \([A-Za-z0-9_-]*\)\..*/\1/p')
+name=$(printf '%s\n' "$turn" | sed -n 1p | sed -n 's/^Write the note \([A-Za-z0-9_-]*\)\..*/\1/p')
 if [ -z "$name" ]; then
   echo "no note name in the turn" >&2
   exit 1

@@ -34,7 +34,7 @@ if printf '%s\n' "$commit" | grep -qE '"kind": *"'; then
   echo
   echo "Last commit: unknown (git could not run)."
 else
-  line=$(printf '%s\n' "$commit" | grep -oE '"report": *"([^"\\]|\\.)*"' | head -n 1 |
+  line=$(printf '%s\n' "$commit" | grep -oE '"report": *"([^"\\]|\\.)*"' | sed -n 1p |
     sed -e 's/^"report": *"//' -e 's/"$//' -e 's/\\n.*//' || true)
   echo
   echo "Last commit: ${line:-none}"

@@ -13,7 +13,7 @@ set -euo pipefail
 turn=$(cat)
 
 if [ -z "${FLOW_OUTPUT_SCHEMA:-}" ]; then
-  prompt=$(printf '%s\n' "$turn" | head -n 1)
+  prompt=$(printf '%s\n' "$turn" | sed -n 1p)
   case "$prompt" in
   *"for correctness"*)
     echo "- The flag must print the version the binary was built from, not a constant."

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 turn=$(cat)
-q=$(printf '%s\n' "$turn" | sed -n 's/^Question: //p' | head -n 1)
+q=$(printf '%s\n' "$turn" | sed -n 's/^Question: //p' | sed -n 1p)
 if ! printf '%s' "$q" | grep -qE '^[0-9]+ *[-+*/] *[0-9]+$'; then
   echo "I cannot read the question: $q" >&2
   exit 2

@@ -6,8 +6,8 @@ set -euo pipefail
 turn=$(cat)
 
 # JSON keeps the report on one line (newlines are \n), so grep can lift it out.
-report=$(printf '%s\n' "$turn" | grep -oE '"report": *"([^"\\]|\\.)*"' | head -n 1 || true)
-counts=$(printf '%s\n' "$report" | grep -oE '[0-9]+ +[0-9]+ +[^ "\\]+' | head -n 1 || true)
+report=$(printf '%s\n' "$turn" | grep -oE '"report": *"([^"\\]|\\.)*"' | sed -n 1p || true)
+counts=$(printf '%s\n' "$report" | grep -oE '[0-9]+ +[0-9]+ +[^ "\\]+' | sed -n 1p || true)
 
 if [ -n "$counts" ]; then
   printf '%s\n' "$counts" | awk '{ printf "%s: %d lines, %d words.\n", $3, $1, $2 }'

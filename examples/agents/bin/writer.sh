@@ -4,8 +4,8 @@
 set -euo pipefail
 
 turn=$(cat)
-iterations=$(printf '%s\n' "$turn" | grep -oE '"iterations": *[0-9]+' | head -n 1 | grep -oE '[0-9]+$' || true)
-kind=$(printf '%s\n' "$turn" | grep -oE '"kind": *"[a-z-]+"' | head -n 1 | sed 's/.*"\([a-z-]*\)"$/\1/' || true)
+iterations=$(printf '%s\n' "$turn" | grep -oE '"iterations": *[0-9]+' | sed -n 1p | grep -oE '[0-9]+$' || true)
+kind=$(printf '%s\n' "$turn" | grep -oE '"kind": *"[a-z-]+"' | sed -n 1p | sed 's/.*"\([a-z-]*\)"$/\1/' || true)
 
 if printf '%s\n' "$turn" | grep -qE '"converged": *true'; then
   echo "The change was approved after ${iterations:-?} review pass(es)."
