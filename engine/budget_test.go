@@ -27,7 +27,7 @@ func (d *streamDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 	d.turns.Add(1)
 	want := d.size(t)
 	var tok int64
-	result := func(st Status) *TurnResult {
+	result := func(st TurnStatus) *TurnResult {
 		d.billed.Add(tok)
 		in := tok
 		r := &TurnResult{Status: st, Output: "ok", Usage: Usage{Input: &in}}

@@ -65,14 +65,14 @@ type Turn struct {
 	Delegate *Delegation
 }
 
-// Status is how a turn ended (docs/drivers.md).
-type Status string
+// TurnStatus is how a turn ended (docs/drivers.md).
+type TurnStatus string
 
 // The turn statuses.
 const (
-	Completed Status = "completed"
-	Failed    Status = "failed"
-	Aborted   Status = "aborted"
+	Completed TurnStatus = "completed"
+	Failed    TurnStatus = "failed"
+	Aborted   TurnStatus = "aborted"
 )
 
 // TurnResult is what a driver returns for one turn.
@@ -85,7 +85,7 @@ const (
 // whole. A typed answer (Turn.OutputSchema) is handed on whole up to
 // TypedLimit.
 type TurnResult struct {
-	Status      Status
+	Status      TurnStatus
 	Output      string
 	File        string // where the whole answer is, when Output is only its start
 	Size        int64  // the whole answer's length in bytes, when File is set

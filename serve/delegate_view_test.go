@@ -54,7 +54,7 @@ func TestRunPageIndentsChildren(t *testing.T) {
 	v := &RunView{ID: "r1", Flow: "lead", Status: "succeeded", Started: base, Ended: base.Add(time.Second), Visits: visitViews(facts, false)}
 	var buf bytes.Buffer
 	data := map[string]any{"Title": "run r1", "Run": v, "Self": []*RunView{v}, "Zone": time.Local, "Timeline": runTimeline(v.Visits, v.Started, v.Ended)}
-	if err := pages.ExecuteTemplate(&buf, "run", data); err != nil {
+	if err := pages().ExecuteTemplate(&buf, "run", data); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()

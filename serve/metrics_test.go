@@ -23,7 +23,7 @@ type meteredDriver struct{ hanging atomic.Int32 }
 func (d *meteredDriver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
 	size := map[string]int64{"ok": 1000, "fail": 200, "big": 100000, "hang": 300}[strings.Fields(t.Prompt)[0]]
 	var tok int64
-	result := func(st engine.Status) *engine.TurnResult {
+	result := func(st engine.TurnStatus) *engine.TurnResult {
 		// Part of it read from and written to the cache: /metrics counts
 		// those too, as the journals do.
 		in, out, cr := tok*7/10, tok/10, tok/10

@@ -26,34 +26,34 @@ const (
 	reportName = "report" // report.md, report.csv, report.json, report.html
 )
 
-// Status is a cell's status word.
-type Status string
+// CellStatus is a cell's status word.
+type CellStatus string
 
 // The cell statuses. A cell has ended when it succeeded or failed; the
 // others are run (or resumed) by `flow sweep --resume`.
 const (
-	StatusPending   Status = "pending"   // not started yet
-	StatusRunning   Status = "running"   // started; if the sweep is not running, it was cut off
-	StatusSucceeded Status = "succeeded" // its run ended, and counted as a success
-	StatusFailed    Status = "failed"    // its run ended, and counted as a failure
-	StatusStopped   Status = "stopped"   // interrupted (Ctrl-C); resumable
-	StatusSkipped   Status = "skipped"   // not started: what was left of the budget could not cover its forecast
+	StatusPending   CellStatus = "pending"   // not started yet
+	StatusRunning   CellStatus = "running"   // started; if the sweep is not running, it was cut off
+	StatusSucceeded CellStatus = "succeeded" // its run ended, and counted as a success
+	StatusFailed    CellStatus = "failed"    // its run ended, and counted as a failure
+	StatusStopped   CellStatus = "stopped"   // interrupted (Ctrl-C); resumable
+	StatusSkipped   CellStatus = "skipped"   // not started: what was left of the budget could not cover its forecast
 )
 
 // Ended reports whether a cell with this status has its outcome.
-func (s Status) Ended() bool { return s == StatusSucceeded || s == StatusFailed }
+func (s CellStatus) Ended() bool { return s == StatusSucceeded || s == StatusFailed }
 
 // Cell is one run of the grid.
 type Cell struct {
-	Index      int    `json:"index"`            // 1-based, in run order
-	Assignment string `json:"assignment"`       // the assignment's label
-	Params     string `json:"params,omitempty"` // the parameter set's label
-	Task       string `json:"task"`
-	Repeat     int    `json:"repeat"` // 1-based
-	Input      any    `json:"input"`
-	Run        string `json:"run,omitempty"` // the run id under cells/, drawn before it starts
-	Status     Status `json:"status"`
-	Note       string `json:"note,omitempty"` // why a cell was skipped, or the quota it ran out of
+	Index      int        `json:"index"`            // 1-based, in run order
+	Assignment string     `json:"assignment"`       // the assignment's label
+	Params     string     `json:"params,omitempty"` // the parameter set's label
+	Task       string     `json:"task"`
+	Repeat     int        `json:"repeat"` // 1-based
+	Input      any        `json:"input"`
+	Run        string     `json:"run,omitempty"` // the run id under cells/, drawn before it starts
+	Status     CellStatus `json:"status"`
+	Note       string     `json:"note,omitempty"` // why a cell was skipped, or the quota it ran out of
 	// Unpriced says the cell started under a budget with no forecast to
 	// reserve: what it spends may carry the sweep over its budget.
 	Unpriced bool `json:"unpriced,omitempty"`

@@ -15,7 +15,7 @@ import (
 // within the sweep (a daily or billing limit, as the provider says): it is
 // not scored, its note carries the provider's message, and `flow sweep
 // --resume` runs it again once the quota is back (docs/sweeps.md).
-const StatusQuota Status = "quota"
+const StatusQuota CellStatus = "quota"
 
 // MaxReruns bounds how often one cell is run again after an
 // infrastructure failure; a cell still failing so after it is set aside

@@ -25,7 +25,7 @@ func (d *streaming) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResul
 		size = 1000
 	}
 	var tok int64
-	end := func(st engine.Status) *engine.TurnResult {
+	end := func(st engine.TurnStatus) *engine.TurnResult {
 		d.billed.Add(tok)
 		in := tok
 		return &engine.TurnResult{Status: st, Output: "ok", Usage: engine.Usage{Input: &in}}

@@ -93,7 +93,7 @@ func TestTurn(t *testing.T) {
 		name    string
 		script  string
 		session string
-		status  engine.Status
+		status  engine.TurnStatus
 		diag    string
 	}{
 		{name: "clean", script: "cat", status: engine.Completed},

@@ -22,7 +22,7 @@ type Stream interface {
 // usage, diagnostics and session it reported, and the steps to show in the
 // readable transcript.
 type Outcome struct {
-	Status      engine.Status
+	Status      engine.TurnStatus
 	Output      string
 	Usage       engine.Usage
 	Diagnostics []string

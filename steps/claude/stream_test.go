@@ -33,7 +33,7 @@ func TestRecordedStreams(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		file   string
-		status engine.Status
+		status engine.TurnStatus
 		output string
 		diag   string
 		input  int64 // 0: not checked
@@ -80,7 +80,7 @@ func TestDamagedStreams(t *testing.T) {
 	tests := []struct {
 		name   string
 		stream string
-		status engine.Status
+		status engine.TurnStatus
 		diag   string
 	}{
 		{name: "empty", stream: "", status: engine.Failed, diag: "claude wrote no events"},

@@ -180,7 +180,7 @@ func exitNote(it *item) string {
 
 // outcome decides how the turn ended, given how the process exited
 // (exitDiag is "" for a clean exit).
-func (s *stream) outcome(exitDiag string) (engine.Status, []string) {
+func (s *stream) outcome(exitDiag string) (engine.TurnStatus, []string) {
 	diag := append([]string(nil), s.diag...)
 	ok := !s.malformed && len(s.failed) == 0
 	if exitDiag != "" {

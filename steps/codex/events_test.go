@@ -38,7 +38,7 @@ func TestRecordedStreams(t *testing.T) {
 		name   string
 		stream string
 		exit   string
-		status engine.Status
+		status engine.TurnStatus
 		answer string
 		diag   string
 		input  int64

@@ -41,7 +41,7 @@ func TestTurn(t *testing.T) { // not parallel: it sets the environment
 		name   string
 		script string
 		schema []byte
-		status engine.Status
+		status engine.TurnStatus
 		output string
 		stderr string
 		diag   string // a substring of the diagnostics, "" for none

@@ -22,7 +22,7 @@ func TestHostileAnswerReceivedProcessDidNotExit(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name, script string
-		status       engine.Status
+		status       engine.TurnStatus
 		diag         string
 	}{
 		{name: "answer", script: "echo the answer; exec >&-; sleep 30", status: engine.Completed, diag: "answer received, process did not exit"},

@@ -197,7 +197,7 @@ func (p *parser) report() {
 }
 
 // outcome decides the status as docs/drivers.md, Failures says, and completes the diagnostics.
-func (p *parser) outcome() (engine.Status, []string) {
+func (p *parser) outcome() (engine.TurnStatus, []string) {
 	diag := p.diag
 	ok := len(diag) == 0
 	if !p.done {

@@ -14,7 +14,7 @@ func TestRecordedStreams(t *testing.T) {
 	tests := []struct {
 		name   string
 		stream string
-		status engine.Status
+		status engine.TurnStatus
 		text   string
 		diag   string
 		input  int64
