@@ -47,7 +47,9 @@ func (rp reply) shown() string {
 	return rp.text + fmt.Sprintf("\n\n[… the whole answer, %d bytes, is in %s]", rp.size, rp.file)
 }
 
-func utf8Prefix(s string, n int) string {
+// UTF8Prefix is at most n bytes of s, cut where a rune starts: an answer's
+// prefix for every host.
+func UTF8Prefix(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

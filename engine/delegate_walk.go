@@ -186,7 +186,7 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *liveSlot, req
 	if fail != nil {
 		// Bounded as an answer is: a failure's message may hold a
 		// program's output.
-		return DelegateReply{Error: utf8Prefix(fmt.Sprintf("the child %s failed (%s): %s", path, fail.Kind, fail.Message), AnswerLimit)}
+		return DelegateReply{Error: UTF8Prefix(fmt.Sprintf("the child %s failed (%s): %s", path, fail.Kind, fail.Message), AnswerLimit)}
 	}
 	answer := text(v["output"])
 	if file, _ := v["_file"].(string); file != "" {

@@ -172,7 +172,7 @@ func readText(v any, isNode bool) string {
 	}
 	if file, _ := nv["_file"].(string); file != "" {
 		size, _ := nv["_size"].(int64)
-		return reply{text: utf8Prefix(s, AnswerLimit), file: file, size: max(size, int64(len(s)))}.shown()
+		return reply{text: UTF8Prefix(s, AnswerLimit), file: file, size: max(size, int64(len(s)))}.shown()
 	}
 	return s
 }

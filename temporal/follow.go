@@ -33,14 +33,7 @@ func (m *mirror) follow(ctx context.Context, next string) error {
 		time.Sleep(250 * time.Millisecond)
 	}
 	if before == nil || m.next < before.Before {
-		var err error
-		for range 40 {
-			if err = m.pull(ctx); err == nil {
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
-		if err != nil {
+		if err := m.pullClosed(ctx); err != nil {
 			return fmt.Errorf("reading the last facts of run %s's execution %s (flow resume %s reads them later): %w", m.ref.Workflow, m.ref.Execution, m.ref.Workflow, err)
 		}
 	}

@@ -142,6 +142,19 @@ func (m *mirror) namespace() string {
 	return "default"
 }
 
+// pullClosed appends the last facts of a closed execution, which a
+// worker reads by replaying it: it is given ten seconds to take the query.
+func (m *mirror) pullClosed(ctx context.Context) error {
+	var err error
+	for range 40 {
+		if err = m.pull(ctx); err == nil {
+			return nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return err
+}
+
 // pullGap is the least time between two facts queries: a burst of events
 // (a visit is about six) costs one query, and the live view lags the run
 // by at most this.
@@ -205,16 +218,7 @@ func (m *mirror) finish(ctx context.Context) (*engine.Result, error) {
 	if err := out.unpack(); err != nil {
 		return nil, fmt.Errorf("run %s on Temporal: reading its result: %w", m.ref.Workflow, err)
 	}
-	// A closed workflow's facts are read by replaying it on a worker:
-	// give one a moment.
-	var err error
-	for range 40 {
-		if err = m.pull(ctx); err == nil {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	if err != nil {
+	if err := m.pullClosed(ctx); err != nil {
 		return nil, fmt.Errorf("reading the last facts of run %s (flow resume %s reads them later): %w", m.ref.Workflow, m.ref.Workflow, err)
 	}
 	if out.Values != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"time"
-	"unicode/utf8"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/secret"
@@ -94,13 +93,13 @@ func bound(res *engine.TurnResult, home, agent string, secrets *secret.Redactor)
 				size = st.Size()
 			}
 		}
-		return utf8Prefix(res.Output, engine.AnswerLimit), res.File, size, nil
+		return engine.UTF8Prefix(res.Output, engine.AnswerLimit), res.File, size, nil
 	}
 	if len(res.Output) <= engine.AnswerLimit {
 		return res.Output, "", 0, nil
 	}
 	file, err = rundir.StoreAnswer(home, agent, res.Output, secrets)
-	return utf8Prefix(res.Output, engine.AnswerLimit), file, int64(len(res.Output)), err
+	return engine.UTF8Prefix(res.Output, engine.AnswerLimit), file, int64(len(res.Output)), err
 }
 
 // settleAnswer makes a completed turn's answer what the walker takes: at
@@ -123,15 +122,4 @@ func settleAnswer(res *engine.TurnResult, t *engine.Turn) error {
 	var err error
 	res.Output, res.File, res.Size, err = bound(res, t.Home, t.Agent.Name, t.Secrets)
 	return err
-}
-
-// utf8Prefix is at most n bytes of s, cut where a rune starts.
-func utf8Prefix(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
