@@ -63,6 +63,14 @@ func WriteCassette(runDir, dir string) error {
 				return err
 			}
 			continue
+		case f.Type == rundir.FactStart && f.Parent != "":
+			// A delegated child's start: its parent and its task, which a
+			// replay of the parent repeats its delegate calls from.
+			kept := rundir.Fact{Type: f.Type, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Parent: f.Parent, Input: f.Input}
+			if err := enc.Encode(&kept); err != nil {
+				return err
+			}
+			continue
 		case f.Type != rundir.FactEnd || !f.Succeeded() || f.Key == nil:
 			continue
 		}

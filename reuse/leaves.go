@@ -70,14 +70,20 @@ func (l *Leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if t.Key != nil {
 		if h, ok := l.From.lookup(t.Key.Key); ok {
 			res, err := answer(h, t)
-			if err != nil || !t.Key.Isolated {
-				return res, err
+			if err == nil && t.Key.Isolated {
+				if err := h.replayChange(ctx, t.WorkDir); err != nil {
+					why, res = unmade(err), nil
+				}
 			}
-			err = h.replayChange(ctx, t.WorkDir)
-			if err == nil {
+			if err == nil && res != nil {
+				err = delegateAgain(ctx, h, t) // its children first, as the recorded visit waited on them
+			}
+			if err != nil {
+				return nil, err
+			}
+			if res != nil {
 				return res, nil
 			}
-			why = unmade(err)
 		}
 	}
 	if l.Next != nil {

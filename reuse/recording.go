@@ -21,6 +21,16 @@ type Recording struct {
 	// repos are the repositories of the run's isolated scopes, by scope:
 	// where what a visit changed in its worktree is read from.
 	repos map[string]string
+	// kids are the delegated children each recorded visit started, by the
+	// parent's path, in the order they started (docs/delegation.md).
+	kids map[string][]child
+}
+
+// child is one delegate call a recorded visit made: the child's path, the
+// agent it started and the task it gave, and whether the child succeeded.
+type child struct {
+	path, agent, task string
+	ok                bool
 }
 
 // hit is one recorded visit.
@@ -49,6 +59,7 @@ func Open(dirs ...string) (*Set, error) {
 		for _, w := range rundir.Worktrees(facts) {
 			rec.repos[w.Scope] = w.Repo
 		}
+		rec.kids = children(facts)
 		for _, f := range facts {
 			if f.Type != rundir.FactEnd || !f.Succeeded() || f.Key == nil || f.Skipped {
 				continue
@@ -67,6 +78,36 @@ func Open(dirs ...string) (*Set, error) {
 	}
 	return s, nil
 }
+
+// children are the delegated children of the visits of facts, by their
+// parent's path: a child is a start fact with a parent, its task the
+// start's input and its agent its node's name after "delegate:" (a retry
+// or a resume starts a child again at the same path: it is one child).
+func children(facts []*rundir.Fact) map[string][]child {
+	kids := map[string][]child{}
+	at := map[string]int{}        // a child's index under its parent, by its path
+	parent := map[string]string{} // a child's parent, by its path
+	for _, f := range facts {
+		if f.Type != rundir.FactStart || f.Parent == "" {
+			continue
+		}
+		if _, seen := parent[f.Visit]; seen {
+			continue
+		}
+		task, _ := f.Input.(string)
+		at[f.Visit], parent[f.Visit] = len(kids[f.Parent]), f.Parent
+		kids[f.Parent] = append(kids[f.Parent], child{path: f.Visit, agent: strings.TrimPrefix(f.Node, delegNodePrefix), task: task})
+	}
+	for _, f := range facts {
+		if p, ok := parent[f.Visit]; ok && f.Type == rundir.FactEnd && f.Succeeded() {
+			kids[p][at[f.Visit]].ok = true
+		}
+	}
+	return kids
+}
+
+// delegNodePrefix names a delegated child's node: delegate:scout.
+const delegNodePrefix = "delegate:"
 
 // Len is how many recorded visits s holds.
 func (s *Set) Len() int { return len(s.byKey) }

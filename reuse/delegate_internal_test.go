@@ -1,0 +1,55 @@
+package reuse
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/rundir"
+)
+
+// TestRecordedChildren: a recording's children are its start facts with a
+// parent, by parent, in the order they started, once each (a retry starts
+// a child again at the same path), with whether each succeeded; a child's
+// own children are under the child.
+func TestRecordedChildren(t *testing.T) {
+	ok, failed := true, false
+	facts := []*rundir.Fact{
+		{Type: rundir.FactStart, Visit: "lead"},
+		{Type: rundir.FactStart, Visit: "lead/delegate:scout#1", Node: "delegate:scout", Parent: "lead", Input: "look at A"},
+		{Type: rundir.FactStart, Visit: "lead/delegate:scout#1/delegate:tester#1", Node: "delegate:tester", Parent: "lead/delegate:scout#1", Input: "test A"},
+		{Type: rundir.FactEnd, Visit: "lead/delegate:scout#1/delegate:tester#1", OK: &ok},
+		{Type: rundir.FactEnd, Visit: "lead/delegate:scout#1", OK: &ok},
+		{Type: rundir.FactStart, Visit: "lead/delegate:tester#1", Node: "delegate:tester", Parent: "lead", Input: "test B"},
+		{Type: rundir.FactEnd, Visit: "lead/delegate:tester#1", OK: &failed},
+		{Type: rundir.FactStart, Visit: "lead/delegate:tester#1", Node: "delegate:tester", Parent: "lead", Input: "test B"},
+	}
+	kids := children(facts)
+	want := []child{{"lead/delegate:scout#1", "scout", "look at A", true}, {"lead/delegate:tester#1", "tester", "test B", false}}
+	if len(kids["lead"]) != 2 || kids["lead"][0] != want[0] || kids["lead"][1] != want[1] {
+		t.Errorf("the lead's children: %+v", kids["lead"])
+	}
+	if got := kids["lead/delegate:scout#1"]; len(got) != 1 || got[0] != (child{"lead/delegate:scout#1/delegate:tester#1", "tester", "test A", true}) {
+		t.Errorf("the scout's children: %+v", got)
+	}
+}
+
+// TestDelegateAgainCallFails: a recorded answer of a turn that delegated
+// is not returned when its recorded delegate calls cannot be repeated:
+// the error names the visit and the child.
+func TestDelegateAgainCallFails(t *testing.T) {
+	ok := true
+	rec := &Recording{Name: "r1", Dir: t.TempDir(), kids: map[string][]child{"lead": {{"lead/delegate:scout#1", "scout", "look at A", true}}}}
+	h := hit{rec, &rundir.Fact{Visit: "lead", OK: &ok, Output: "done"}}
+	tu := &engine.Turn{Visit: "lead", Delegate: &engine.Delegation{Socket: filepath.Join(t.TempDir(), "none.sock"), Token: "t"}}
+	err := delegateAgain(context.Background(), h, tu)
+	if err == nil || !errors.Is(err, engine.ErrUnavailable) || !strings.Contains(err.Error(), "lead: repeating its recorded delegate call to scout (lead/delegate:scout#1)") {
+		t.Errorf("the error: %v", err)
+	}
+	if err := delegateAgain(context.Background(), h, &engine.Turn{Visit: "lead"}); err != nil {
+		t.Errorf("a turn that may not delegate repeats nothing: %v", err)
+	}
+}
