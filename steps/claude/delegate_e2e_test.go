@@ -2,13 +2,10 @@ package claude
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/clitest"
@@ -99,37 +96,6 @@ func TestE2EDelegateCancel(t *testing.T) {
 	tn := newTurn(t, "Wait for the scout.")
 	tn.Delegate = &engine.Delegation{Agents: []string{marker}, Socket: fake.Socket(), Token: "tok-claude-cancel-0123",
 		Server: []string{flow, "mcp-delegate"}}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	done := make(chan error, 1)
-	var res *engine.TurnResult
-	go func() {
-		var err error
-		res, err = d.Turn(ctx, tn)
-		done <- err
-	}()
-	select {
-	case <-inCall:
-	case err := <-done:
-		t.Fatalf("the turn ended before its call reached the socket: %+v, %v", res, err)
-	}
-	if len(delegatetest.Processes(marker)) == 0 {
-		t.Error("no MCP server is running while its call waits")
-	}
-	cause := errors.New("the test cancels")
-	cancel(cause)
-	if err := <-done; !errors.Is(err, cause) || res.Status != engine.Aborted {
-		t.Errorf("Turn = %+v, %v; want aborted with the cause", res, err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(delegatetest.Processes(marker)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if left := delegatetest.Processes(marker); len(left) > 0 {
-		for _, pid := range left {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		t.Errorf("the MCP server outlived the turn: %v", left)
-	}
+	delegatetest.CancelMidCall(t, inCall, marker, func(ctx context.Context) (*engine.TurnResult, error) { return d.Turn(ctx, tn) })
 	clitest.NoneLeft(t, tn.RunID)
 }

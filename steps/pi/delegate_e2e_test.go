@@ -2,7 +2,6 @@ package pi
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -88,24 +87,6 @@ func TestE2EDelegateCancel(t *testing.T) {
 	s.Handle(delegatetest.Model(`{"agent":"scout","task":"wait"}`, "too late", "never reached"))
 	tn := newTurn(t, "Wait for the scout.")
 	tn.Delegate = &engine.Delegation{Agents: []string{"scout"}, Socket: fake.Socket(), Token: "tok-pi-cancel-0123456"}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	done := make(chan error, 1)
-	var res *engine.TurnResult
-	go func() {
-		var err error
-		res, err = d.Turn(ctx, tn)
-		done <- err
-	}()
-	select {
-	case <-inCall:
-	case err := <-done:
-		t.Fatalf("the turn ended before its call reached the socket: %+v, %v", res, err)
-	}
-	cause := errors.New("the test cancels")
-	cancel(cause)
-	if err := <-done; !errors.Is(err, cause) || res.Status != engine.Aborted {
-		t.Errorf("Turn = %+v, %v; want aborted with the cause", res, err)
-	}
+	delegatetest.CancelMidCall(t, inCall, "", func(ctx context.Context) (*engine.TurnResult, error) { return d.Turn(ctx, tn) })
 	clitest.NoneLeft(t, tn.RunID)
 }
