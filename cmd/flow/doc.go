@@ -5,6 +5,7 @@
 //	flow plan FILE [--mermaid]
 //	flow resume [RUN]
 //	flow runs | show [RUN] | tail RUN [VISIT]
+//	flow diff RUN RUN [--json]
 //	flow agents [FILE]
 //	flow schema
 //

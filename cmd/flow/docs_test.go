@@ -227,6 +227,7 @@ func TestDocsRunAsWritten(t *testing.T) {
 				"FLOW_TEMPORAL_HEARTBEAT=2s")
 		}},
 		{"docs/tracing.md", tracingSteps, tracingSetup},
+		{"docs/fork-and-diff.md", forkDiffSteps, func(*testing.T, *docSession) {}},
 	}
 	for _, p := range pages {
 		t.Run(p.file, func(t *testing.T) {
@@ -405,5 +406,32 @@ func temporalSteps(d *docSession) []docStep {
 		}},
 		{line: "flow sweep --temporal 10.0.0.5:7233 review.yaml --model sonnet,haiku --repeat 5 --concurrency 8",
 			skip: "review.yaml, sonnet and haiku stand for the reader's own flow and models; the sweep line above runs the example's"},
+	}
+}
+
+func forkDiffSteps(d *docSession) []docStep {
+	t := d.t
+	ran := func(d *docSession, line string) {
+		if out := d.sh(line, 2*time.Minute); !strings.Contains(out, "succeeded") {
+			t.Fatalf("%s did not say it succeeded:\n%s", line, out)
+		}
+	}
+	return []docStep{
+		{line: "go run ./cmd/flow run examples/count-file.yaml -i file=go.mod", run: ran},
+		{line: "go run ./cmd/flow run examples/count-file.yaml -i file=Taskfile.yml", run: ran},
+		{line: "go run ./cmd/flow diff last~1 last", run: func(d *docSession, line string) {
+			out := d.sh(line, time.Minute)
+			for _, want := range []string{"~ wc  output", "~ summary  ", "go.mod", "Taskfile.yml", "total"} {
+				if !strings.Contains(out, want) {
+					t.Fatalf("%s: no %q in\n%s", line, want, out)
+				}
+			}
+		}},
+		{line: "go run ./cmd/flow diff last~1 last --json", run: func(d *docSession, line string) {
+			m := jsonOf(t, line, d.sh(line, time.Minute))
+			if m["differed"] != float64(2) || m["same"] != float64(0) {
+				t.Fatalf("%s: %v", line, m)
+			}
+		}},
 	}
 }

@@ -69,6 +69,9 @@ func (a *app) findRun(args []string, resumable bool) (string, error) {
 		if dir, ok := rundir.Find(runsDir, args[0]); ok {
 			return dir, nil
 		}
+		if dir, ok, err := nthLatest(runsDir, args[0]); ok || err != nil {
+			return dir, err
+		}
 		return "", invalid("no run %q in %s", args[0], runsDir)
 	}
 	runs, err := rundir.List(runsDir)
