@@ -114,7 +114,6 @@ type Limiter struct {
 	left      int       // requests the provider said remain, until leftUntil
 	leftUntil time.Time // the reset the provider stated; zero when none is known
 	leftSaid  string    // the header that stated it
-	leftSeq   int       // the admission of the request whose answer said so
 	probe     int       // the admission of the request finding out what a passed reset renewed; 0: none
 	decreased time.Time // the last halving of the window
 	refusals  int       // refusals in a row
@@ -250,21 +249,33 @@ func (l *Limiter) heard(t *Ticket, header http.Header) {
 		l.open[t.seq] = true
 	}
 	h := parseHints(header, now, l.opts.MaxWait)
-	if h.requestsLeft >= 0 && t.seq > l.leftSeq {
+	if h.requestsLeft >= 0 {
 		// What the provider said counts this request and those it saw
-		// before it. Requests in flight whose answer has not come may
-		// not be counted yet: count them as spent. An answer to a
-		// request sent before the one that last said what remains is
-		// older news, and is not read.
+		// before it. Requests in flight whose answer has not come may not
+		// be counted yet: count them as spent.
 		left := h.requestsLeft
 		for seq, heard := range l.open {
 			if seq != t.seq && !heard {
 				left--
 			}
 		}
-		l.left, l.leftUntil, l.leftSaid, l.leftSeq = left, now.Add(h.requestsReset.D), h.requestsReset.Said, t.seq
-		l.probe = 0
-	} else if h.requestsLeft < 0 && t.seq == l.probe {
+		reset := now.Add(h.requestsReset.D)
+		if l.leftUntil.IsZero() || !now.Before(l.leftUntil) {
+			// What was known ended with its reset: this answer says anew.
+			l.left, l.leftUntil, l.leftSaid = left, reset, h.requestsReset.Said
+		} else {
+			// The answers of one period come out of order (the provider
+			// may count them in another order than they were sent): keep
+			// the least that remains, until the latest reset.
+			l.left = min(l.left, left)
+			if reset.After(l.leftUntil) {
+				l.leftUntil, l.leftSaid = reset, h.requestsReset.Said
+			}
+		}
+		if l.probe == t.seq {
+			l.probe = 0
+		}
+	} else if t.seq == l.probe {
 		// The probe's answer says nothing of what remains: the provider
 		// stopped saying, and the stated reset is forgotten.
 		l.left, l.leftUntil, l.leftSaid, l.probe = 0, time.Time{}, "", 0
