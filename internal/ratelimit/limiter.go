@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -109,15 +110,16 @@ type Limiter struct {
 	mu        sync.Mutex
 	window    float64
 	inflight  int
-	until     time.Time // nothing is sent before
-	untilSaid string    // the header that set until; "" for flow's own backoff
-	left      int       // requests the provider said remain, until leftUntil
-	leftUntil time.Time // the reset the provider stated; zero when none is known
-	leftSaid  string    // the header that stated it
-	probe     int       // the admission of the request finding out what a passed reset renewed; 0: none
-	decreased time.Time // the last halving of the window
-	refusals  int       // refusals in a row
-	quotaAt   time.Time // when the quota was seen
+	until     time.Time  // nothing is sent before
+	untilSaid string     // the header that set until; "" for flow's own backoff
+	period    []answered // the answers since the provider's last stated reset that said what remains
+	floor     int        // what remains by the answers dropped from period; math.MaxInt: none
+	leftUntil time.Time  // the reset the provider stated; zero when none is known
+	leftSaid  string     // the header that stated it
+	probe     int        // the admission of the request finding out what a passed reset renewed; 0: none
+	decreased time.Time  // the last halving of the window
+	refusals  int        // refusals in a row
+	quotaAt   time.Time  // when the quota was seen
 	changed   chan struct{}
 	seq       int          // admissions so far
 	open      map[int]bool // the requests in flight, by admission: whether their answer's header came
@@ -126,7 +128,7 @@ type Limiter struct {
 
 func newLimiter(k Key, o Options) *Limiter {
 	o = o.withDefaults()
-	return &Limiter{key: k, opts: o, window: float64(o.Initial), changed: make(chan struct{}), open: map[int]bool{}, stats: Stats{Key: k}}
+	return &Limiter{key: k, opts: o, window: float64(o.Initial), changed: make(chan struct{}), open: map[int]bool{}, floor: math.MaxInt, stats: Stats{Key: k}}
 }
 
 // Ticket is one admitted request; Done it exactly once.
@@ -166,7 +168,8 @@ func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Tic
 		}
 		now := time.Now()
 		wake, why := l.until, l.untilSaid
-		if l.left <= 0 && now.Before(l.leftUntil) && l.leftUntil.After(wake) {
+		left := l.remaining()
+		if left <= 0 && now.Before(l.leftUntil) && l.leftUntil.After(wake) {
 			wake, why = l.leftUntil, l.leftSaid
 		}
 		if now.Before(wake) {
@@ -194,11 +197,11 @@ func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Tic
 		// The stated reset passed with none left: how much it renewed (a
 		// fixed window: all of it; a sliding one: what its oldest requests
 		// freed) only an answer says, so one request finds out first.
-		stale := l.left <= 0 && !l.leftUntil.IsZero()
+		stale := left <= 0 && !l.leftUntil.IsZero()
 		if l.inflight < int(l.window) && (!stale || l.probe == 0) {
 			l.inflight++
-			if now.Before(l.leftUntil) {
-				l.left--
+			if now.Before(l.leftUntil) && l.floor != math.MaxInt {
+				l.floor--
 			}
 			l.stats.Requests++
 			if l.stats.First.IsZero() {
@@ -250,27 +253,17 @@ func (l *Limiter) heard(t *Ticket, header http.Header) {
 	}
 	h := parseHints(header, now, l.opts.MaxWait)
 	if h.requestsLeft >= 0 {
-		// What the provider said counts this request and those it saw
-		// before it. Requests in flight whose answer has not come may not
-		// be counted yet: count them as spent.
-		left := h.requestsLeft
-		for seq, heard := range l.open {
-			if seq != t.seq && !heard {
-				left--
-			}
-		}
 		reset := now.Add(h.requestsReset.D)
 		if l.leftUntil.IsZero() || !now.Before(l.leftUntil) {
 			// What was known ended with its reset: this answer says anew.
-			l.left, l.leftUntil, l.leftSaid = left, reset, h.requestsReset.Said
-		} else {
-			// The answers of one period come out of order (the provider
-			// may count them in another order than they were sent): keep
-			// the least that remains, until the latest reset.
-			l.left = min(l.left, left)
-			if reset.After(l.leftUntil) {
-				l.leftUntil, l.leftSaid = reset, h.requestsReset.Said
-			}
+			l.period, l.floor, l.leftUntil, l.leftSaid = l.period[:0], math.MaxInt, reset, h.requestsReset.Said
+		} else if reset.After(l.leftUntil) {
+			l.leftUntil, l.leftSaid = reset, h.requestsReset.Said
+		}
+		l.period = append(l.period, answered{seq: t.seq, left: h.requestsLeft})
+		if len(l.period) > maxPeriod {
+			l.floor = min(l.floor, l.remaining())
+			l.period = slices.Delete(l.period, 0, 1)
 		}
 		if l.probe == t.seq {
 			l.probe = 0
@@ -278,7 +271,7 @@ func (l *Limiter) heard(t *Ticket, header http.Header) {
 	} else if t.seq == l.probe {
 		// The probe's answer says nothing of what remains: the provider
 		// stopped saying, and the stated reset is forgotten.
-		l.left, l.leftUntil, l.leftSaid, l.probe = 0, time.Time{}, "", 0
+		l.period, l.floor, l.leftUntil, l.leftSaid, l.probe = nil, math.MaxInt, time.Time{}, "", 0
 	}
 	if h.tokensLeft == 0 {
 		if until := now.Add(h.tokensReset.D); until.After(l.until) {
@@ -327,9 +320,39 @@ func (l *Limiter) done(t *Ticket, a Answer) {
 		l.decreased = now
 	}
 	// A refusal that named no wait (heard set none) backs off.
-	if !l.until.After(now) && !(l.left <= 0 && l.leftUntil.After(now)) {
+	if !l.until.After(now) && !(l.remaining() <= 0 && l.leftUntil.After(now)) {
 		l.until, l.untilSaid = now.Add(l.backoff(l.refusals)), ""
 	}
+}
+
+// answered is one answer that said what remains: the provider counted
+// request seq and those it saw before it, and left remained.
+type answered struct{ seq, left int }
+
+// maxPeriod bounds the answers a limiter keeps of one period.
+const maxPeriod = 64
+
+// remaining is what the provider's answers since its last stated reset
+// say remains now: the least any of them says, less the requests sent
+// after it whose answer has not come (they may not be counted yet; one
+// that has answered said so itself). The answers of one period come out
+// of order, and the provider may count requests in another order than
+// they were sent: the least is the one to trust. math.MaxInt when nothing
+// was said.
+func (l *Limiter) remaining() int {
+	var unheard []int
+	for seq, heard := range l.open {
+		if !heard {
+			unheard = append(unheard, seq)
+		}
+	}
+	slices.Sort(unheard)
+	left := l.floor
+	for _, a := range l.period {
+		at, _ := slices.BinarySearch(unheard, a.seq+1)
+		left = min(left, a.left-(len(unheard)-at))
+	}
+	return left
 }
 
 // backoff is the full-jitter wait after the n-th refusal in a row (n ≥ 1):
