@@ -15,12 +15,18 @@ type Usage struct {
 	// (stopped, cut off, killed) before it, and the figures are what its
 	// stream had reported by then.
 	Partial bool `json:"partial,omitempty"`
+	// Unknown says a figure the provider reported was not a whole number
+	// of tokens of 0 or more (or a cost of 0 or more): it was not counted,
+	// the figures are not the turn's, and budgets count the turn as what
+	// it reserved (docs/resume-and-budgets.md).
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // Add adds what o reports to u. A field stays nil (not reported) until
 // some usage added reports it; a sum with a partial part is partial.
 func (u *Usage) Add(o Usage) {
 	u.Partial = u.Partial || o.Partial
+	u.Unknown = u.Unknown || o.Unknown
 	u.Input = addInt(u.Input, o.Input)
 	u.Output = addInt(u.Output, o.Output)
 	u.CacheRead = addInt(u.CacheRead, o.CacheRead)
