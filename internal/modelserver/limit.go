@@ -40,9 +40,9 @@ type LimitEvent struct {
 type limiter struct {
 	Limit
 	start    time.Time
-	window   int // the index of the current window
-	used     int // requests accepted in it
-	accepted int // in all
+	window   int         // the index of the current window
+	used     int         // requests accepted in it
+	accepted int         // in all
 	recent   []time.Time // under Sliding: when the requests in the window came
 	log      []LimitEvent
 }
