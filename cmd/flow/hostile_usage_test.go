@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,5 +56,43 @@ nodes:
 		if f.Type == "end" && f.Visit == "t1" && (f.Usage == nil || !f.Usage.Unknown || f.Usage.Tokens() < 0) {
 			t.Errorf("t1's usage %+v, want unknown and never negative", f.Usage)
 		}
+	}
+}
+
+// An exec child that reports FLOW_USAGE {"input":-5000} refunds no tree
+// budget: its usage is unknown and counts as what it reserved (a child the
+// run could not price reserves all that is left), so of 40 children under
+// a 1,000-token delegation budget only the first runs; the old code ran
+// all 40.
+func TestHostileNegativeUsageOfDelegatedChildren(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := `name: tree
+agents:
+  - name: lead
+    description: sends forty scouts
+    driver: exec
+    command: [bash, -c, 'cat >/dev/null; for i in $(seq 40); do flow delegate scout "look $i" >/dev/null 2>&1; done; echo done']
+  - name: scout
+    description: looks
+    driver: exec
+    command: [bash, -c, 'cat >/dev/null; echo x >>children.log; echo "FLOW_USAGE {\"input\": -5000}" >&2; echo looked']
+nodes:
+  - id: lead
+    agent: lead
+    prompt: Look everywhere.
+    delegate: {agents: [scout], max_children: 40, budget: {tokens: 1000}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "tree.yaml"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := flowBinary(t)
+	cmd := exec.Command(bin, "run", "tree.yaml")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, _ := cmd.CombinedOutput()
+	log, _ := os.ReadFile(filepath.Join(dir, "children.log"))
+	if n := strings.Count(string(log), "x"); n != 1 {
+		t.Fatalf("%d of 40 children ran under a 1,000-token budget after one reported -5000 tokens, want 1\n%s", n, out)
 	}
 }
