@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -62,6 +63,8 @@ func parseHints(h http.Header, now time.Time, most time.Duration) hints {
 		{"anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset", &out.requestsLeft, &out.requestsReset},
 		{"x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens", &out.tokensLeft, &out.tokensReset},
 		{"anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset", &out.tokensLeft, &out.tokensReset},
+		{"anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-input-tokens-reset", &out.tokensLeft, &out.tokensReset},
+		{"anthropic-ratelimit-output-tokens-remaining", "anthropic-ratelimit-output-tokens-reset", &out.tokensLeft, &out.tokensReset},
 	} {
 		v := strings.TrimSpace(h.Get(p.left))
 		if v == "" {
@@ -75,7 +78,11 @@ func parseHints(h http.Header, now time.Time, most time.Duration) hints {
 		if !ok {
 			continue
 		}
-		*p.n = int(max(0, min(n, math.MaxInt32)))
+		n = max(0, min(n, math.MaxInt32))
+		if *p.n == 0 && (n > 0 || p.w.D >= min(d, most)) {
+			continue // an earlier header of the kind said none remain (for longer)
+		}
+		*p.n = int(n)
 		*p.w = capped(d, most, p.reset, h.Get(p.reset))
 	}
 	return out
@@ -90,7 +97,7 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 
 func retryAfter(h http.Header, now time.Time, most time.Duration) wait {
 	if v := strings.TrimSpace(h.Get("retry-after-ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil {
+		if ms, err := parseFloat(v); err == nil {
 			if d, ok := duration(ms, time.Millisecond); ok && d > 0 {
 				return capped(d, most, "retry-after-ms", v)
 			}
@@ -101,7 +108,7 @@ func retryAfter(h http.Header, now time.Time, most time.Duration) wait {
 		return wait{}
 	}
 	d, ok := time.Duration(0), false
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
+	if s, err := parseFloat(v); err == nil {
 		d, ok = duration(s, time.Second)
 	} else if t, err := http.ParseTime(v); err == nil {
 		d, ok = until(t, now), true
@@ -124,7 +131,7 @@ func resetIn(v string, now time.Time) (time.Duration, bool) {
 	if d, err := time.ParseDuration(v); err == nil {
 		return max(d, 0), true
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
+	if s, err := parseFloat(v); err == nil {
 		d, ok := duration(s, time.Second)
 		return max(d, 0), ok
 	}
@@ -149,6 +156,16 @@ func durationLike(v string) bool {
 	return strings.IndexFunc(v, func(r rune) bool {
 		return !unicode.IsDigit(r) && r != '.' && !strings.ContainsRune("nsuµmh", r)
 	}) < 0
+}
+
+// parseFloat is strconv.ParseFloat, with a number too large to hold
+// ("1e309") as the infinity it rounds to rather than an error.
+func parseFloat(v string) (float64, error) {
+	f, err := strconv.ParseFloat(v, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return f, nil
+	}
+	return f, err
 }
 
 // duration is v units as a duration, saturating instead of overflowing: a
