@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,5 +119,29 @@ nodes:
 				t.Errorf("failure %s: %q; want rate_limit", kind, msg)
 			}
 		})
+	}
+}
+
+// ratelimit.max_wait that is not a positive duration is exit 2, naming the
+// key and how to fix it.
+func TestRateLimitMaxWaitIsChecked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f.yaml"), []byte("name: f\nnodes:\n  - {id: a, run: \"true\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"soon", "-1m", "0s"} {
+		cmd := exec.Command(flowBinary(t), "validate", "f.yaml")
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), "FLOW_RATELIMIT_MAX_WAIT="+v)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "ratelimit.max_wait is \""+v+"\"") {
+			t.Errorf("max_wait %q: %v\n%s", v, err, out)
+		}
+	}
+	cmd := exec.Command(flowBinary(t), "validate", "f.yaml")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "FLOW_RATELIMIT_MAX_WAIT=2m")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("max_wait 2m: %v\n%s", err, out)
 	}
 }
