@@ -171,10 +171,9 @@ func (m *meter) crossed(h *hold, live int64) bool {
 func (m *meter) settle(h *hold, u *Usage) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if u != nil && u.Unknown {
-		held := m.others(h)
-		left := spend{tokens: m.limit.Tokens - m.tokens - held.tokens, cost: m.limit.Cost - m.cost - held.cost}
-		u = unknownSpend(u, m.holdOf(h), h.liveTokens(), left)
+	if u != nil && u.Unknown { // counts as its reservation, never as a refund
+		held, r := m.others(h), m.holdOf(h)
+		u = u.Counted(max(r.tokens, h.liveTokens()), r.cost, m.limit.Tokens-m.tokens-held.tokens, m.limit.Cost-m.cost-held.cost)
 	}
 	m.holding = slices.DeleteFunc(m.holding, func(o reservation) bool { return o.h == h })
 	return m.addLocked(u, func() string {
@@ -238,23 +237,3 @@ func (f *frame) withBudget(b *flows.Budget, where string) *frame {
 	return &cp
 }
 
-// unknownSpend is what a turn whose usage is unknown (a figure its
-// provider reported was not believed) counts against a budget: what it
-// reserved, or what it reported so far or live when that is more — never
-// less, so that a report cannot refund a budget. A turn that reserved
-// nothing (the run's first, which nothing priced) counts as what was left
-// of the budget: nothing says it spent less.
-func unknownSpend(u *Usage, reserved spend, live int64, left spend) *Usage {
-	tokens := max(u.Tokens(), reserved.tokens, live)
-	if tokens <= 0 {
-		tokens = max(left.tokens, 0)
-	}
-	cost := reserved.cost
-	if u.Cost != nil {
-		cost = max(cost, *u.Cost)
-	}
-	if cost <= 0 {
-		cost = max(left.cost, 0)
-	}
-	return &Usage{Input: &tokens, Cost: &cost, Unknown: true}
-}

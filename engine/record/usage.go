@@ -72,3 +72,23 @@ func (u Usage) Tokens() int64 {
 func (u *Usage) Spent() bool {
 	return u != nil && (u.Tokens() > 0 || u.Cost != nil && *u.Cost > 0)
 }
+
+// Counted is what a turn whose usage is unknown counts against a budget
+// (docs/resume-and-budgets.md#budgets): what it reserved (tokens and cost,
+// or its live count when that is more), or what it reported when that is
+// more — never less, so that no report refunds a budget. A turn that
+// reserved nothing (the run's first, which nothing priced) counts as what
+// was left of the budget: nothing says it spent less.
+func (u *Usage) Counted(tokens int64, cost float64, leftTokens int64, leftCost float64) *Usage {
+	tokens = max(tokens, u.Tokens())
+	if tokens <= 0 {
+		tokens = max(leftTokens, 0)
+	}
+	if u.Cost != nil {
+		cost = max(cost, *u.Cost)
+	}
+	if cost <= 0 {
+		cost = max(leftCost, 0)
+	}
+	return &Usage{Input: &tokens, Cost: &cost, Unknown: true}
+}
