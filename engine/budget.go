@@ -236,4 +236,3 @@ func (f *frame) withBudget(b *flows.Budget, where string) *frame {
 	cp.meters = append(append([]*meter{}, f.meters...), newMeter(f.rt, b, where))
 	return &cp
 }
-
