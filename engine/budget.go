@@ -171,6 +171,10 @@ func (m *meter) crossed(h *hold, live int64) bool {
 func (m *meter) settle(h *hold, u *Usage) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if u != nil && u.Unknown { // counts as its reservation, never as a refund
+		held, r := m.others(h), m.holdOf(h)
+		u = u.Counted(max(r.tokens, h.liveTokens()), r.cost, m.limit.Tokens-m.tokens-held.tokens, m.limit.Cost-m.cost-held.cost)
+	}
 	m.holding = slices.DeleteFunc(m.holding, func(o reservation) bool { return o.h == h })
 	return m.addLocked(u, func() string {
 		if h.isStopped() {

@@ -35,7 +35,7 @@ func newLedger(rt Runtime) *ledger {
 // note records a completed turn of agent.
 func (l *ledger) note(agent string, u Usage) {
 	t := u.Tokens()
-	if t <= 0 && u.Cost == nil {
+	if t <= 0 && u.Cost == nil || u.Unknown { // an unknown turn's figures price nothing
 		return
 	}
 	l.mu.Lock()

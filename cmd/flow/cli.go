@@ -273,6 +273,9 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 			return invalid("reading configuration %s: %v", f, err)
 		}
 	}
+	if err := applyRateLimit(v); err != nil {
+		return err
+	}
 	if f := cmd.Flags().Lookup("project-agents"); f != nil {
 		if err := v.BindPFlag("project_agents", f); err != nil {
 			return fmt.Errorf("binding flags: %w", err)

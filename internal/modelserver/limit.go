@@ -23,6 +23,11 @@ type Limit struct {
 	// insufficient_quota, Anthropic's 400 "credit balance is too low".
 	Quota      bool
 	QuotaAfter int
+	// Sliding holds the requests to Requests in any Window (a sliding
+	// window) rather than in fixed windows; ResetFull makes the reset it
+	// states the moment the window is back to its initial state rather
+	// than the moment one more request is admitted (headers.go).
+	Sliding, ResetFull bool
 }
 
 // LimitEvent is one generation request as the limit saw it.
@@ -35,9 +40,10 @@ type LimitEvent struct {
 type limiter struct {
 	Limit
 	start    time.Time
-	window   int // the index of the current window
-	used     int // requests accepted in it
-	accepted int // in all
+	window   int         // the index of the current window
+	used     int         // requests accepted in it
+	accepted int         // in all
+	recent   []time.Time // under Sliding: when the requests in the window came
 	log      []LimitEvent
 }
 
@@ -93,6 +99,8 @@ func (s *Server) admit() refusal {
 	switch {
 	case l.Quota && l.accepted >= l.QuotaAfter:
 		r = refusal{quota: true, remaining: -1}
+	case l.Sliding && l.Requests > 0:
+		r = l.admitSliding(now)
 	case l.Requests > 0 && l.used >= l.Requests:
 		r = refusal{retryAfter: reset, remaining: 0, reset: reset, limit: l.Requests}
 	default:

@@ -97,6 +97,7 @@ type Server struct {
 	replies  []Reply
 	next     int
 	handle   func(Request) Reply
+	header   http.Header // added to every generation answer (SetHeader)
 	requests []Request
 	bills    []Bill
 	seq      int
@@ -220,8 +221,9 @@ func (s *Server) reply(req Request) (Reply, int) {
 	if rep.CacheWrite < 0 {
 		rep.CacheWrite = len(req.Body) / 8
 	}
-	rep.CacheRead = min(rep.CacheRead, rep.Input)
-	rep.CacheWrite = min(rep.CacheWrite, rep.Input-rep.CacheRead)
+	// A negative Input (a hostile server's) is reported as it is, with no cache.
+	rep.CacheRead = max(0, min(rep.CacheRead, rep.Input))
+	rep.CacheWrite = max(0, min(rep.CacheWrite, rep.Input-rep.CacheRead))
 	if rep.Output == 0 {
 		rep.Output = len(rep.Text) / 4
 		if rep.ToolCall != nil {
@@ -239,6 +241,9 @@ func (s *Server) reply(req Request) (Reply, int) {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	req := s.record(r)
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	if generation(path) && r.Method == http.MethodPost {
+		s.addHeader(w)
+	}
 	switch {
 	case path == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -24,13 +24,24 @@
 //     (x-ratelimit-remaining-requests/-tokens, x-ratelimit-reset-requests/
 //     -tokens) and Anthropic (anthropic-ratelimit-requests-remaining/-reset,
 //     …-tokens-…) send: when none remain, nothing is sent until the reset.
+//     What remains is the least any answer since the last reset says, less
+//     the requests sent after it still unanswered; once a reset with none
+//     left has passed, one request goes first to find out what it renewed.
+//     A Ticket's Heard hands the limiter an answer's header as it comes.
+//   - Headers are hostile input: every wait read from one is capped at
+//     MaxWait (the configuration key ratelimit.max_wait) where it is read,
+//     so nothing overflows; a wait longer than the caller's context has
+//     left is a WaitError at once, naming the header; a waiting request
+//     tells onWait at most once a second.
 //   - Without such a hint it backs off with full jitter: a wait drawn
 //     uniformly from [0, min(Cap, Base·2^(n-1))) after the n-th refusal in
 //     a row.
 //   - A wait that many requests share ends for each at its own moment, up
 //     to Spread apart, so they do not come back as a herd.
 //   - A quota that will not come back within the run ends every later
-//     request at once (ErrQuota), with the provider's message.
+//     request at once (a QuotaError), with the provider's message. A quota
+//     is the provider's own quota error, or a 429 or 403 that says quota
+//     (Classify, Scan); never a word of free text.
 //
 // The caps of the run and of the sweep (their concurrency) hold above a
 // Limiter: a turn takes its run's slot first, then the limiter's.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -27,6 +28,11 @@ type Options struct {
 	// once before one request may find out whether it is back (default an
 	// hour: a run or a sweep does not outlive it, `flow serve` does).
 	QuotaHold time.Duration
+	// MaxWait caps every wait a provider's header asks for — a
+	// Retry-After, a reset with nothing left (default DefaultMaxWait, the
+	// configuration key ratelimit.max_wait): a server that says "come
+	// back in 9999 years" holds a key back for MaxWait at most.
+	MaxWait time.Duration
 	// Rand draws from [0, 1); nil is math/rand/v2.
 	Rand func() float64
 }
@@ -50,6 +56,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.QuotaHold <= 0 {
 		o.QuotaHold = time.Hour
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = DefaultMaxWait
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64
@@ -101,23 +110,25 @@ type Limiter struct {
 	mu        sync.Mutex
 	window    float64
 	inflight  int
-	until     time.Time // nothing is sent before
-	left      int       // requests the provider said remain, until leftUntil
-	leftUntil time.Time
-	winCount  int       // requests admitted since the last reset passed
-	winFresh  bool      // winCount restarted at the reset leftUntil was before
-	decreased time.Time // the last halving of the window
-	refusals  int       // refusals in a row
-	quotaAt   time.Time // when the quota was seen
+	until     time.Time  // nothing is sent before
+	untilSaid string     // the header that set until; "" for flow's own backoff
+	period    []answered // the answers since the provider's last stated reset that said what remains
+	floor     int        // what remains by the answers dropped from period; math.MaxInt: none
+	leftUntil time.Time  // the reset the provider stated; zero when none is known
+	leftSaid  string     // the header that stated it
+	probe     int        // the admission of the request finding out what a passed reset renewed; 0: none
+	decreased time.Time  // the last halving of the window
+	refusals  int        // refusals in a row
+	quotaAt   time.Time  // when the quota was seen
 	changed   chan struct{}
-	seq       int              // admissions so far
-	open      map[int]struct{} // the seqs of the requests in flight
+	seq       int          // admissions so far
+	open      map[int]bool // the requests in flight, by admission: whether their answer's header came
 	stats     Stats
 }
 
 func newLimiter(k Key, o Options) *Limiter {
 	o = o.withDefaults()
-	return &Limiter{key: k, opts: o, window: float64(o.Initial), changed: make(chan struct{}), open: map[int]struct{}{}, stats: Stats{Key: k}}
+	return &Limiter{key: k, opts: o, window: float64(o.Initial), changed: make(chan struct{}), open: map[int]bool{}, floor: math.MaxInt, stats: Stats{Key: k}}
 }
 
 // Ticket is one admitted request; Done it exactly once.
@@ -126,13 +137,25 @@ type Ticket struct {
 	start time.Time
 	seq   int // its admission's number
 	once  sync.Once
+	heard sync.Once
 }
 
+// minSleep bounds how often a waiting Acquire wakes, and reportEvery how
+// often it tells onWait: however a wait comes out, no loop spins.
+const (
+	minSleep    = time.Millisecond
+	reportEvery = time.Second
+)
+
 // Acquire waits until l admits one request, or ctx ends (its cause), or
-// the key's quota is gone (a *QuotaError). onWait, when not nil, is told
-// of each timed wait before it starts, with its length, so that progress
-// can say "waiting 12 s for … (rate limit)" rather than look stuck.
+// the key's quota is gone (a *QuotaError), or the wait is longer than ctx
+// has left (a *WaitError, at once: the turn is rate-limited, and sitting
+// out its timeout would only say it timed out). onWait, when not nil, is
+// told of a timed wait before it starts, with its length, so that progress
+// can say "waiting 12 s for … (rate limit)" rather than look stuck — at
+// most once a second.
 func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Ticket, error) {
+	var told time.Time
 	for {
 		l.mu.Lock()
 		if l.stats.Quota != "" && time.Since(l.quotaAt) >= l.opts.QuotaHold {
@@ -144,17 +167,26 @@ func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Tic
 			return nil, &QuotaError{Message: msg}
 		}
 		now := time.Now()
-		wake := l.until
-		if l.left <= 0 && now.Before(l.leftUntil) && l.leftUntil.After(wake) {
-			wake = l.leftUntil
+		wake, why := l.until, l.untilSaid
+		left := l.remaining()
+		if left <= 0 && now.Before(l.leftUntil) && l.leftUntil.After(wake) {
+			wake, why = l.leftUntil, l.leftSaid
 		}
 		if now.Before(wake) {
+			// wake is at most MaxWait (or the backoff's Cap) from when it
+			// was set: d is positive and bounded.
+			d := wake.Sub(now)
+			if dl, ok := ctx.Deadline(); ok && d > dl.Sub(now) {
+				l.mu.Unlock()
+				return nil, &WaitError{Key: l.key, Wait: d, Said: why, Left: max(dl.Sub(now), 0)}
+			}
 			// Each waiter ends the wait at its own moment within Spread.
-			d := wake.Sub(now) + time.Duration(l.opts.Rand()*float64(l.opts.Spread))
+			d = max(d+time.Duration(min(max(l.opts.Rand(), 0), 1)*float64(l.opts.Spread)), minSleep)
 			l.stats.Waits++
 			l.stats.Waited += d
 			l.mu.Unlock()
-			if onWait != nil {
+			if onWait != nil && (told.IsZero() || now.Sub(told) >= reportEvery) {
+				told = now
 				onWait(d)
 			}
 			if err := sleep(ctx, d); err != nil {
@@ -162,20 +194,24 @@ func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Tic
 			}
 			continue
 		}
-		if l.inflight < int(l.window) {
+		// The stated reset passed with none left: how much it renewed (a
+		// fixed window: all of it; a sliding one: what its oldest requests
+		// freed) only an answer says, so one request finds out first.
+		stale := left <= 0 && !l.leftUntil.IsZero()
+		if l.inflight < int(l.window) && (!stale || l.probe == 0) {
 			l.inflight++
-			if now.Before(l.leftUntil) {
-				l.left--
-			} else if !l.winFresh {
-				l.winCount, l.winFresh = 0, true // the provider's window began anew
+			if now.Before(l.leftUntil) && l.floor != math.MaxInt {
+				l.floor--
 			}
-			l.winCount++
 			l.stats.Requests++
 			if l.stats.First.IsZero() {
 				l.stats.First = now
 			}
 			l.seq++
-			l.open[l.seq] = struct{}{}
+			l.open[l.seq] = false
+			if stale {
+				l.probe = l.seq
+			}
 			tk := &Ticket{l: l, start: now, seq: l.seq}
 			l.mu.Unlock()
 			return tk, nil
@@ -190,10 +226,70 @@ func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Tic
 	}
 }
 
+// Heard tells the limiter the header of the ticket's answer as soon as it
+// comes, before its body is read: what it says of the provider's limits
+// holds from now, while the request keeps its slot until Done. Done's
+// Answer.Header is then not read again.
+func (t *Ticket) Heard(h http.Header) {
+	t.heard.Do(func() { t.l.heard(t, h) })
+}
+
 // Done tells the limiter how the ticket's request ended. Calls after the
 // first are ignored.
 func (t *Ticket) Done(a Answer) {
-	t.once.Do(func() { t.l.done(t, a) })
+	t.once.Do(func() {
+		t.Heard(a.Header) // a no-op when Heard was called
+		t.l.done(t, a)
+	})
+}
+
+// heard applies the hints of one answer's header.
+func (l *Limiter) heard(t *Ticket, header http.Header) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if _, ok := l.open[t.seq]; ok {
+		l.open[t.seq] = true
+	}
+	h := parseHints(header, now, l.opts.MaxWait)
+	if h.requestsLeft >= 0 {
+		reset := now.Add(h.requestsReset.D)
+		if l.leftUntil.IsZero() || !now.Before(l.leftUntil) {
+			// What was known ended with its reset: this answer says anew.
+			l.period, l.floor, l.leftUntil, l.leftSaid = l.period[:0], math.MaxInt, reset, h.requestsReset.Said
+		} else if reset.After(l.leftUntil) {
+			l.leftUntil, l.leftSaid = reset, h.requestsReset.Said
+		}
+		l.period = append(l.period, answered{seq: t.seq, left: h.requestsLeft})
+		if len(l.period) > maxPeriod {
+			l.floor = min(l.floor, l.remaining())
+			l.period = slices.Delete(l.period, 0, 1)
+		}
+		if l.probe == t.seq {
+			l.probe = 0
+		}
+	} else if t.seq == l.probe {
+		// The probe's answer says nothing of what remains: the provider
+		// stopped saying, and the stated reset is forgotten.
+		l.period, l.floor, l.leftUntil, l.leftSaid, l.probe = nil, math.MaxInt, time.Time{}, "", 0
+	}
+	if h.tokensLeft == 0 {
+		if until := now.Add(h.tokensReset.D); until.After(l.until) {
+			l.until, l.untilSaid = until, h.tokensReset.Said
+		}
+	}
+	if h.retryAfter.D > 0 {
+		if until := now.Add(h.retryAfter.D); until.After(l.until) {
+			l.until, l.untilSaid = until, h.retryAfter.Said
+		}
+	}
+	l.wakeLocked()
+}
+
+// wakeLocked wakes the requests waiting for a slot or an answer.
+func (l *Limiter) wakeLocked() {
+	close(l.changed)
+	l.changed = make(chan struct{})
 }
 
 func (l *Limiter) done(t *Ticket, a Answer) {
@@ -203,32 +299,11 @@ func (l *Limiter) done(t *Ticket, a Answer) {
 	now := time.Now()
 	l.inflight--
 	delete(l.open, t.seq)
+	if l.probe == t.seq {
+		l.probe = 0 // it found nothing out: another may
+	}
 	l.stats.Last = now
-	close(l.changed)
-	l.changed = make(chan struct{})
-	h := parseHints(a.Header, now)
-	if h.requestsLeft >= 0 && !h.requestsReset.IsZero() {
-		// What the provider said counts this request and those it saw
-		// before; requests sent after it may not be counted yet. With the
-		// window's limit known, what remains is at most the limit less
-		// what this limiter sent since the window began; else count the
-		// requests still in flight that were sent after this one as not
-		// counted. Answers of one window arrive out of order: keep the
-		// least.
-		left := h.requestsLeft - l.inflightAfter(t)
-		if h.requestsLimit > 0 {
-			left = min(h.requestsLeft, h.requestsLimit-l.winCount)
-		}
-		if h.requestsReset.Sub(l.leftUntil).Abs() > 500*time.Millisecond {
-			l.left, l.winFresh = left, false
-		} else {
-			l.left = min(l.left, left)
-		}
-		l.leftUntil = h.requestsReset
-	}
-	if h.tokensLeft == 0 && h.tokensReset.After(l.until) {
-		l.until = h.tokensReset
-	}
+	l.wakeLocked()
 	switch {
 	case a.Quota != "":
 		l.stats.Quota, l.quotaAt = a.Quota, now
@@ -244,27 +319,40 @@ func (l *Limiter) done(t *Ticket, a Answer) {
 		l.window = math.Max(1, l.window/2)
 		l.decreased = now
 	}
-	wait := h.retryAfter
-	if wait <= 0 && !h.requestsReset.IsZero() && h.requestsLeft <= 0 {
-		wait = h.requestsReset.Sub(now)
-	}
-	if wait <= 0 {
-		wait = l.backoff(l.refusals)
-	}
-	if until := now.Add(wait); until.After(l.until) {
-		l.until = until
+	// A refusal that named no wait (heard set none) backs off.
+	if !l.until.After(now) && !(l.remaining() <= 0 && l.leftUntil.After(now)) {
+		l.until, l.untilSaid = now.Add(l.backoff(l.refusals)), ""
 	}
 }
 
-// inflightAfter counts the requests in flight that were admitted after t.
-func (l *Limiter) inflightAfter(t *Ticket) int {
-	n := 0
-	for seq := range l.open {
-		if seq > t.seq {
-			n++
+// answered is one answer that said what remains: the provider counted
+// request seq and those it saw before it, and left remained.
+type answered struct{ seq, left int }
+
+// maxPeriod bounds the answers a limiter keeps of one period.
+const maxPeriod = 64
+
+// remaining is what the provider's answers since its last stated reset
+// say remains now: the least any of them says, less the requests sent
+// after it whose answer has not come (they may not be counted yet; one
+// that has answered said so itself). The answers of one period come out
+// of order, and the provider may count requests in another order than
+// they were sent: the least is the one to trust. math.MaxInt when nothing
+// was said.
+func (l *Limiter) remaining() int {
+	var unheard []int
+	for seq, heard := range l.open {
+		if !heard {
+			unheard = append(unheard, seq)
 		}
 	}
-	return n
+	slices.Sort(unheard)
+	left := l.floor
+	for _, a := range l.period {
+		at, _ := slices.BinarySearch(unheard, a.seq+1)
+		left = min(left, a.left-(len(unheard)-at))
+	}
+	return left
 }
 
 // backoff is the full-jitter wait after the n-th refusal in a row (n ≥ 1):

@@ -88,6 +88,23 @@ func (r *Registry) For(k Key) *Limiter {
 	return l
 }
 
+// SetMaxWait sets the cap of every wait a provider's header asks for
+// (Options.MaxWait; the configuration key ratelimit.max_wait), for the
+// limiters r made already and those it will make. d <= 0 is the default.
+func (r *Registry) SetMaxWait(d time.Duration) {
+	if d <= 0 {
+		d = DefaultMaxWait
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Options.MaxWait = d
+	for _, l := range r.limiters {
+		l.mu.Lock()
+		l.opts.MaxWait = d
+		l.mu.Unlock()
+	}
+}
+
 // Reset forgets every limiter and what it learnt: for tests, and for a
 // long-lived process whose user has fixed the quota.
 func (r *Registry) Reset() {

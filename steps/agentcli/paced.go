@@ -31,6 +31,10 @@ func Paced(ctx context.Context, t *engine.Turn, key ratelimit.Key, turn func(con
 		return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{"not started: the provider's quota is gone: " + q.Message}},
 			&rundir.QuotaError{Message: q.Message}
 	}
+	if w := (*ratelimit.WaitError)(nil); errors.As(err, &w) {
+		return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{"not started: " + w.Error()}},
+			fmt.Errorf("%w: %w", w, rundir.ErrRateLimit)
+	}
 	if err != nil {
 		return nil, err // ctx ended
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/flowrun/flow/steps/transcript"
+	"github.com/flowrun/flow/steps/usage"
 )
 
 // threadUsage is a thread's usage as Codex reports it in turn.completed:
@@ -52,7 +53,13 @@ func threadBefore(home, agent, thread string) threadUsage {
 	}
 	var all map[string]threadUsage
 	_ = json.Unmarshal(b, &all) // a damaged file is a lost one
-	return all[thread]
+	u := all[thread]
+	for _, p := range []*int64{u.Input, u.Cached, u.CacheWrite, u.Output} {
+		if p != nil && (*p < 0 || *p > usage.MaxFigure) {
+			return threadUsage{} // a figure no provider bills is a lost one too: more, never less
+		}
+	}
+	return u
 }
 
 // saveThread records thread's usage after this turn.

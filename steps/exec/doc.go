@@ -56,7 +56,9 @@
 // their sum (package usage, docs/drivers.md#usage). A program flow stopped
 // records what it had reported, partial. This lets test doubles, scripted
 // agents and programs that call a model report usage. A malformed
-// FLOW_USAGE line is ignored with a diagnostic.
+// FLOW_USAGE line, or one with a figure that is not a whole number from 0
+// to usage.MaxFigure, is ignored with a diagnostic, and the turn's usage
+// is unknown: budgets count the turn as what it reserved, never less.
 //
 // # Transcript
 //

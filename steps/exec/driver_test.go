@@ -126,7 +126,7 @@ func TestUsageReport(t *testing.T) {
 			stderr: "FLOW_USAGE {\"input\":1,\"output\":1}\nFLOW_USAGE {\"input\":5,\"output\":2}\n",
 			want:   engine.Usage{Input: ptr[int64](5), Output: ptr[int64](2), Turns: ptr[int64](1)},
 		},
-		{name: "malformed", stderr: "FLOW_USAGE {input:1}\n", want: engine.Usage{Turns: ptr[int64](1)}, diag: true},
+		{name: "malformed: unknown", stderr: "FLOW_USAGE {input:1}\n", want: engine.Usage{Turns: ptr[int64](1), Unknown: true}, diag: true},
 	}
 	for _, tt := range tests {
 		got, diags := readUsage(tt.stderr, true)

@@ -94,9 +94,20 @@ func (r *reports) report(raw []byte) {
 	}
 	var rep reported
 	if err := json.Unmarshal([]byte(body), &rep); err != nil {
+		// A figure that is not a whole number lands here too: the turn's
+		// usage is unknown, never what the other reports add up to.
+		r.ledger.Unknown()
 		r.mu.Lock()
-		r.diags = append(r.diags, fmt.Sprintf("ignoring the malformed usage report %q: %v", line, err))
+		r.diags = append(r.diags, fmt.Sprintf("ignoring the malformed usage report %q: %v; the turn's usage is unknown", line, err))
 		r.mu.Unlock()
+		return
+	}
+	if c := (usage.Call{Input: rep.Input, Output: rep.Output, CacheRead: rep.CacheRead, CacheWrite: rep.CacheWrite, Cost: rep.Cost}); !c.Valid() ||
+		rep.Turns != nil && *rep.Turns < 0 {
+		r.mu.Lock()
+		r.diags = append(r.diags, fmt.Sprintf("ignoring the usage report %q: a figure is below 0 or past %d; the turn's usage is unknown", line, int64(usage.MaxFigure)))
+		r.mu.Unlock()
+		r.ledger.Unknown()
 		return
 	}
 	id := "call " + rep.ID

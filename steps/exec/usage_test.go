@@ -58,3 +58,22 @@ func TestUsageIsLive(t *testing.T) {
 		t.Errorf("usage = %s, want 510 tokens, partial", show(res.Usage))
 	}
 }
+
+// A report below zero (FLOW_USAGE {"input":-5000}) or not a whole number
+// is not counted: the turn's usage is unknown, with a diagnostic.
+func TestUsageHostileReports(t *testing.T) {
+	t.Parallel()
+	for _, line := range []string{
+		`FLOW_USAGE {"input":-5000}`,
+		`FLOW_USAGE {"id":"x","output":-1}`,
+		`FLOW_USAGE {"input":1.5}`,
+		`FLOW_USAGE {"input":1e30}`,
+		`FLOW_USAGE {"cost":-2}`,
+		`FLOW_USAGE {"turns":-3}`,
+	} {
+		u, diags := readUsage(`FLOW_USAGE {"id":"ok","input":100}`+"\n"+line+"\n", true)
+		if !u.Unknown || u.Tokens() != 100 || len(diags) != 1 || !strings.Contains(diags[0], "unknown") {
+			t.Errorf("%s: usage %s unknown=%v, %q; want unknown, the valid 100 tokens, a diagnostic", line, show(u), u.Unknown, diags)
+		}
+	}
+}

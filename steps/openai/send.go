@@ -50,6 +50,9 @@ func (d *Driver) send(ctx context.Context, t *engine.Turn, a sendArgs) (*http.Re
 		if q := (*ratelimit.QuotaError)(nil); errors.As(err, &q) {
 			return fail("the server's quota is gone: "+q.Message, &rundir.QuotaError{Message: q.Message})
 		}
+		if w := (*ratelimit.WaitError)(nil); errors.As(err, &w) {
+			return fail("not sent: "+w.Error(), fmt.Errorf("%w: %w", w, rundir.ErrRateLimit))
+		}
 		if err != nil {
 			return nil, nil, err // ctx ended
 		}
@@ -72,6 +75,7 @@ func (d *Driver) send(ctx context.Context, t *engine.Turn, a sendArgs) (*http.Re
 			return fail(fmt.Sprintf("sending the request to %s: %v", a.endpoint, redactErr(err, a.key)), nil)
 		}
 		if resp.StatusCode == http.StatusOK {
+			tk.Heard(resp.Header) // what it says of the limits holds from now, not once the answer is read
 			return resp, tk, nil
 		}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

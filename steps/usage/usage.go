@@ -8,6 +8,7 @@
 package usage
 
 import (
+	"math"
 	"strconv"
 	"sync"
 
@@ -34,10 +35,32 @@ func Anthropic(input, output, cacheRead, cacheWrite *int64) Call {
 // no cache writes.
 func OpenAI(prompt, cached, output *int64) Call {
 	c := Call{Input: prompt, Output: output, CacheRead: cached}
-	if prompt != nil && cached != nil {
+	if prompt != nil && cached != nil && *prompt >= 0 && *cached >= 0 {
 		c.Input = ptr(max(*prompt-*cached, 0))
 	}
 	return c
+}
+
+// MaxFigure bounds a token figure of one call: a provider that reports
+// more (or less than zero) is not believed, so that no sum can overflow
+// and no report can refund a budget.
+const MaxFigure = 1 << 40
+
+// MaxCost bounds the dollar cost of one call, for the same reason.
+const MaxCost = 1e9
+
+// Valid reports whether every figure c reports is a whole number of tokens
+// from 0 to MaxFigure and its cost a finite amount from 0 to MaxCost
+// (docs/drivers.md#usage). A report that is not valid makes the turn's
+// usage unknown: budgets then count the turn as its reservation, never as
+// a refund.
+func (c Call) Valid() bool {
+	for _, p := range []*int64{c.Input, c.Output, c.CacheRead, c.CacheWrite} {
+		if p != nil && (*p < 0 || *p > MaxFigure) {
+			return false
+		}
+	}
+	return c.Cost == nil || !math.IsNaN(*c.Cost) && *c.Cost >= 0 && *c.Cost <= MaxCost
 }
 
 // Ledger is the usage of one turn as its stream reports it. Its zero value
@@ -49,6 +72,17 @@ type Ledger struct {
 	total  *Call // the provider's own figure for the whole turn
 	final  bool
 	opened bool
+	// unknown: a report was not valid (Call.Valid), or could not be read;
+	// the turn's usage is unknown.
+	unknown bool
+}
+
+// Unknown says a report of the turn's usage could not be read (a
+// malformed one): the turn's usage is unknown.
+func (l *Ledger) Unknown() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unknown = true
 }
 
 // Open says a call went out: from now on, a turn that ends without the
@@ -69,10 +103,17 @@ func (l *Ledger) Open() {
 // report of the same id replaces the earlier one: Claude Code repeats a
 // message's usage on every content block, and a call's figures grow while
 // it streams. An empty id is a call of its own.
+//
+// A report that is not valid (a negative or absurd figure) is not counted,
+// and makes the turn's usage unknown.
 func (l *Ledger) Report(id string, c Call) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.opened = true
+	if !c.Valid() {
+		l.unknown = true
+		return
+	}
 	if l.calls == nil {
 		l.calls = map[string]Call{}
 	}
@@ -88,10 +129,18 @@ func (l *Ledger) Report(id string, c Call) {
 // Total records the provider's own final figure for the whole turn
 // (Claude Code's result event, Codex's turn.completed): it stands instead
 // of the sum of the calls, and the turn's usage is final.
+//
+// A figure that is not valid is not counted, and makes the turn's usage
+// unknown: the calls' figures stand.
 func (l *Ledger) Total(c Call) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.opened, l.final, l.total = true, true, &c
+	l.opened, l.final = true, true
+	if !c.Valid() {
+		l.unknown = true
+		return
+	}
+	l.total = &c
 }
 
 // Final says the stream ended as the provider ends a turn (pi's
@@ -129,6 +178,7 @@ func (l *Ledger) Usage() engine.Usage {
 		}
 	}
 	u.Partial = l.opened && !l.final
+	u.Unknown = l.unknown
 	return u
 }
 
