@@ -89,4 +89,11 @@ func (f *File) Chosen() string {
 
 // Assignment finds an assignment of the sweep by its label, in any order
 // of its parts.
-func (f *File) Assignment(label string) (Assignment, error) { return baseline(f.Assignments, label) }
+func (f *File) Assignment(label string) (Assignment, error) {
+	for _, a := range f.Assignments {
+		if a.Label == label {
+			return a, nil
+		}
+	}
+	return baseline(f.Assignments, label)
+}
