@@ -245,6 +245,7 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 	v.SetDefault("driver", flows.DefaultDriver)
 	v.SetDefault("runs_dir", filepath.Join(".flow", "runs"))
 	v.SetDefault("sweeps_dir", filepath.Join(".flow", "sweeps"))
+	v.SetDefault("gates_dir", filepath.Join(".flow", "gates")) // flow gate's trials: sweeps of their own
 	v.SetDefault("concurrency", 0)
 	v.SetDefault("timeout", "30m") // a turn that nothing else bounds
 	v.SetDefault("project_agents", false)

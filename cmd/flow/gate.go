@@ -133,7 +133,7 @@ func (a *app) gate(cmd *cobra.Command, file string, f gateFlags) error {
 	if err != nil {
 		return err
 	}
-	s, err := sweep.Create(a.sweepsDir(), plan, cfg)
+	s, err := sweep.Create(a.gatesDir(), plan, cfg)
 	if err != nil {
 		return err
 	}
@@ -152,6 +152,14 @@ func (a *app) gate(cmd *cobra.Command, file string, f gateFlags) error {
 			}
 		}
 	}
+	if leaves != nil {
+		g.Halt = func() string {
+			if len(leaves.Misses()) > 0 {
+				return "the recording does not answer every turn: this is no dry run of the gate"
+			}
+			return ""
+		}
+	}
 	a.gateHeader(s, plan, rule, base)
 
 	sigCtx, sigStop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -161,10 +169,16 @@ func (a *app) gate(cmd *cobra.Command, file string, f gateFlags) error {
 	unhook := context.AfterFunc(sigCtx, func() { opts.Backend.Stop(cancel, runner.StopRun) })
 	defer unhook()
 	res, runErr := g.Run(ctx)
+	missed := 0
 	if leaves != nil {
+		seen := map[string]bool{}
 		for _, m := range leaves.Misses() {
-			fmt.Fprintf(a.stderr, "flow gate: %s does not match the recording: %s\n", m.Visit, m.Reason)
+			if line := fmt.Sprintf("flow gate: %s does not match the recording: %s", m.Visit, m.Reason); !seen[line] {
+				seen[line] = true
+				fmt.Fprintln(a.stderr, safeLine(line))
+			}
 		}
+		missed = len(seen)
 	}
 	rep := gate.NewReport(plan.Root.Name, s.Dir(), rule, base, res)
 	if err := a.gateOutputs(rep, f); err != nil {
@@ -180,6 +194,8 @@ func (a *app) gate(cmd *cobra.Command, file string, f gateFlags) error {
 	switch {
 	case res.Ended == "interrupted":
 		return &exitError{code: exitInterrupted}
+	case missed > 0:
+		return &exitError{code: exitFailed, msg: "flow gate: a turn missed the recording (as flow test would fail)"}
 	case rep.Exit == 1:
 		return &exitError{code: exitFailed}
 	case rep.Exit == exitInconclusive:
@@ -187,6 +203,11 @@ func (a *app) gate(cmd *cobra.Command, file string, f gateFlags) error {
 	}
 	return nil
 }
+
+// gatesDir holds the gates' trials, each gate's a sweep directory: not
+// among the sweeps, so that a directory of sweeps given as --baseline
+// holds no gate's.
+func (a *app) gatesDir() string { return a.cfg.GetString("gates_dir") }
 
 // gateTasks are the tasks a gate runs: --inputs, else one per cassette
 // (its recorded input), else the flow's sweep.inputs, else one task with

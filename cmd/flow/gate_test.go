@@ -19,6 +19,7 @@ import (
 const gateAgent = `#!/usr/bin/env bash
 turn=$(cat)
 kind=$(printf '%s\n' "$turn" | sed -n 's/^Task: //p' | sed -n 1p)
+echo 'FLOW_USAGE {"input": 100, "output": 10}' >&2
 count() { n=$(cat "$STATE/$1" 2>/dev/null || echo 0); echo $((n+1)) > "$STATE/$1"; echo "$n"; }
 case "$kind" in
   always) echo pass ;;
@@ -212,7 +213,7 @@ func TestGateBaselineWorseOnOneTask(t *testing.T) {
 	if out, code := d.flow("sweep", "gate.yaml", "--inputs", "tasks.jsonl", "--repeat", "10"); code != 0 {
 		t.Fatalf("the baseline sweep: exit %d\n%s", code, out)
 	}
-	baseline := d.sweeps()[0].Dir() // the gates' trials are sweeps too: name this one
+	baseline := ".flow/sweeps" // a directory of sweeps: its newest, this one (a gate's trials are not there)
 	for _, args := range [][]string{{"--reuse"}, nil} {
 		out, code := d.flow(append([]string{"gate", "gate-candidate.yaml", "--inputs", "tasks.jsonl", "--baseline", baseline, "--json", "--concurrency", "3"}, args...)...)
 		if code != 1 {
@@ -231,9 +232,80 @@ func TestGateBaselineWorseOnOneTask(t *testing.T) {
 			t.Errorf("--reuse: the gate does not say it used the recorded runs:\n%s", out)
 		}
 	}
+	if n := len(d.sweeps()); n != 1 {
+		t.Errorf("%d sweeps in .flow/sweeps after the gates, want the baseline only", n)
+	}
 	// The same flow against its own baseline: nothing fails.
 	out, code := d.flow("gate", "gate.yaml", "--inputs", "tasks.jsonl", "--baseline", baseline, "--reuse", "--json")
 	if code == 1 {
 		t.Fatalf("the baseline's own flow failed against it:\n%s", out)
+	}
+}
+
+// TestGateBudget: under --budget-tokens 500, trials of 110 tokens each
+// stop once the next one's forecast does not fit: the gate ends on the
+// budget, its task INCONCLUSIVE, exit 3, the spending within the budget.
+func TestGateBudget(t *testing.T) {
+	d := gateProject(t, `{"id": "always", "kind": "always"}`+"\n")
+	out, code := d.flow("gate", "gate.yaml", "--inputs", "tasks.jsonl", "--min-success", "0.8", "--budget-tokens", "500", "--json")
+	if code != exitInconclusive {
+		t.Fatalf("exit %d, want 3:\n%s", code, out)
+	}
+	g, _ := readGateJSON(t, out)
+	if task := g.Tasks[0]; task.Verdict != "INCONCLUSIVE" || task.Trials != 4 || g.Ended != "budget" {
+		t.Fatalf("the task: %+v, ended %s; want INCONCLUSIVE after 4 trials, on the budget", task, g.Ended)
+	}
+	if !strings.Contains(out, "not started: budget") {
+		t.Errorf("the gate does not say the budget stopped it:\n%s", out)
+	}
+}
+
+// TestGateOverCassettes: a gate over a recording runs offline — no
+// agent process starts — and every trial is answered from it: a dry run
+// of the CI wiring.
+func TestGateOverCassettes(t *testing.T) {
+	d := gateProject(t, "")
+	if out, code := d.flow("test", "gate.yaml", "--record", "-i", "kind=sixty", "--cassette", "sixty.cassette"); code != 0 {
+		t.Fatalf("recording: exit %d\n%s", code, out)
+	}
+	before, _ := os.ReadFile(filepath.Join(d.dir, "sixty"))
+	out, code := d.flow("gate", "gate.yaml", "--cassette", "sixty.cassette", "--min-success", "0.8", "--json", "--junit", "gate.xml")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	g, _ := readGateJSON(t, out)
+	if task := g.Tasks[0]; task.ID != "sixty" || task.Verdict != "PASS" || task.Trials != 11 {
+		t.Errorf("the task: %+v", task)
+	}
+	if after, _ := os.ReadFile(filepath.Join(d.dir, "sixty")); string(after) != string(before) {
+		t.Errorf("the agent ran during the gate: its counter went from %q to %q", before, after)
+	}
+	// A turn the recording does not hold fails closed, and says so.
+	out, code = d.flow("gate", "gate-candidate.yaml", "--cassette", "sixty.cassette", "--min-success", "0.8")
+	if code != 1 || !strings.Contains(out, "does not match the recording") {
+		t.Errorf("a candidate whose prompt changed, over the old recording: exit %d\n%s", code, out)
+	}
+}
+
+// TestGateCommandLine: what cannot be a gate is exit 2, saying why.
+func TestGateCommandLine(t *testing.T) {
+	d := gateProject(t, `{"id": "always", "kind": "always"}`+"\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gate", "gate.yaml"}, "needs --min-success P"},
+		{[]string{"gate", "gate.yaml", "--min-success", "0.8", "--baseline", "x"}, "not both"},
+		{[]string{"gate", "gate.yaml", "--min-success", "1.5"}, "--min-success 1.5"},
+		{[]string{"gate", "gate.yaml", "--min-success", "0.1"}, "--margin 0.2 must be below --min-success 0.1"},
+		{[]string{"gate", "gate.yaml", "--min-success", "0.8", "--alpha", "0"}, "--alpha 0"},
+		{[]string{"gate", "gate.yaml", "--min-success", "0.8", "--reuse"}, "give --baseline SWEEP"},
+		{[]string{"gate", "gate.yaml", "--inputs", "tasks.jsonl", "--baseline", "nowhere"}, "--baseline nowhere: no sweep there"},
+		{[]string{"gate", "gate.yaml", "--min-success", "0.8", "--inputs", "missing.jsonl"}, "missing.jsonl"},
+	} {
+		out, code := d.flow(tc.args...)
+		if code != 2 || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d, want 2 saying %q:\n%s", tc.args, code, tc.want, out)
+		}
 	}
 }

@@ -66,7 +66,7 @@ func (a *app) gateBaseline(plan *flows.Plan, f gateFlags, tasks []sweep.Task, cf
 	if err := sweep.Check(bplan, bcfg); err != nil {
 		return nil, invalid("--baseline: %v", err)
 	}
-	fs, err := sweep.Create(a.sweepsDir(), bplan, bcfg)
+	fs, err := sweep.Create(a.gatesDir(), bplan, bcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -149,9 +149,18 @@ func (a *app) gateRunOptions(f gateFlags) (sweep.RunOptions, *reuse.Leaves, erro
 func (a *app) gateBackend() runner.Backend { return runner.Local{Load: a.loadOptions()} }
 
 // gateSide is the run options of one side of the gate: its sweep's
-// settings, and a forecast from the flow's earlier runs.
+// settings, and a forecast from the flow's earlier runs, sweeps and
+// gates.
 func (a *app) gateSide(s *sweep.Sweep, plan *flows.Plan, opts sweep.RunOptions) (sweep.RunOptions, error) {
-	h, err := a.history(plan.Root.Name)
+	sweeps, err := sweep.CellsDirs(a.sweepsDir())
+	if err != nil {
+		return opts, err
+	}
+	gates, err := sweep.CellsDirs(a.gatesDir())
+	if err != nil {
+		return opts, err
+	}
+	h, err := sweep.ReadHistory(plan.Root.Name, append(append([]string{a.cfg.GetString("runs_dir")}, sweeps...), gates...)...)
 	if err != nil {
 		return opts, err
 	}

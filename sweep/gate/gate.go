@@ -64,6 +64,9 @@ type Gate struct {
 	Budget sweep.Budget
 	// OnDecided is told of each task as its verdict is reached.
 	OnDecided func(Task)
+	// Halt, when set, is asked after every round for a reason to stop
+	// (a recording that does not answer a turn); "" goes on.
+	Halt func() string
 }
 
 // Task is one task's verdict and the evidence for it.
@@ -92,7 +95,9 @@ type Task struct {
 type Result struct {
 	Tasks []Task `json:"tasks"`
 	// Ended says why the gate stopped: "decided", "max-trials",
-	// "budget", "quota" or "interrupted".
+	// "budget", "quota", "infrastructure" (a trial still failing on it
+	// after sweep.MaxReruns re-runs), "halted" (Gate.Halt) or
+	// "interrupted".
 	Ended string `json:"ended"`
 	Note  string `json:"note,omitempty"`
 }
@@ -168,6 +173,12 @@ func (g *Gate) Run(ctx context.Context) (*Result, error) {
 		if why, note := stopped(ctx, files); why != "" {
 			res.Ended, res.Note = why, note
 			break
+		}
+		if g.Halt != nil {
+			if note := g.Halt(); note != "" {
+				res.Ended, res.Note = "halted", note
+				break
+			}
 		}
 		if len(next) == 0 {
 			break
@@ -287,6 +298,10 @@ func stopped(ctx context.Context, files []*sweep.File) (string, string) {
 				return "budget", "a trial was not started: " + c.Note
 			case c.Status == sweep.StatusQuota:
 				return "quota", "a trial ran out of its provider's quota: " + firstLine(c.Note)
+			case c.Status == sweep.StatusSkipped:
+				// Set aside after sweep.MaxReruns infrastructure failures:
+				// not a passing outage.
+				return "infrastructure", "a trial was set aside: " + firstLine(c.Note)
 			}
 		}
 	}
