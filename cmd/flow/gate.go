@@ -60,6 +60,9 @@ func (a *app) gateCmd() *cobra.Command {
 			"failures are run again, never counted. --cassette answers every turn from a\n" +
 			"recording, offline: a dry run of the CI wiring. Exit 0 all PASS, 1 a FAIL,\n" +
 			"3 an INCONCLUSIVE and no FAIL, 2 a bad command line. See docs/gate.md.",
+		Example: `  flow gate examples/solve.yaml --min-success 0.8 --junit gate.xml
+  flow gate examples/solve.yaml --baseline .flow/sweeps --reuse --json
+  flow gate examples/solve.yaml --cassette examples/solve.cassette --min-success 0.8`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.gate(cmd, args[0], f)
