@@ -162,10 +162,11 @@ func (g *Gate) Run(ctx context.Context) (*Result, error) {
 				next = append(next, t.ID)
 			}
 		}
-		res.Ended = "decided"
-		if len(open) > 0 {
-			res.Ended = "max-trials"
+		if len(open) == 0 {
+			res.Ended = "decided"
+			break
 		}
+		res.Ended = "max-trials"
 		files := []*sweep.File{cand}
 		if g.Baseline != nil && g.Baseline.Fresh != nil {
 			files = append(files, g.Baseline.Fresh.Sweep.Snapshot())

@@ -139,9 +139,9 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "### flow gate %s: %s %s\n\n", md(r.Flow), icon[r.Verdict], r.Verdict)
 	fmt.Fprintf(&b, "%s.\n\n", md(r.rule()))
 	if r.Baseline != nil {
-		b.WriteString("| task | verdict | successes | rate | 95% interval | p | tested | baseline | trials |\n|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| task | verdict | successes | rate | 95% interval | p | tested | baseline |\n|---|---|---|---|---|---|---|---|\n")
 	} else {
-		b.WriteString("| task | verdict | successes | rate | 95% interval | p | tested | trials |\n|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| task | verdict | successes | rate | 95% interval | p | tested |\n|---|---|---|---|---|---|---|\n")
 	}
 	for _, t := range r.Tasks {
 		fmt.Fprintf(&b, "| %s | %s %s | %d/%d | %.2f | %.2f–%.2f | %.3g | %s |", md(t.ID), icon[t.Verdict], t.Verdict, t.Successes, t.Trials,
@@ -149,7 +149,7 @@ func (r *Report) Markdown() string {
 		if r.Baseline != nil {
 			fmt.Fprintf(&b, " %d/%d |", t.BaselineSuccesses, t.BaselineTrials)
 		}
-		fmt.Fprintf(&b, " %d |\n", t.Trials)
+		b.WriteString("\n")
 	}
 	if r.Note != "" {
 		fmt.Fprintf(&b, "\n%s\n", md(r.Note))
