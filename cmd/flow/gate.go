@@ -123,14 +123,17 @@ func (a *app) gate(cmd *cobra.Command, file string, f gateFlags) error {
 	if err := sweep.Check(plan, cfg); err != nil {
 		return invalid("%v", err)
 	}
-	base, err := a.gateBaseline(plan, f, tasks, cfg)
-	if err != nil {
-		return err
-	}
 	if len(f.cassettes) == 0 {
 		if _, err := a.preflight(cmd.Context(), plan); err != nil {
 			return err
 		}
+	}
+	base, err := a.gateBaseline(plan, f, tasks, cfg)
+	if err != nil {
+		return err
+	}
+	if base != nil && base.Fresh != nil {
+		defer func() { _ = base.Fresh.Sweep.Unlock() }()
 	}
 	opts, leaves, err := a.gateRunOptions(f)
 	if err != nil {
@@ -149,7 +152,6 @@ func (a *app) gate(cmd *cobra.Command, file string, f gateFlags) error {
 	if base != nil {
 		g.Baseline = base
 		if fresh := base.Fresh; fresh != nil {
-			defer func() { _ = fresh.Sweep.Unlock() }()
 			if fresh.Opts, err = a.gateSide(fresh.Sweep, fresh.Plan, opts); err != nil {
 				return err
 			}
