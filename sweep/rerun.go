@@ -37,7 +37,9 @@ func infrastructure(o *Outcome) bool {
 	case schema.FailUnavailable:
 		return true
 	case schema.FailProvider:
-		return strings.Contains(o.Message, "exited with status 137")
+		// A CLI driver says so by its exit status; the exec driver names
+		// the signal.
+		return strings.Contains(o.Message, "exited with status 137") || strings.Contains(o.Message, "was killed by signal 9")
 	}
 	return false
 }

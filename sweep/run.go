@@ -46,6 +46,10 @@ type RunOptions struct {
 	// ran. The cap on live turns across cells (Engine.Concurrency) holds
 	// for runs walked in this process; elsewhere each run caps its own.
 	Backend runner.Backend
+	// OneSample leaves a cell's repeat out of its visit keys, so every
+	// repeat is answered by the same recording (a gate over cassettes,
+	// flow gate --cassette): without it, repeats are distinct samples.
+	OneSample bool
 }
 
 // CellEvent tells of one cell: it started (Started), or ended, stopped or
@@ -253,7 +257,9 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 	eo := r.opts.Engine
 	eo.RunsDir, eo.RunID, eo.Input, eo.Settings, eo.Live, eo.Asker = cells, c.Run, c.Input, a.Settings(r.opts.Settings), r.live, nil
 	eo.OnEvent = r.waits(c, eo.OnEvent)
-	eo.Repeat = c.Repeat // repeats are distinct samples: part of every visit key
+	if !r.opts.OneSample {
+		eo.Repeat = c.Repeat // repeats are distinct samples: part of every visit key
+	}
 	dir := filepath.Join(cells, c.Run)
 	var err error
 	info, ierr := rundir.Inspect(dir)

@@ -223,7 +223,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	// --project-agents is a flag of the commands that resolve agents only:
 	// on flow show or flow gc it would do nothing.
 	for _, c := range []*cobra.Command{a.runCmd(), a.validateCmd(), a.planCmd(), a.agentsCmd(), a.testCmd(), a.resumeCmd(),
-		a.serveCmd(), a.sweepCmd(), a.pinCmd()} {
+		a.serveCmd(), a.sweepCmd(), a.pinCmd(), a.gateCmd()} {
 		c.Flags().Bool("project-agents", false, "load the repository's own agents (.flow/agents, .pi/agents, .claude/agents)")
 		root.AddCommand(c)
 	}
@@ -245,6 +245,7 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 	v.SetDefault("driver", flows.DefaultDriver)
 	v.SetDefault("runs_dir", filepath.Join(".flow", "runs"))
 	v.SetDefault("sweeps_dir", filepath.Join(".flow", "sweeps"))
+	v.SetDefault("gates_dir", filepath.Join(".flow", "gates")) // flow gate's trials: sweeps of their own
 	v.SetDefault("concurrency", 0)
 	v.SetDefault("timeout", "30m") // a turn that nothing else bounds
 	v.SetDefault("project_agents", false)

@@ -6,11 +6,13 @@
 //	flow resume [RUN]
 //	flow runs | show [RUN] | tail RUN [VISIT]
 //	flow diff RUN RUN [--json]
+//	flow gate FILE --inputs TASKS (--min-success P | --baseline SWEEP [--reuse]) [--junit FILE] [--json]
 //	flow agents [FILE]
 //	flow schema
 //
 // Exit codes: 0 the run succeeded, 1 it failed, 2 the flow or the command
-// line is invalid, 130 interrupted. Configuration comes from flags, FLOW_*
+// line is invalid, 130 interrupted; flow gate exits 3 when a task is
+// inconclusive and none failed. Configuration comes from flags, FLOW_*
 // environment variables, .flow/config.yaml and ~/.config/flow/config.yaml,
 // in that order (spf13/viper); flow files themselves are never read through
 // viper, which would lose their positions.
