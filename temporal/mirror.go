@@ -250,7 +250,7 @@ func (m *mirror) factEvent(f *rundir.Fact) {
 // progress emits the progress of running visits, read off their
 // activities' last heartbeats.
 func (m *mirror) progress(pending []*PendingActivity) {
-	dc := DataConverter(m.c.Key)
+	dc := m.c.converter(m.ref.Workflow)
 	for _, a := range pending {
 		details := a.GetHeartbeatDetails()
 		if details == nil {

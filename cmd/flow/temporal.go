@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,6 +19,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/steps/run"
 	"github.com/flowrun/flow/sweep"
@@ -79,10 +82,20 @@ func (a *app) dialTemporal(ctx context.Context, f temporalFlags) (client.Client,
 // temporalKey is the key that encrypts what runs put in Temporal's
 // history (temporal.key, FLOW_TEMPORAL_KEY; docs/temporal.md). Without
 // one, history holds flow data in clear: say so once.
-func (a *app) temporalKey() (runner.TemporalKey, error) {
-	key, err := runner.ParseTemporalKey(a.cfg.GetString("temporal.key"))
+func (a *app) temporalKey() (temporal.Key, error) {
+	var old []string
+	for _, s := range a.cfg.GetStringSlice("temporal.old_keys") {
+		old = append(old, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })...)
+	}
+	key, err := temporal.ParseKeys(a.cfg.GetString("temporal.key"), old)
 	if err != nil {
 		return key, invalid("%v", err)
+	}
+	if len(old) > 0 {
+		// Each old key is a secret of its own: redacted wherever flow writes.
+		for _, k := range old {
+			a.learn(secret.Named{Name: "temporal.old_keys", Value: k})
+		}
 	}
 	if !key.Set() {
 		if a.warned == nil {
