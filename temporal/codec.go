@@ -133,7 +133,7 @@ type codec struct {
 }
 
 var (
-	_ converter.PayloadCodec                        = codec{}
+	_ converter.PayloadCodec                         = codec{}
 	_ converter.PayloadCodecWithSerializationContext = codec{}
 )
 

@@ -12,7 +12,9 @@ import (
 
 func testKey(t *testing.T, seed string, old ...string) Key {
 	t.Helper()
-	enc := func(s string) string { return base64.StdEncoding.EncodeToString([]byte((s + strings.Repeat("!", 32))[:32])) }
+	enc := func(s string) string {
+		return base64.StdEncoding.EncodeToString([]byte((s + strings.Repeat("!", 32))[:32]))
+	}
 	var olds []string
 	for _, o := range old {
 		olds = append(olds, enc(o))

@@ -68,7 +68,7 @@ type dataConverter struct {
 }
 
 var (
-	_ converter.ContextAware                         = dataConverter{}
+	_ converter.ContextAware                          = dataConverter{}
 	_ converter.DataConverterWithSerializationContext = dataConverter{}
 )
 
@@ -134,4 +134,6 @@ func (f failureConverter) ErrorToFailure(err error) *failurepb.Failure {
 	return f.sealed.ErrorToFailure(err)
 }
 
-func (f failureConverter) FailureToError(fl *failurepb.Failure) error { return f.sealed.FailureToError(fl) }
+func (f failureConverter) FailureToError(fl *failurepb.Failure) error {
+	return f.sealed.FailureToError(fl)
+}
