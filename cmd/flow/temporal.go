@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,6 +23,7 @@ import (
 
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/internal/secret"
+	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/steps/run"
 	"github.com/flowrun/flow/sweep"
@@ -231,4 +235,36 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 	defer stop()
 	fmt.Fprintf(a.stderr, "worker %s takes visits from task queue %s on Temporal at %s; homes in %s\n", w.Queue(), tf.taskQueue, tf.address, runsDir)
 	return w.Run(ctx)
+}
+
+// temporalTroubles are the distinct notes the mirror of a Temporal run
+// made of what held it up (temporal.TroubleNote: a worker without the
+// run's key, a refused signal), the last ten, for flow show. A local run
+// has none.
+func temporalTroubles(dir string) []string {
+	if snap, err := rundir.ReadSnapshot(dir); err != nil || snap.Temporal == nil {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(temporal.TroubleNote)) {
+			continue
+		}
+		var e struct{ Type, Message string }
+		if json.Unmarshal(line, &e) != nil || e.Type != string(rundir.EventNote) || !strings.HasPrefix(e.Message, temporal.TroubleNote) || seen[e.Message] {
+			continue
+		}
+		seen[e.Message] = true
+		out = append(out, e.Message)
+	}
+	return out[max(0, len(out)-10):]
 }
