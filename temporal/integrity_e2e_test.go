@@ -281,3 +281,56 @@ func TestE2EAWorkerWithoutTheKeyFailsTasksNotRuns(t *testing.T) {
 		t.Fatalf("the run once a worker with the key took it: %+v, %v", out, err)
 	}
 }
+
+// A Temporal Schedule's action is sealed once, for the schedule's
+// workflow id, and each fire runs as that id and the fire's time: a keyed
+// worker opens it there, and the fired run ends well.
+func TestE2EAKeyedSchedulesFiresRun(t *testing.T) {
+	srv := devserver.Start(t)
+	k := testKey(t, "the run's key")
+	c := dialKeyed(t, srv.Address, k)
+	queue := "keyed-schedule"
+	w := NewWorker(c, queue, &Activities{Leaves: local.Leaves{Commands: echoCommands{}}, RunsDir: t.TempDir()})
+	ctx, stop := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	wg.Go(func() { _ = w.Run(ctx) })
+	t.Cleanup(func() { stop(); wg.Wait() })
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.yaml")
+	if err := os.WriteFile(file, []byte("name: tick\nnodes:\n  - {id: t, run: [echo, hi]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	snap := local.NewSnapshot("", plan, nil, rundir.Settings{WorkDir: dir, Concurrency: 8, TurnTimeout: "1m"})
+	h, err := c.ScheduleClient().Create(context.Background(), client.ScheduleOptions{
+		ID:   "flow-test-tick",
+		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: time.Second}}},
+		Action: &client.ScheduleWorkflowAction{ID: "flow-test-tick", Workflow: WorkflowName, TaskQueue: queue,
+			Args: []any{&RunInput{Snapshot: snap}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Delete(context.Background()) })
+	var fired string
+	within(t, 30*time.Second, "a fire of the schedule", func() bool {
+		d, err := h.Describe(context.Background())
+		if err != nil || len(d.Info.RecentActions) == 0 {
+			return false
+		}
+		fired = d.Info.RecentActions[0].StartWorkflowResult.WorkflowID
+		return true
+	})
+	if !strings.HasPrefix(fired, "flow-test-tick-") {
+		t.Fatalf("the fire's workflow id %q does not extend the action's", fired)
+	}
+	var out RunOutput
+	ctx2, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.GetWorkflow(ctx2, fired, "").Get(ctx2, &out); err != nil || !out.OK {
+		t.Fatalf("the fired run %s: %+v, %v", fired, out, err)
+	}
+}
