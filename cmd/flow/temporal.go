@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -117,12 +114,12 @@ func oneLineErr(err error) string { return strings.Join(strings.Fields(err.Error
 // temporalKey is the key that encrypts what runs put in Temporal's
 // history (temporal.key, FLOW_TEMPORAL_KEY; docs/temporal.md). Without
 // one, history holds flow data in clear: say so once.
-func (a *app) temporalKey() (temporal.Key, error) {
+func (a *app) temporalKey() (runner.TemporalKey, error) {
 	var old []string
 	for _, s := range a.cfg.GetStringSlice("temporal.old_keys") {
 		old = append(old, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })...)
 	}
-	key, err := temporal.ParseKeys(a.cfg.GetString("temporal.key"), old)
+	key, err := runner.ParseTemporalKeys(a.cfg.GetString("temporal.key"), old)
 	if err != nil {
 		return key, invalid("%v", err)
 	}
@@ -275,33 +272,13 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 }
 
 // temporalTroubles are the distinct notes the mirror of a Temporal run
-// made of what held it up (temporal.TroubleNote: a worker without the
+// made of what held it up (runner.TemporalTroubleNote: a worker without the
 // run's key, a refused signal), the last ten, for flow show. A local run
 // has none.
 func temporalTroubles(dir string) []string {
 	if snap, err := rundir.ReadSnapshot(dir); err != nil || snap.Temporal == nil {
 		return nil
 	}
-	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.Contains(line, []byte(temporal.TroubleNote)) {
-			continue
-		}
-		var e struct{ Type, Message string }
-		if json.Unmarshal(line, &e) != nil || e.Type != string(rundir.EventNote) || !strings.HasPrefix(e.Message, temporal.TroubleNote) || seen[e.Message] {
-			continue
-		}
-		seen[e.Message] = true
-		out = append(out, e.Message)
-	}
-	return out[max(0, len(out)-10):]
+	notes, _ := rundir.Notes(dir, runner.TemporalTroubleNote)
+	return notes[max(0, len(notes)-10):]
 }
