@@ -297,7 +297,7 @@ func TestE2EAKeyedSchedulesFiresRun(t *testing.T) {
 	t.Cleanup(func() { stop(); wg.Wait() })
 	dir := t.TempDir()
 	file := filepath.Join(dir, "f.yaml")
-	if err := os.WriteFile(file, []byte("name: tick\nnodes:\n  - {id: t, run: [echo, hi]}\n"), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte("name: f\nnodes:\n  - {id: t, run: [echo, hi]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
