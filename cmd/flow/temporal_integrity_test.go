@@ -89,7 +89,7 @@ func TestTemporalRotatedKeysTwoWorkersFinishARun(t *testing.T) {
 	bin := flowBinary(t)
 	oldKey, newKey := keyOfSeed("the old key"), keyOfSeed("the new key")
 	dir := t.TempDir()
-	flow := "name: spread\nnodes:\n  - id: each\n    map: '[1, 2, 3, 4, 5, 6]'\n    concurrency: 6\n    do: [{id: step, run: 'sleep 0.5; echo ${{ item }}'}]\n"
+	flow := "name: spread\nnodes:\n  - id: each\n    map: '[1, 2, 3, 4, 5, 6]'\n    concurrency: 6\n    max: 6\n    do: [{id: step, run: 'sleep 0.5; echo ${{ item }}'}]\n"
 	if err := os.WriteFile(filepath.Join(dir, "spread.yaml"), []byte(flow), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +159,14 @@ func TestTemporalAWorkerWithoutTheKeyHoldsTheRunAndShowSaysWhy(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-done
+		if t.Failed() {
+			t.Logf("flow run:\n%s", client.String())
+			runs, _ := filepath.Glob(filepath.Join(runsDir, "*", "events.jsonl"))
+			for _, r := range runs {
+				b, _ := os.ReadFile(r)
+				t.Logf("%s:\n%s", r, b)
+			}
+		}
 	})
 	var show string
 	waitFor(t, 60*time.Second, "flow show saying the keyless worker cannot open the run", func() bool {
@@ -167,7 +175,10 @@ func TestTemporalAWorkerWithoutTheKeyHoldsTheRunAndShowSaysWhy(t *testing.T) {
 			t.Fatalf("flow run ended while only a keyless worker ran (%v):\n%s", err, client.String())
 		default:
 		}
-		show, _ = temporalFlow(t, bin, dir, runsDir, "show")
+		var err error
+		if show, err = temporalFlow(t, bin, dir, runsDir, "show"); err != nil {
+			t.Logf("flow show: %v\n%s", err, show)
+		}
 		return strings.Contains(show, "Temporal: worker") && strings.Contains(show, "cannot open")
 	})
 	if !strings.Contains(show, keyID(t, key)) || !strings.Contains(show, "running") {
