@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	failurepb "go.temporal.io/api/failure/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
@@ -22,6 +23,15 @@ const TroubleNote = "Temporal: "
 // drops a refused one, and its task fails on one no worker can open).
 func troubleOf(e *historypb.HistoryEvent, dc converter.DataConverter) string {
 	if a := e.GetWorkflowTaskFailedEventAttributes(); a != nil {
+		// A worker's own failure (a panic, a payload it could not open,
+		// nondeterminism), not the server's routine ones (a signal that
+		// came while the task completed, a sticky queue reset).
+		switch c := a.GetCause(); {
+		case strings.Contains(failureText(a.GetFailure()), payloadMark),
+			c == enumspb.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE, c == enumspb.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR:
+		default:
+			return ""
+		}
 		return fmt.Sprintf("%sworker %s failed the run's workflow task (%s), which Temporal retries: %s", TroubleNote,
 			orUnknown(a.GetIdentity()), strings.TrimPrefix(a.GetCause().String(), "WorkflowTaskFailedCause"), oneLine(a.GetFailure().GetMessage()))
 	}
