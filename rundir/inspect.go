@@ -78,7 +78,7 @@ func summarize(dir string, facts []*Fact) (*RunInfo, error) {
 			}
 		}
 	}
-	if !seen {
+	if !seen && !waitingOnTemporal(dir, info) {
 		return nil, fmt.Errorf("reading %s: the journal has no run fact", filepath.Join(dir, journalFile))
 	}
 	end := info.Ended
@@ -172,4 +172,23 @@ func corrupt(dir string, err *CorruptError) *RunInfo {
 		info.Started = st.ModTime()
 	}
 	return info
+}
+
+// waitingOnTemporal fills info for a run handed to Temporal whose
+// workflow has not recorded its first fact yet (no worker took it, or
+// none could open it: docs/temporal.md), and says whether it is one: its
+// mirror's notes say why it waits, so flow show and flow runs list it.
+func waitingOnTemporal(dir string, info *RunInfo) bool {
+	snap, err := ReadSnapshot(dir)
+	if err != nil || snap.Temporal == nil {
+		return false
+	}
+	info.Flow = snap.Flow
+	// A run id begins with its start time (NewRunID).
+	if t, err := time.Parse("20060102-150405", info.ID[:min(len(info.ID), 15)]); err == nil {
+		info.Started = t
+	} else if st, err := os.Stat(dir); err == nil {
+		info.Started = st.ModTime()
+	}
+	return true
 }

@@ -61,6 +61,16 @@ type TemporalKey = temporal.Key
 // ParseTemporalKey reads a key as configured (temporal.key); "" is none.
 func ParseTemporalKey(s string) (TemporalKey, error) { return temporal.ParseKey(s) }
 
+// ParseTemporalKeys reads the key that seals (temporal.key) and the old
+// keys that still open (temporal.old_keys).
+func ParseTemporalKeys(key string, old []string) (TemporalKey, error) {
+	return temporal.ParseKeys(key, old)
+}
+
+// TemporalTroubleNote starts the notes the mirror of a Temporal run makes
+// of what holds it up (a worker without its key, a refused signal).
+const TemporalTroubleNote = temporal.TroubleNote
+
 // TemporalConverters are what a client of runs and workers is dialled
 // with for key: every payload and failure sealed with it.
 func TemporalConverters(key TemporalKey) (converter.DataConverter, converter.FailureConverter) {

@@ -10,6 +10,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flowrun/flow/engine"
@@ -106,6 +107,13 @@ func (c *Client) refuseClear(plan *flows.Plan, opts engine.Options) error {
 			"set temporal.key (FLOW_TEMPORAL_KEY) on the client and the workers (docs/temporal.md)"}
 	}
 	return nil
+}
+
+// converter reads and writes the payloads of workflow id as the SDK does
+// for it: sealed for that workflow (docs/temporal.md, What Temporal keeps).
+func (c *Client) converter(id string) converter.DataConverter {
+	return converter.WithDataConverterSerializationContext(DataConverter(c.Key),
+		converter.WorkflowSerializationContext{Namespace: c.Namespace, WorkflowID: id})
 }
 
 // TemporalRef is where a run lives on Temporal, as its snapshot records it.
@@ -239,7 +247,7 @@ func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*en
 	}
 	var in RunInput
 	payloads := first.GetWorkflowExecutionStartedEventAttributes().GetInput()
-	if err := DataConverter(c.Key).FromPayloads(payloads, &in); err != nil || in.Snapshot == nil {
+	if err := c.converter(id).FromPayloads(payloads, &in); err != nil || in.Snapshot == nil {
 		return nil, fmt.Errorf("run %s on Temporal was not started by flow (%v)", id, err)
 	}
 	snap := in.Snapshot

@@ -20,9 +20,13 @@
 //     directory, so that flow show, runs, tail and the reports work; Attach
 //     continues a mirror whose process died. The mirror relays an attended
 //     run's asks to a local Asker and signals the answers back.
-//   - DataConverter seals every payload with the run's Key (AES-GCM), so
-//     that history holds no flow data in clear; workers redact what they
-//     write and return.
+//   - DataConverter seals every payload with the run's Key (AES-GCM) for
+//     the workflow it belongs to, so that history holds no flow data in
+//     clear and no payload moves between runs; with a key it refuses
+//     unsealed payloads, and in workflow code a payload sealed with a key
+//     the worker lacks fails the task, not the run (untilOpened schedules
+//     such an activity again). The mirror notes what holds a run up
+//     (trouble.go). Workers redact what they write and return.
 //   - versions.go says how the walk's commands are versioned
 //     (workflow.GetVersion); testdata/histories holds each version's
 //     recorded histories, which the tests replay.

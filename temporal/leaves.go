@@ -97,8 +97,9 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 	if err := l.cont.admit(w); err != nil {
 		return nil, settle(ctx, w)
 	}
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(t.Visit, queue, t.Timeout, held != "")), TurnActivity, in)
-	err := f.Get(w, &out)
+	err := untilOpened(w, func() workflow.Future {
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(t.Visit, queue, t.Timeout, held != "")), TurnActivity, in)
+	}, &out)
 	l.cont.done()
 	if err != nil {
 		l.lost(t.Visit, lastSent(err))
@@ -136,8 +137,9 @@ func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.Command
 	if err := l.cont.admit(w); err != nil {
 		return nil, settle(ctx, w)
 	}
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(c.Visit, l.queue, c.Timeout, false)), CommandActivity, in)
-	err := f.Get(w, &out)
+	err := untilOpened(w, func() workflow.Future {
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(w, l.options(c.Visit, l.queue, c.Timeout, false)), CommandActivity, in)
+	}, &out)
 	l.cont.done()
 	if err != nil {
 		return nil, l.failed(ctx, w, err, "")

@@ -28,6 +28,7 @@ type mirror struct {
 	next    int                 // facts of the current execution mirrored so far
 	live    map[string]Progress // the last progress shown per visit
 	waiting bool                // said that no worker took the run yet
+	said    map[string]bool     // the troubles noted
 	// relay hands the run's asks to a local Asker (an attended run); nil:
 	// nobody here answers.
 	relay *relay
@@ -60,7 +61,7 @@ func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
 	// The history's long poll says when facts may have come; the ticker
 	// only paces the progress of activities in flight (their heartbeats
 	// are no events) and the note that no worker took the run yet.
-	hist := watch(rpc, m.c.Client, m.namespace(), m.ref.Workflow, m.ref.Execution)
+	hist := watch(rpc, m.c.Client, m.c.converter(m.ref.Workflow), m.namespace(), m.ref.Workflow, m.ref.Execution)
 	defer func() { hist.stop() }()
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
@@ -78,13 +79,16 @@ func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
 			}
 			m.note("stopping the run on Temporal")
 		}
+		for _, t := range hist.troubles() {
+			m.trouble(t)
+		}
 		pending, closed, next := hist.state()
 		if closed && next != "" {
 			if err := m.follow(rpc, next); err != nil {
 				return nil, err
 			}
 			hist.stop()
-			hist = watch(rpc, m.c.Client, m.namespace(), m.ref.Workflow, m.ref.Execution)
+			hist = watch(rpc, m.c.Client, m.c.converter(m.ref.Workflow), m.namespace(), m.ref.Workflow, m.ref.Execution)
 			continue
 		}
 		if closed {
@@ -250,8 +254,11 @@ func (m *mirror) factEvent(f *rundir.Fact) {
 // progress emits the progress of running visits, read off their
 // activities' last heartbeats.
 func (m *mirror) progress(pending []*PendingActivity) {
-	dc := DataConverter(m.c.Key)
+	dc := m.c.converter(m.ref.Workflow)
 	for _, a := range pending {
+		if t, same := attemptTrouble(a); t != "" {
+			m.troubleOnce(same, t)
+		}
 		details := a.GetHeartbeatDetails()
 		if details == nil {
 			continue
@@ -270,6 +277,20 @@ func (m *mirror) progress(pending []*PendingActivity) {
 		}
 		m.live[p.Visit] = p
 		m.emit(&engine.Event{Type: rundir.EventProgress, Visit: p.Visit, Driver: p.Driver, Model: p.Model, Activity: p.Activity, Tokens: p.Tokens})
+	}
+}
+
+// trouble notes what holds the run up (TroubleNote), once each.
+func (m *mirror) trouble(msg string) { m.troubleOnce(msg, msg) }
+
+// troubleOnce notes msg unless a trouble the same as same was noted.
+func (m *mirror) troubleOnce(same, msg string) {
+	if m.said == nil {
+		m.said = map[string]bool{}
+	}
+	if !m.said[same] {
+		m.said[same] = true
+		m.note(msg)
 	}
 }
 

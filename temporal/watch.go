@@ -10,6 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 )
 
 // watcher long-polls a workflow execution's history (the server answers
@@ -27,15 +28,19 @@ type watcher struct {
 	closed  bool // the execution ended
 	// next is the execution the run continued as, once closed.
 	next string
+	// dc reads the run's payloads; trouble is what the mirror has yet to
+	// say of the events (troubleOf).
+	dc      converter.DataConverter
+	trouble []string
 
 	cancel context.CancelFunc
 	wg     conc.WaitGroup
 }
 
 // watch starts watching the execution run of workflow id in namespace.
-func watch(ctx context.Context, c client.Client, namespace, id, run string) *watcher {
+func watch(ctx context.Context, c client.Client, dc converter.DataConverter, namespace, id, run string) *watcher {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &watcher{changed: make(chan struct{}, 1), cancel: cancel}
+	w := &watcher{changed: make(chan struct{}, 1), cancel: cancel, dc: dc}
 	w.wg.Go(func() { w.loop(ctx, c, namespace, id, run) })
 	return w
 }
@@ -75,6 +80,11 @@ func (w *watcher) loop(ctx context.Context, c client.Client, namespace, id, run 
 					w.next = can.GetNewExecutionRunId()
 					w.mu.Unlock()
 				}
+				if t := troubleOf(e, w.dc); t != "" {
+					w.mu.Lock()
+					w.trouble = append(w.trouble, t)
+					w.mu.Unlock()
+				}
 				if w.see(e.GetEventType()) {
 					return
 				}
@@ -109,6 +119,15 @@ func (w *watcher) see(t enumspb.EventType) bool {
 	default:
 	}
 	return closed
+}
+
+// troubles takes what the mirror has yet to say of the events.
+func (w *watcher) troubles() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.trouble
+	w.trouble = nil
+	return t
 }
 
 // state is how many activities are in flight, whether the execution

@@ -103,7 +103,7 @@ func (ws *workspace) step(ctx context.Context, name string, in, out any) error {
 	}
 	o := workflow.ActivityOptions{TaskQueue: ws.queue, StartToCloseTimeout: gitStep, HeartbeatTimeout: ws.timing.Heartbeat,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 3}}
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(w, o), name, in).Get(w, out)
+	err := untilOpened(w, func() workflow.Future { return workflow.ExecuteActivity(workflow.WithActivityOptions(w, o), name, in) }, out)
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
 		return errors.New(ae.Error())

@@ -97,6 +97,9 @@ func (a *app) showCmd() *cobra.Command {
 			for _, o := range info.Overspend {
 				fmt.Fprintf(a.stdout, "overspent: %s\n", safeLine(o.String()))
 			}
+			for _, t := range temporalTroubles(dir) {
+				fmt.Fprintln(a.stdout, safeLine(t))
+			}
 			if !info.Resumable && info.Status != rundir.StatusSucceeded {
 				fmt.Fprintf(a.stdout, "not resumable: %s\n", safeLine(info.Why))
 			}

@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,6 +19,8 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/internal/secret"
+	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/steps/run"
 	"github.com/flowrun/flow/sweep"
@@ -60,29 +64,70 @@ func (a *app) temporalSettings(f temporalFlags) temporalFlags {
 // dialTemporal connects to the Temporal server of f. Temporal's own log
 // goes to stderr, warnings and worse only.
 func (a *app) dialTemporal(ctx context.Context, f temporalFlags) (client.Client, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
+	return a.dialTemporalWaiting(ctx, f, 0)
+}
+
+// dialTemporalWaiting is dialTemporal that, for up to wait, tries again
+// while the server does not answer (a worker started with its server,
+// whose frontend is not healthy yet), saying so on stderr each time.
+// It returns nil and no error if ctx ends meanwhile.
+func (a *app) dialTemporalWaiting(ctx context.Context, f temporalFlags, wait time.Duration) (client.Client, error) {
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	key, err := a.temporalKey()
 	if err != nil {
 		return nil, err
 	}
 	data, failures := runner.TemporalConverters(key)
-	c, err := client.DialContext(ctx, client.Options{HostPort: f.address, Namespace: f.namespace, Logger: tlog.NewStructuredLogger(logger),
-		DataConverter: data, FailureConverter: failures})
-	if err != nil {
-		return nil, invalid("connecting to Temporal at %s: %v (is a server running there? see docs/temporal.md)", f.address, err)
+	giveUp := time.Now().Add(wait)
+	pause := 500 * time.Millisecond
+	for {
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c, err := client.DialContext(dctx, client.Options{HostPort: f.address, Namespace: f.namespace, Logger: tlog.NewStructuredLogger(logger),
+			DataConverter: data, FailureConverter: failures})
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		if !time.Now().Add(pause).Before(giveUp) {
+			if wait > 0 {
+				return nil, invalid("connecting to Temporal at %s: %v (gave up after %s, temporal.connect_wait; is a server running there? see docs/temporal.md)", f.address, err, wait)
+			}
+			return nil, invalid("connecting to Temporal at %s: %v (is a server running there? see docs/temporal.md)", f.address, err)
+		}
+		fmt.Fprintf(a.stderr, "flow: Temporal at %s does not answer yet (%s); trying again in %s, for up to %s in all\n",
+			f.address, oneLineErr(err), pause, wait)
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 10*time.Second)
 	}
-	return c, nil
 }
+
+// oneLineErr is err's message on one line.
+func oneLineErr(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // temporalKey is the key that encrypts what runs put in Temporal's
 // history (temporal.key, FLOW_TEMPORAL_KEY; docs/temporal.md). Without
 // one, history holds flow data in clear: say so once.
 func (a *app) temporalKey() (runner.TemporalKey, error) {
-	key, err := runner.ParseTemporalKey(a.cfg.GetString("temporal.key"))
+	var old []string
+	for _, s := range a.cfg.GetStringSlice("temporal.old_keys") {
+		old = append(old, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })...)
+	}
+	key, err := runner.ParseTemporalKeys(a.cfg.GetString("temporal.key"), old)
 	if err != nil {
 		return key, invalid("%v", err)
+	}
+	if len(old) > 0 {
+		// Each old key is a secret of its own: redacted wherever flow writes.
+		for _, k := range old {
+			a.learn(secret.Named{Name: "temporal.old_keys", Value: k})
+		}
 	}
 	if !key.Set() {
 		if a.warned == nil {
@@ -203,19 +248,37 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 			return invalid("--workdir: %v", err)
 		}
 	}
-	c, err := a.dialTemporal(ctx, tf)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
 	if f.concurrency < 0 {
 		return invalid("--concurrency %d: give the most visits at once, or 0 for no limit of flow's", f.concurrency)
 	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// A worker may start before its server (compose, systemd): it waits
+	// for it, temporal.connect_wait at most (default 5m).
+	wait := a.cfg.GetDuration("temporal.connect_wait")
+	if !a.cfg.IsSet("temporal.connect_wait") {
+		wait = 5 * time.Minute
+	}
+	c, err := a.dialTemporalWaiting(ctx, tf, wait)
+	if err != nil || c == nil {
+		return err
+	}
+	defer c.Close()
 	acts := &temporal.Activities{Leaves: local.Leaves{Drivers: drivers, Commands: run.New()}, RunsDir: runsDir, WorkDir: f.workDir,
 		Concurrency: f.concurrency, Secrets: a.secrets}
 	w := temporal.NewWorker(c, tf.taskQueue, acts)
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	fmt.Fprintf(a.stderr, "worker %s takes visits from task queue %s on Temporal at %s; homes in %s\n", w.Queue(), tf.taskQueue, tf.address, runsDir)
 	return w.Run(ctx)
+}
+
+// temporalTroubles are the distinct notes the mirror of a Temporal run
+// made of what held it up (runner.TemporalTroubleNote: a worker without the
+// run's key, a refused signal), the last ten, for flow show. A local run
+// has none.
+func temporalTroubles(dir string) []string {
+	if snap, err := rundir.ReadSnapshot(dir); err != nil || snap.Temporal == nil {
+		return nil
+	}
+	notes, _ := rundir.Notes(dir, runner.TemporalTroubleNote)
+	return notes[max(0, len(notes)-10):]
 }

@@ -48,15 +48,34 @@ type Server struct {
 	Address string
 	cmd     *exec.Cmd
 	out     *lockedBuffer
+	ports   []int
 }
 
 // Start starts a dev server and waits until it takes connections. It is
 // stopped when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin := clitest.Tool(t, "temporal")
+	s := Reserve(t)
+	s.Start(t)
+	return s
+}
+
+// Reserve picks the ports of a dev server that is not started yet: its
+// Address is known before it listens (a worker started before its
+// server). Start starts it.
+func Reserve(t testing.TB) *Server {
+	t.Helper()
 	ports := freePorts(t, 4)
-	s := &Server{Address: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), out: &lockedBuffer{}}
+	s := &Server{Address: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), out: &lockedBuffer{}, ports: ports}
+	return s
+}
+
+// Start starts the server Reserve made and waits until it takes
+// connections. It is stopped when t ends.
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	bin := clitest.Tool(t, "temporal")
+	ports := s.ports
 	args := []string{"server", "start-dev", "--headless", "--ip", "127.0.0.1",
 		"--port", strconv.Itoa(ports[0]), "--ui-port", strconv.Itoa(ports[1]),
 		"--http-port", strconv.Itoa(ports[2]), "--metrics-port", strconv.Itoa(ports[3]), "--log-level", "error"}
@@ -77,7 +96,7 @@ func Start(t testing.TB) *Server {
 		c, err := net.DialTimeout("tcp", s.Address, 200*time.Millisecond)
 		if err == nil {
 			_ = c.Close()
-			return s
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the Temporal dev server did not listen on %s within 30 s:\n%s", s.Address, s.out.String())
