@@ -1,7 +1,6 @@
 package flows
 
 import (
-	"cmp"
 	"fmt"
 	"path"
 	"regexp"
@@ -180,6 +179,10 @@ func (v *verdict) from(ws []word, pos int, via string, depth int) {
 		}
 		return
 	}
+	if launchers[cmd] {
+		v.launcher(ws, pos, path.Base(name.text), via, depth)
+		return
+	}
 	switch cmd {
 	case "read", "unset", "mapfile", "readarray", "getopts", "declare", "typeset", "local", "export", "readonly":
 		v.refuse(ws, pos+1, len(ws), "this ${{ }} is a variable name for "+shown+", whose subscript bash evaluates as code")
@@ -191,8 +194,6 @@ func (v *verdict) from(ws []word, pos int, via string, depth int) {
 		}
 	case "xargs":
 		v.xargs(ws, pos, via, depth)
-	case "docker", "podman", "nerdctl", "kubectl", "oc", "nsenter", "firejail", "bwrap", "systemd-nspawn", "lxc", "incus", "flatpak-spawn", "distrobox-enter", "toolbox":
-		v.launcher(ws, pos, path.Base(name.text), via, depth)
 	case "find":
 		v.find(ws, pos, via, depth)
 	case "git":
@@ -413,33 +414,6 @@ func (v *verdict) xargs(ws []word, pos int, via string, depth int) {
 	}
 	if n := ws[i]; !n.known || isEvaluator(commandName(n.text)) || sub.stdin != "" {
 		v.stdin = shown + " " + n.text
-	}
-}
-
-// launcher judges a command that runs another one somewhere else (docker
-// run IMAGE CMD…, kubectl exec POD -- CMD…): its own options are too many
-// to skip one by one, so the command it runs is taken to start at the
-// first word that names a shell, an evaluator or a wrapper, and judged
-// from there; the words before it are data (an image, a container, an
-// option's operand).
-func (v *verdict) launcher(ws []word, pos int, cmd, via string, depth int) {
-	subcmd := true // still reading subcommands: docker container exec
-	for k := pos + 1; k < len(ws); k++ {
-		a := ws[k]
-		subcmd = subcmd && a.known && !strings.HasPrefix(a.text, "-")
-		if !a.known || !isEvaluator(commandName(a.text)) || subcmd && a.text == "exec" {
-			continue
-		}
-		sub := verdict{why: make([]string, len(ws)), nested: v.nested}
-		sub.from(ws, k, join(via, cmd), depth+1)
-		for i := range ws {
-			if sub.why[i] != "" && v.why[i] == "" {
-				v.why[i] = sub.why[i]
-			}
-		}
-		v.stdin = cmp.Or(v.stdin, sub.stdin)
-		v.runs = cmp.Or(v.runs, sub.runs)
-		return
 	}
 }
 

@@ -99,4 +99,3 @@ func TestNoOutputLostUnderLoad(t *testing.T) {
 		t.Errorf("%d of %d reports lost and %d commands failed; first: %v", lost.Load(), commands, failed.Load(), firstLoss.Load())
 	}
 }
-
