@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
@@ -246,5 +247,31 @@ func TestEvaluatorSpellings(t *testing.T) {
 	}
 	if refused < 40 {
 		t.Errorf("%d refused spellings, want at least 40", refused)
+	}
+}
+
+// TestTaintIsLinear: a value passed along a long chain of variables,
+// written in the order that makes each step wait for the next line, is
+// followed to the eval at the end, and the load stays fast.
+func TestTaintIsLinear(t *testing.T) {
+	const n = 10_000
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "A%d=\"$A%d\"\n", i, i+1)
+	}
+	fmt.Fprintf(&b, "A%d=\"${{ input.v }}\"\neval \"$A0\"\n", n)
+	var src strings.Builder
+	src.WriteString("name: chain\ninput: {v: string}\nnodes:\n  - id: s\n    run: |\n")
+	for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		src.WriteString("      " + l + "\n")
+	}
+	start := time.Now()
+	_, diags := flows.LoadSource("chain.yaml", []byte(src.String()), flows.Options{UserAgentDirs: []string{}})
+	t.Logf("%d assignments loaded in %v", n, time.Since(start))
+	if took := time.Since(start); took > 10*time.Second { // a quadratic walk takes minutes
+		t.Errorf("%d assignments took %v", n, took)
+	}
+	if len(diags) != 1 || diags[0].Code != schema.CodeShell || !strings.Contains(diags[0].Summary, "$A0 at line 10002") {
+		t.Errorf("diagnostics: %v", diags)
 	}
 }

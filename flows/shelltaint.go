@@ -30,17 +30,18 @@ const hintTaint = "give the variable to a command as data (an argument, or \"$1\
 
 var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// source is a place where the script gives variables a value: names get
+// it from the nodes in from.
+type source struct {
+	names []string
+	from  []syntax.Node
+}
+
 // taintedVars names the variables of file that hold a value: env lists the
-// node's env: entries whose value holds a ${{ }}.
+// node's env: entries whose value holds a ${{ }}. It is linear in the
+// script: each source is read once, and a variable's taint is passed on
+// to the sources that read it once, when it is first tainted.
 func (r *reader) taintedVars(file *syntax.File, parts []TemplatePart, env []string) map[string]taint {
-	tainted := map[string]taint{}
-	for _, name := range env {
-		tainted[name] = taint{part: -1, env: name}
-	}
-	type source struct {
-		names []string
-		from  []syntax.Node // what the names get their value from
-	}
 	var sources []source
 	syntax.Walk(file, func(n syntax.Node) bool {
 		switch x := n.(type) {
@@ -68,20 +69,40 @@ func (r *reader) taintedVars(file *syntax.File, parts []TemplatePart, env []stri
 		}
 		return true
 	})
-	// Each pass follows values one assignment further; a pass that taints
-	// nothing new ends it.
-	for changed := true; changed; {
-		changed = false
-		for _, s := range sources {
-			t, ok := r.holdsValue(s.from, parts, tainted)
-			if !ok {
-				continue
+	tainted := map[string]taint{}
+	var queue []string
+	taintAll := func(names []string, t taint) {
+		for _, name := range names {
+			if _, had := tainted[name]; !had {
+				tainted[name] = t
+				queue = append(queue, name)
 			}
-			for _, name := range s.names {
-				if _, had := tainted[name]; !had {
-					tainted[name], changed = t, true
+		}
+	}
+	for _, name := range env {
+		taintAll([]string{name}, taint{part: -1, env: name})
+	}
+	readBy := map[string][]int{} // variable → the sources that expand it
+	for i, s := range sources {
+		if part, ok := r.firstValue(s.from, parts); ok {
+			taintAll(s.names, taint{part: part})
+		}
+		seen := map[string]bool{}
+		for _, n := range s.from {
+			syntax.Walk(n, func(m syntax.Node) bool {
+				if pe, ok := m.(*syntax.ParamExp); ok && pe.Param != nil && !seen[pe.Param.Value] {
+					seen[pe.Param.Value] = true
+					readBy[pe.Param.Value] = append(readBy[pe.Param.Value], i)
 				}
-			}
+				return true
+			})
+		}
+	}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		for _, i := range readBy[v] {
+			taintAll(sources[i].names, tainted[v])
 		}
 	}
 	return tainted
@@ -89,14 +110,8 @@ func (r *reader) taintedVars(file *syntax.File, parts []TemplatePart, env []stri
 
 // readInto is the variables a read (or mapfile) statement fills from its
 // redirected standard input: read -r X <<< "${{ x }}".
-func readInto(s *syntax.Stmt) (struct {
-	names []string
-	from  []syntax.Node
-}, bool) {
-	var out struct {
-		names []string
-		from  []syntax.Node
-	}
+func readInto(s *syntax.Stmt) (source, bool) {
+	var out source
 	call, ok := s.Cmd.(*syntax.CallExpr)
 	if !ok || len(call.Args) == 0 || len(s.Redirs) == 0 {
 		return out, false
@@ -133,37 +148,29 @@ func readInto(s *syntax.Stmt) (struct {
 	return out, len(out.from) > 0
 }
 
-// holdsValue says whether any of nodes holds a ${{ }} or expands a tainted
-// variable, and where that value came from.
-func (r *reader) holdsValue(nodes []syntax.Node, parts []TemplatePart, tainted map[string]taint) (taint, bool) {
+// firstValue is the part of the first ${{ }} that stands in nodes.
+func (r *reader) firstValue(nodes []syntax.Node, parts []TemplatePart) (int, bool) {
+	if r.marker == "" {
+		return 0, false
+	}
 	for _, n := range nodes {
 		from, to := int(n.Pos().Offset()), int(n.End().Offset())
-		if from <= to && to <= len(r.text) && r.marker != "" {
-			span := r.text[from:to]
-			for k := strings.Index(span, r.marker); k >= 0; {
-				if i, ok := holderAt(span[k:], r.marker, parts); ok {
-					return taint{part: i}, true
-				}
-				next := strings.Index(span[k+1:], r.marker)
-				if next < 0 {
-					break
-				}
-				k += 1 + next
-			}
+		if from > to || to > len(r.text) {
+			continue
 		}
-		var t taint
-		found := false
-		syntax.Walk(n, func(m syntax.Node) bool {
-			if pe, ok := m.(*syntax.ParamExp); ok && pe.Param != nil && !found {
-				t, found = tainted[pe.Param.Value]
+		span := r.text[from:to]
+		for k := strings.Index(span, r.marker); k >= 0; {
+			if i, ok := holderAt(span[k:], r.marker, parts); ok {
+				return i, true
 			}
-			return !found
-		})
-		if found {
-			return t, true
+			next := strings.Index(span[k+1:], r.marker)
+			if next < 0 {
+				break
+			}
+			k += 1 + next
 		}
 	}
-	return taint{}, false
+	return 0, false
 }
 
 // holdsTainted reports whether w expands a tainted variable.
