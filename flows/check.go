@@ -61,7 +61,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 		rn := &RunNode{}
 		n.Spec, n.Output = rn, RunOutput
 		if ds.Script.Set() {
-			rn.Script = c.script(ds.Script, sc)
+			rn.Script = c.script(ds.Script, ds.Env, sc)
 		}
 		for _, a := range ds.Argv {
 			rn.Argv = append(rn.Argv, c.template(a, sc))

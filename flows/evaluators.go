@@ -179,6 +179,10 @@ func (v *verdict) from(ws []word, pos int, via string, depth int) {
 		}
 		return
 	}
+	if launchers[cmd] {
+		v.launcher(ws, pos, path.Base(name.text), via, depth)
+		return
+	}
 	switch cmd {
 	case "read", "unset", "mapfile", "readarray", "getopts", "declare", "typeset", "local", "export", "readonly":
 		v.refuse(ws, pos+1, len(ws), "this ${{ }} is a variable name for "+shown+", whose subscript bash evaluates as code")

@@ -241,15 +241,22 @@ func (c *checker) template(s schema.String, sc *scope) *Template {
 // script compiles a run: string for bash: every ${{ }} becomes a quoted
 // reference to a variable the engine sets (see Script), or a diagnostic
 // where that cannot be done safely.
-func (c *checker) script(s schema.String, sc *scope) *Script {
+func (c *checker) script(s schema.String, env []schema.EnvVar, sc *scope) *Script {
 	before := len(*c.diags)
 	t := c.template(s, sc)
 	if len(*c.diags) > before {
 		return &Script{Source: s.Value, Text: s.Value} // the template's own errors stop the load
 	}
-	sh, faults := compileScript(s.Value, t.Parts)
+	sh, faults := compileScript(s.Value, t.Parts, valueEnv(env))
 	for _, f := range faults {
-		c.diags.Add(s.PosAt(t.Parts[f.part].off), schema.CodeShell, f.hint, "%s", f.reason)
+		at := s.Pos
+		switch {
+		case f.part >= 0:
+			at = s.PosAt(t.Parts[f.part].off)
+		case f.env != "":
+			at = envPos(env, f.env)
+		}
+		c.diags.Add(at, schema.CodeShell, f.hint, "%s", f.reason)
 	}
 	if sh == nil {
 		sh = &Script{Source: s.Value, Text: s.Value}

@@ -32,6 +32,7 @@ type ScriptVar struct {
 // its index among the template's parts.
 type shellFault struct {
 	part   int
+	env    string // or, for part -1, the env: entry whose value it is
 	reason string
 	hint   string
 }
@@ -52,12 +53,19 @@ const (
 )
 
 // compileScript compiles the parts of a run: template into a Script, or
-// says which ${{ }} could not be made safe and why.
-func compileScript(source string, parts []TemplatePart) (*Script, []shellFault) {
+// says which ${{ }} could not be made safe and why. env names the node's
+// env: entries that hold a ${{ }}: the script's uses of them are judged
+// too (shelltaint.go).
+func compileScript(source string, parts []TemplatePart, env []string) (*Script, []shellFault) {
 	sc := &Script{Source: source}
 	hasExpr := false
 	for _, p := range parts {
 		hasExpr = hasExpr || p.Expr != nil
+	}
+	if !hasExpr && len(env) > 0 {
+		if faults := envFaults(source, env); len(faults) > 0 {
+			return nil, faults
+		}
 	}
 	if !hasExpr {
 		var b strings.Builder
@@ -69,12 +77,15 @@ func compileScript(source string, parts []TemplatePart) (*Script, []shellFault) 
 	}
 	marker := placeholderMarker(parts)
 	var src strings.Builder
+	var shifts []shift
 	for i, p := range parts {
 		if p.Expr == nil {
 			src.WriteString(p.Text)
 			continue
 		}
+		shifts = append(shifts, shift{text: src.Len(), source: p.off})
 		src.WriteString(placeholder(marker, i))
+		shifts = append(shifts, shift{text: src.Len(), source: exprEnd(source, p.off)})
 	}
 	text := src.String()
 	parser := syntax.NewParser(syntax.KeepComments(true), syntax.Variant(syntax.LangBash))
@@ -87,13 +98,17 @@ func compileScript(source string, parts []TemplatePart) (*Script, []shellFault) 
 		}
 		return nil, []shellFault{{part: firstExpr(parts), reason: "the script does not parse as bash (" + msg + "), so where its ${{ }} stand cannot be told", hint: hintNoParse}}
 	}
-	r := &reader{text: text, marker: marker, calls: map[*syntax.CallExpr]verdict{}}
+	r := &reader{text: text, marker: marker, calls: map[*syntax.CallExpr]verdict{}, source: source, shifts: shifts}
+	r.tainted = r.taintedVars(file, parts, env)
 	found := map[int]int{} // part index → context
 	var faults []shellFault
 	syntax.Walk(file, func(n syntax.Node) bool {
 		if n == nil {
 			r.pop()
 			return true
+		}
+		if f, ok := r.taintFault(n); ok {
+			faults = append(faults, f)
 		}
 		var value string
 		var off int

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
@@ -132,6 +133,39 @@ var evalSpellings = []struct {
 	{`[bash, -c, 'eval "$1"', _, "V"]`, true},
 	{`bash -c 'printf "%s" "$@"; grep -e "$1" f' _ "V"`, false},
 	{`bash -c 'bash -c "echo \"\$1\"" _ "$1"' _ "V"`, false},
+	// A value moved into a variable is still the value (issue 34).
+	{`X="V"; eval "$X"`, true},
+	{`f="V"; sh -c "$f"`, true},
+	{`f="V"; bash -c "$f"`, true},
+	{`f="V"; docker run --rm alpine sh -c "$f"`, true},
+	{`X="V"; Y="pre $X"; eval "$Y"`, true},
+	{`X=$(printf '%s' "V"); eval "$X"`, true},
+	{`export X="V"; source "$X"`, true},
+	{`local X="V"; . "$X"`, true},
+	{`for f in "V"; do eval "$f"; done`, true},
+	{`read -r X <<< "V"; bash -c "$X"`, true},
+	{`X="V"; echo "$X" | sh`, true},
+	{`X="V"; echo "$X" | xargs sh -c`, true},
+	{`X="V"; $X`, true},
+	{`X="V"; echo ${!X}`, true},
+	{`X="V"; echo $(( X + $X ))`, true},
+	{`X="V"; env -S "$X"`, true},
+	{`A=("V"); eval "${A[0]}"`, true},
+	{`X="V"; eval 'echo "$X"'`, false},
+	{`X="V"; echo "$X"; printf '%s\n' "$X" | grep -e x`, false},
+	{`X="V"; bash -c 'printf "%s" "$1"' _ "$X"`, false},
+	{`X="V"; Y="$X"; cat "$Y"`, false},
+	{`X="V"; echo ${#X} "${X:-none}"`, false},
+	{`X="V"; echo "$(printf '%s' "$X")"`, false},
+	{`X=V; eval "$Y"`, false},
+	{`X="V"; docker run --rm -e X="$X" alpine printenv X`, false},
+	{`docker run --rm alpine echo "V"`, false},
+	// Containers and other launchers run the command after their own
+	// options.
+	{`docker run --rm -v "$PWD:/w" alpine sh -c "echo V"`, true},
+	{`podman exec -it box bash -c "V"`, true},
+	{`kubectl exec pod -- sh -c "V"`, true},
+	{`echo "V" | docker run -i --rm alpine sh`, true},
 	// Values as data: these stay accepted.
 	{`echo V`, false},
 	{`echo "V"`, false},
@@ -213,5 +247,31 @@ func TestEvaluatorSpellings(t *testing.T) {
 	}
 	if refused < 40 {
 		t.Errorf("%d refused spellings, want at least 40", refused)
+	}
+}
+
+// TestTaintIsLinear: a value passed along a long chain of variables,
+// written in the order that makes each step wait for the next line, is
+// followed to the eval at the end, and the load stays fast.
+func TestTaintIsLinear(t *testing.T) {
+	const n = 10_000
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "A%d=\"$A%d\"\n", i, i+1)
+	}
+	fmt.Fprintf(&b, "A%d=\"${{ input.v }}\"\neval \"$A0\"\n", n)
+	var src strings.Builder
+	src.WriteString("name: chain\ninput: {v: string}\nnodes:\n  - id: s\n    run: |\n")
+	for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		src.WriteString("      " + l + "\n")
+	}
+	start := time.Now()
+	_, diags := flows.LoadSource("chain.yaml", []byte(src.String()), flows.Options{UserAgentDirs: []string{}})
+	t.Logf("%d assignments loaded in %v", n, time.Since(start))
+	if took := time.Since(start); took > 10*time.Second { // a quadratic walk takes minutes
+		t.Errorf("%d assignments took %v", n, took)
+	}
+	if len(diags) != 1 || diags[0].Code != schema.CodeShell || !strings.Contains(diags[0].Summary, "$A0 at line 10002") {
+		t.Errorf("diagnostics: %v", diags)
 	}
 }

@@ -25,6 +25,14 @@ type reader struct {
 	args       map[*syntax.Word]int   // each argument's index in its command line
 	stack      []syntax.Node          // the ancestors of the node being read, outermost first
 	places     []place                // what each of them tells, worked out when asked
+	// tainted are the script's variables that hold a value, judged where
+	// they are expanded as a ${{ }} would be; reported, those refused.
+	tainted  map[string]taint
+	reported map[string]bool
+	// source is the script as written, and shifts map offsets of text
+	// onto it, for the places taint faults name.
+	source string
+	shifts []shift
 }
 
 // argIndex is child's index among call's arguments, or -1.
@@ -64,6 +72,8 @@ func (r *reader) word(w *syntax.Word) word {
 	wd := word{value: from <= to && to <= len(r.text) && strings.Contains(r.text[from:to], r.marker), prefix: true}
 	if r.positional {
 		wd.value = holdsPositional(w)
+	} else if r.holdsTainted(w) {
+		wd.value = true
 	}
 	var b strings.Builder
 	known := true

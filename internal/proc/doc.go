@@ -35,6 +35,16 @@
 // environment entry and nothing else. Cmd adds no goroutine of its own; the
 // ones os/exec starts for non-file I/O and context watching end in Wait.
 //
+// # Reading output
+//
+// Copier reads a child's output pipe from a goroutine of its own, and
+// stops when told to without losing what the child wrote: after the
+// child's exit, the bound given to Finish limits only the wait for
+// descendants that keep the pipe open; what the pipe already holds is
+// read whole however late the goroutine runs (a read deadline alone
+// would make a late Read fail before it looked). RunOutput copies stdout,
+// and a stderr that is not a file, this way; run nodes use Copier too.
+//
 // # Sharing
 //
 // A Cmd is used by one goroutine, like exec.Cmd: configure, Start, Wait.

@@ -44,6 +44,11 @@ type Output struct {
 //   - the program exits and stdout stays open (a daemon inherited it):
 //     reading stops after the grace; Output.HeldOpen says so.
 //
+// A Stderr writer that is not a file is copied the same way, by this
+// process. Whatever the program wrote to either before it exited is read
+// whole, however late the copying runs on a busy machine (Copier); the
+// grace bounds only the wait for what descendants write after.
+//
 // Cancelling the command's context ends it as Wait documents. The error
 // is Start's: the program did not run.
 func (c *Cmd) RunOutput(out io.Writer, linger time.Duration, lingering func()) (Output, error) {
@@ -56,34 +61,44 @@ func (c *Cmd) RunOutput(out io.Writer, linger time.Duration, lingering func()) (
 	}
 	defer r.Close()
 	c.Cmd.Stdout = w
+	var errR, errW *os.File
+	errOut := c.Cmd.Stderr
+	if _, isFile := errOut.(*os.File); errOut != nil && !isFile {
+		if errR, errW, err = os.Pipe(); err != nil {
+			w.Close()
+			return Output{}, err
+		}
+		defer errR.Close()
+		c.Cmd.Stderr = errW
+	}
 	err = c.Start()
 	w.Close() // the child has its own copy; EOF comes when every copy is closed
+	if errW != nil {
+		errW.Close()
+	}
 	if err != nil {
 		return Output{}, err
 	}
+	stdout := StartCopy(r, out)
+	var stderr *Copier
+	if errR != nil {
+		stderr = StartCopy(errR, errOut)
+	}
 	var (
 		end    Output
+		exitAt time.Time
 		wg     conc.WaitGroup
-		eof    = make(chan struct{})
 		exited = make(chan struct{})
 	)
 	wg.Go(func() {
-		defer close(eof)
-		_, _ = io.Copy(out, r) // a write error leaves the rest unread; Wait still ends the turn
-	})
-	wg.Go(func() {
 		defer close(exited)
 		end.Err = c.Wait()
+		exitAt = time.Now()
 	})
 	select {
 	case <-exited:
-		select {
-		case <-eof:
-		case <-time.After(c.grace()):
-			end.HeldOpen = true
-			r.Close() // ends the copy
-		}
-	case <-eof:
+		end.HeldOpen = !stdout.Finish(exitAt.Add(c.grace()))
+	case <-stdout.Done():
 		select {
 		case <-exited:
 		case <-time.After(linger):
@@ -95,5 +110,8 @@ func (c *Cmd) RunOutput(out io.Writer, linger time.Duration, lingering func()) (
 		}
 	}
 	wg.Wait()
+	if stderr != nil && !stderr.Finish(exitAt.Add(c.grace())) {
+		end.HeldOpen = true
+	}
 	return end, nil
 }

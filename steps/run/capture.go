@@ -15,8 +15,10 @@ const (
 	// liveAfter is how long a command runs before its output is also
 	// written to <home>/output.log, where flow tail finds it.
 	liveAfter = time.Second
-	// drainAfterExit bounds the wait for output after the command exited,
-	// when a background descendant keeps the pipe open.
+	// drainAfterExit bounds the wait for more output after the command
+	// exited, when a background descendant keeps the pipe open; what the
+	// command wrote is read whole however long that takes
+	// (proc.Copier.Finish).
 	drainAfterExit = 50 * time.Millisecond
 )
 
@@ -35,23 +37,11 @@ type capture struct {
 	err  error
 }
 
-// readBuffers are the read buffers of running commands, reused so that a
-// map of a thousand commands does not allocate a thousand of them.
-var readBuffers = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
-
-func (c *capture) readFrom(r io.Reader) {
-	bp := readBuffers.Get().(*[]byte)
-	defer readBuffers.Put(bp)
-	buf := *bp
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			c.write(buf[:n])
-		}
-		if err != nil {
-			return // EOF, or the drain deadline after the command exited
-		}
-	}
+// Write keeps p; a failure to keep it is the error tail returns, so Write
+// itself never fails and the command's output is always read.
+func (c *capture) Write(p []byte) (int, error) {
+	c.write(p)
+	return len(p), nil
 }
 
 func (c *capture) write(p []byte) {

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sourcegraph/conc"
-
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/proc"
 	"github.com/flowrun/flow/steps/drivers"
@@ -98,14 +96,13 @@ func (c *Commander) Run(ctx context.Context, cmd *engine.Command) (*engine.Comma
 		}
 		return nil, fmt.Errorf("starting %s: %w", argv[0], drivers.Unavailable(err))
 	}
-	var reader conc.WaitGroup
-	reader.Go(func() { out.readFrom(pr) })
+	copier := proc.StartCopy(pr, out)
 	werr := p.Wait()
 	// The command has exited. A descendant it left in the background may
-	// keep the pipe open; take what is already written, then stop reading
-	// rather than wait for it.
-	_ = pr.SetReadDeadline(time.Now().Add(drainAfterExit))
-	reader.Wait()
+	// keep the pipe open: wait for it only a moment, then stop reading —
+	// after taking all the command wrote, however late the copying
+	// goroutine runs on a busy machine.
+	copier.Finish(time.Now().Add(drainAfterExit))
 	if werr != nil && ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
