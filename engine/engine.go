@@ -66,6 +66,9 @@ type Options struct {
 	// snapshot's Repos): where isolated scopes begin. The host that
 	// records the snapshot sets them.
 	Repos map[string]string
+	// ForkedFrom, for a fork (flow fork), is the run and visit it was
+	// forked at, recorded on the run's start fact.
+	ForkedFrom *record.Fork
 	// Notes are said as the run starts, after its start event (a
 	// resume's: what changed, what was ended).
 	Notes []string
@@ -192,7 +195,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	}
 	notes = append(notes, r.replay(earlier)...)
 	start := r.rt.Now()
-	if err := rec.Fact(record.RunStarted{Time: start, Run: opts.RunID, Flow: plan.Root.Name, Input: input, Resumed: earlier != nil}.Fact()); err != nil {
+	if err := rec.Fact(record.RunStarted{Time: start, Run: opts.RunID, Flow: plan.Root.Name, Input: input, Resumed: earlier != nil, ForkedFrom: opts.ForkedFrom}.Fact()); err != nil {
 		return nil, err
 	}
 	r.emit(&Event{Type: record.EventRunStart, Dir: filepath.Join(opts.RunsDir, opts.RunID)})

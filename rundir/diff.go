@@ -37,9 +37,12 @@ type VisitDiff struct {
 }
 
 // Side is one run's view of a visit: its status word (ok, failed, skipped,
-// reused, running), failure kind, model, output and usage.
+// running), whether it was reused, its failure kind, model, output and usage.
 type Side struct {
-	Status string        `json:"status"`
+	Status string `json:"status"`
+	// Reused says the run took the visit's outcome from another run (flow
+	// run --reuse, a fork): the same outcome, not a difference.
+	Reused bool          `json:"reused,omitempty"`
 	Kind   string        `json:"kind,omitempty"`
 	Model  string        `json:"model,omitempty"`
 	Output any           `json:"output,omitempty"`
@@ -126,8 +129,6 @@ func side(v Visit) *Side {
 	switch {
 	case f.Skipped:
 		s.Status = "skipped"
-	case f.Succeeded() && f.Reused != nil:
-		s.Status = "reused"
 	case f.Succeeded():
 		s.Status = "ok"
 	default:
@@ -136,6 +137,7 @@ func side(v Visit) *Side {
 	if f.Error != nil {
 		s.Kind = string(f.Error.Root().Kind)
 	}
+	s.Reused = f.Reused != nil
 	s.Model, s.Output, s.Usage = f.Model, f.Output, f.Usage
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -34,7 +35,10 @@ type RunInfo struct {
 	Worktrees []*Worktree `json:"worktrees,omitempty"`
 	// Overspend names each budget the run ended above (its end fact's).
 	Overspend []Overspend `json:"overspend,omitempty"`
-	Facts     []*Fact     `json:"-"`
+	// ForkedFrom is where a fork came from (flow fork), nil for a run
+	// that is not one.
+	ForkedFrom *record.Fork `json:"forked_from,omitempty"`
+	Facts      []*Fact      `json:"-"`
 }
 
 // Inspect reads the run in dir.
@@ -66,7 +70,7 @@ func summarize(dir string, facts []*Fact) (*RunInfo, error) {
 			seen = true
 			if f.Status == StatusRunning {
 				if info.Started.IsZero() {
-					info.Started, info.Flow = f.Time, f.Flow
+					info.Started, info.Flow, info.ForkedFrom = f.Time, f.Flow, f.ForkedFrom
 				}
 				info.Status, info.Failure, info.Ended, info.Overspend = StatusInterrupted, nil, time.Time{}, nil
 			} else {

@@ -223,7 +223,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	// --project-agents is a flag of the commands that resolve agents only:
 	// on flow show or flow gc it would do nothing.
 	for _, c := range []*cobra.Command{a.runCmd(), a.validateCmd(), a.planCmd(), a.agentsCmd(), a.testCmd(), a.resumeCmd(),
-		a.serveCmd(), a.sweepCmd(), a.pinCmd(), a.gateCmd()} {
+		a.serveCmd(), a.sweepCmd(), a.pinCmd(), a.gateCmd(), a.forkCmd()} {
 		c.Flags().Bool("project-agents", false, "load the repository's own agents (.flow/agents, .pi/agents, .claude/agents)")
 		root.AddCommand(c)
 	}

@@ -134,10 +134,14 @@ func excerpt(o any) string {
 // sideWord is a visit's outcome in one run: its status, and its failure
 // kind when it failed.
 func sideWord(s *rundir.Side) string {
+	w := s.Status
 	if s.Kind != "" {
-		return s.Status + " (" + s.Kind + ")"
+		w += " (" + s.Kind + ")"
 	}
-	return s.Status
+	if s.Reused {
+		w += ", reused"
+	}
+	return w
 }
 
 func orNone(s string) string {

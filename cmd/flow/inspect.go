@@ -19,6 +19,7 @@ import (
 
 func (a *app) runsCmd() *cobra.Command {
 	var asJSON bool
+	var forksOf string
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List the runs of this directory, newest first",
@@ -27,6 +28,11 @@ func (a *app) runsCmd() *cobra.Command {
 			runs, err := rundir.List(a.cfg.GetString("runs_dir"))
 			if err != nil {
 				return err
+			}
+			if forksOf != "" {
+				if runs, err = a.forksOf(forksOf, runs); err != nil {
+					return err
+				}
 			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
@@ -54,6 +60,7 @@ func (a *app) runsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
+	cmd.Flags().StringVar(&forksOf, "forks-of", "", "list only the forks of this run (flow fork)")
 	return cmd
 }
 
@@ -90,6 +97,7 @@ func (a *app) showCmd() *cobra.Command {
 			if line := cellLine(cellOf(dir)); line != "" {
 				fmt.Fprintln(a.stdout, safeLine(line))
 			}
+			a.lineage(info)
 			if info.Failure != nil {
 				root := info.Failure.Root()
 				fmt.Fprintf(a.stdout, "failed at %s: %s: %s\n", root.Visit, root.Kind, safeLine(firstLine(root.Message)))

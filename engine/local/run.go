@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,6 +90,12 @@ func begin(ctx context.Context, plan *flows.Plan, opts *engine.Options) (*rundir
 	opts.RunID = w.ID()
 	snap := NewSnapshot(opts.RunID, plan, input, settings(opts))
 	snap.Repos = startCommits(ctx, plan, opts.WorkDir)
+	if len(opts.Repos) > 0 { // the caller's (a fork's: the original's starts) win
+		if snap.Repos == nil {
+			snap.Repos = map[string]string{}
+		}
+		maps.Copy(snap.Repos, opts.Repos)
+	}
 	opts.Repos = snap.Repos
 	if err := w.WriteSnapshot(snap); err != nil {
 		_ = w.Close()

@@ -107,6 +107,8 @@ type Fact struct {
 	Input  any    `json:"input,omitempty"`
 	// Resumed marks the run fact of a resumed attempt.
 	Resumed bool `json:"resumed,omitempty"`
+	// ForkedFrom, on a fork's first run fact, is where it came from.
+	ForkedFrom *Fork `json:"forked_from,omitempty"`
 	// Overspend, on a run's end fact, names each budget the run ended
 	// above: every reader says it from here.
 	Overspend []Overspend `json:"overspend,omitempty"`

@@ -19,11 +19,22 @@ type RunStarted struct {
 	Flow    string
 	Input   any
 	Resumed bool
+	// ForkedFrom is where a fork came from (flow fork), on its first start.
+	ForkedFrom *Fork
 }
 
 // Fact is the run fact with status running.
 func (s RunStarted) Fact() *Fact {
-	return &Fact{Type: FactRun, Time: s.Time, RunID: s.Run, Flow: s.Flow, Status: StatusRunning, Input: s.Input, Resumed: s.Resumed}
+	return &Fact{Type: FactRun, Time: s.Time, RunID: s.Run, Flow: s.Flow, Status: StatusRunning, Input: s.Input, Resumed: s.Resumed, ForkedFrom: s.ForkedFrom}
+}
+
+// Fork is where a forked run came from (flow fork, docs/fork-and-diff.md):
+// the run and the visit it was forked at, and what the fork changed, each
+// as the command line said it (input x=2, assign coder=m2, set v=…).
+type Fork struct {
+	Run     string   `json:"run"`
+	Visit   string   `json:"visit"`
+	Changes []string `json:"changes,omitempty"`
 }
 
 // RunEnded ends a run: how it ended, and each budget it ended above.
