@@ -161,7 +161,8 @@ func (s *Server) pageRun(w http.ResponseWriter, r *http.Request) {
 	s.render(w, "run", data)
 }
 
-// pageReport serves a run's report.html, the page its directory keeps.
+// pageReport serves a run's report.html, the page its directory keeps,
+// sandboxed: no script of it runs (serveRunFile).
 func (s *Server) pageReport(w http.ResponseWriter, r *http.Request) {
 	_, dir, ok := s.runDir(w, r)
 	if !ok {
@@ -171,8 +172,7 @@ func (s *Server) pageReport(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the run has no directory yet", http.StatusNotFound)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	http.ServeFile(w, r, filepath.Join(dir, "report.html"))
+	s.serveRunFile(w, r, dir, "report.html")
 }
 
 // Handler is the server's HTTP interface: the pages, the API, the event
@@ -210,7 +210,7 @@ func (s *Server) Handler() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusForbidden, "Origin", "a request from another site: POSTs are taken from this server's own pages and from clients that send no Origin")
 	}))
-	return s.recover(s.allowHost(cop.Handler(s.authenticate(mux))))
+	return s.recover(secureHeaders(s.allowHost(cop.Handler(s.authenticate(mux)))))
 }
 
 // recover turns a handler's panic into a 500 with a JSON error and a
