@@ -143,7 +143,7 @@ func (s *Server) pageRun(w http.ResponseWriter, r *http.Request) {
 	}
 	data := map[string]any{"Title": "run " + id, "Run": v, "Self": []*RunView{v}, "Zone": time.Local}
 	if e := s.catalog.get(v.Flow); e != nil && e.Plan != nil {
-		data["Graph"] = flowGraph(e.Plan.Root, v.Visits)
+		data["Graph"] = flowGraph(e.Plan.Root, v.Visits, v.Status != string(rundir.StatusRunning) && v.Status != statusQueued)
 		if sc := e.Plan.Root.Schedule; sc != nil {
 			data["Zone"] = sc.Location
 		}
