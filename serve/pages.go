@@ -27,16 +27,8 @@ var pageFiles embed.FS
 // a page (docs/performance.md, start-up).
 var pages = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("pages").Funcs(template.FuncMap{
-		"clock": func(t time.Time) string {
-			if t.IsZero() {
-				return ""
-			}
-			if time.Since(t) < 20*time.Hour && time.Until(t) < 20*time.Hour {
-				return t.Local().Format("15:04:05")
-			}
-			return t.Local().Format("2006-01-02 15:04")
-		},
-		"since": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+		"clock": stamp,
+		"since": func(t time.Time) string { return span(time.Since(t)) },
 		"ms": func(ms int64) string {
 			return (time.Duration(ms) * time.Millisecond).Round(10 * time.Millisecond).String()
 		},
@@ -66,7 +58,7 @@ var pages = sync.OnceValue(func() *template.Template {
 			}
 			return "1 line"
 		},
-		"left": func(t time.Time) string { return time.Until(t).Round(time.Second).String() },
+		"left": func(t time.Time) string { return span(time.Until(t)) },
 	}).ParseFS(pageFiles, "pages/*.tmpl"))
 })
 
