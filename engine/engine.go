@@ -204,7 +204,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, values, "")
 	r.closeOwned(ctx, "_flow")
 	shown := filepath.Join(opts.RunsDir, opts.RunID) // as the user named it
-	plain := plainValue(out)                         // the output as printed and kept: no empty errors
+	plain := flows.ShownValue(out)                   // the output as printed and kept: no empty errors
 	// What the caller prints is as redacted as what the run directory
 	// holds.
 	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(r.secrets(), plain),
