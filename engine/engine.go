@@ -207,9 +207,10 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, values, "")
 	r.closeOwned(ctx, "_flow")
 	shown := filepath.Join(opts.RunsDir, opts.RunID) // as the user named it
+	plain := flows.ShownValue(out)                   // the output as printed and kept: no empty errors
 	// What the caller prints is as redacted as what the run directory
 	// holds.
-	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(r.secrets(), out),
+	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(r.secrets(), plain),
 		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.overspends()}
 	end := r.rt.Now()
 	wall := end.Sub(start).Milliseconds()
@@ -217,7 +218,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	// has: it goes to output.json, not into the journal a second time.
 	endErr := rec.Fact(record.RunEnded{Time: end, Run: opts.RunID, Status: res.Status(), OK: res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend}.Fact())
 	r.emit(&Event{Type: record.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown, Overspend: res.Overspend})
-	return res, errors.Join(endErr, rec.WriteValues(values), rec.Finish(out))
+	return res, errors.Join(endErr, rec.WriteValues(values), rec.Finish(plain))
 }
 
 // secrets are the host's redactor, or nil where the leaves redact where

@@ -55,6 +55,7 @@ func fence(s string) string {
 // per level, so a list nested n deep indents to n² bytes: 20 KB of
 // nested lists became a 200 MB turn.
 func jsonFence(v any) string {
+	v = flows.ShownValue(v)
 	var b []byte
 	var err error
 	if nests(v, indentDepth) {

@@ -51,9 +51,9 @@ func newCatalog(dir string, opts flows.Options) *catalog {
 }
 
 // flowFiles reads the flow files of dir (*.yaml, *.yml; not below), each
-// at most limit bytes (limits.file_bytes). What is not a regular file (a
-// FIFO, a device, a link to one) and a file past the limit is not read:
-// faults says why, by path.
+// at most limit bytes (limits.file_bytes). What is not a regular file of
+// dir (a symbolic link, whatever it points to; a FIFO, a device) and a
+// file past the limit is not read: faults says why, by path.
 func flowFiles(dir string, limit int) (files map[string][]byte, faults map[string]string, err error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
@@ -82,18 +82,24 @@ func flowFiles(dir string, limit int) (files map[string][]byte, faults map[strin
 }
 
 // readFlowFile reads the flow file at path without ever blocking: only a
-// regular file (a link to one included) of at most limit bytes is read,
-// opened with O_NONBLOCK and checked again once open, so a FIFO put there
-// meanwhile is not waited on. fault says why a file is not read.
+// regular file of at most limit bytes is read, opened with O_NONBLOCK and
+// checked again once open, so a FIFO put there meanwhile is not waited
+// on. A symbolic link is never followed, whatever it points to: a link
+// named like a flow file (to /etc/shadow, a .env) would otherwise have
+// its first line shown as a parse error. fault says why a file is not
+// read.
 func readFlowFile(path string, limit int) (src []byte, fault string, err error) {
-	st, err := os.Stat(path)
+	st, err := os.Lstat(path)
 	if err != nil {
 		return nil, "", err
 	}
 	if fault := notAFlowFile(st, limit); fault != "" {
 		return nil, fault, nil
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) { // made a link meanwhile
+		return nil, linkFault, nil
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -114,7 +120,14 @@ func readFlowFile(path string, limit int) (src []byte, fault string, err error) 
 	return b, "", nil
 }
 
+// linkFault is why a symbolic link is not read; it names nothing of the
+// link's target.
+const linkFault = "refused: a symbolic link: flow serve reads only regular files inside its directory, never what a link points to"
+
 func notAFlowFile(st fs.FileInfo, limit int) string {
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return linkFault
+	}
 	if !st.Mode().IsRegular() {
 		return fmt.Sprintf("not a regular file (%s): a flow file is read only if it is one", fileType(st.Mode()))
 	}
@@ -178,7 +191,7 @@ func (c *catalog) reload() (changed []*entry, err error) {
 			name += filepath.Ext(path)
 		}
 		next[name] = &entry{Name: name, File: path, Loaded: now, Diags: schema.Diagnostics{{
-			Pos: schema.Pos{File: path}, Code: schema.CodeRead, Summary: faults[path], Detail: "flow serve reads regular files of at most limits.file_bytes"}}}
+			Pos: schema.Pos{File: path}, Code: schema.CodeRead, Summary: faults[path], Detail: "flow serve reads regular files inside its directory of at most limits.file_bytes"}}}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

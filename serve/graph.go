@@ -26,13 +26,33 @@ type GraphBox struct {
 	Node       string // the node's path with iterations and items left out: rounds/fan/work
 	Label      string // the id
 	Detail     string // the kind, agent, iterations or items
-	State      string // pending, running, ok, failed, skipped
+	State      string // pending, running, ok, failed, skipped; untaken, unreached once the run ended
 	Visits     int    // how many visits it had
 	Frame      bool   // a loop's or map's frame around its body
 }
 
-// GraphEdge is a line from one box to the next.
-type GraphEdge struct{ X1, Y1, X2, Y2 int }
+// GraphEdge is a line from one node to another, through Points (x, y
+// pairs). Kind says what it draws: next (one node to the one after it),
+// join (one of several edges into the node after a parallel, a choice or
+// a map's items), branch (a choice or parallel to a branch), leave (a
+// loop's body to its frame's foot).
+type GraphEdge struct {
+	From, To string
+	Kind     string
+	Points   []int
+}
+
+// Path is the edge's points as SVG polyline points: "x1,y1 x2,y2 …".
+func (e GraphEdge) Path() string {
+	var b strings.Builder
+	for i := 0; i+1 < len(e.Points); i += 2 {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.Itoa(e.Points[i]) + "," + strconv.Itoa(e.Points[i+1]))
+	}
+	return b.String()
+}
 
 const (
 	boxW, boxH = 190, 46
@@ -75,78 +95,162 @@ func statesOf(visits []VisitView) *nodeStates {
 }
 
 // block is a laid-out part of the graph: its size, and how to place it.
+// place returns the block's exits: where the edges to what follows it
+// leave. A node has one; a choice or parallel one per branch, so that the
+// node after it is joined to every branch.
 type block struct {
 	w, h  int
-	place func(x, y int)
+	place func(x, y int) []exit
+}
+
+// exit is where an edge leaves a block: at (x, y), from node (its key).
+type exit struct {
+	x, y int
+	node string
 }
 
 type graphBuilder struct {
-	g  *Graph
-	ns *nodeStates
+	g     *Graph
+	ns    *nodeStates
+	ended bool // the run ended: a node without visits was never reached
 }
 
 // flowGraph lays out f for a run with these visits; nil without a flow.
-func flowGraph(f *flows.Flow, visits []VisitView) *Graph {
+// ended says the run ended: its nodes without visits are then untaken
+// (a branch its choice did not take) or unreached, not pending.
+func flowGraph(f *flows.Flow, visits []VisitView, ended bool) *Graph {
 	if f == nil || len(f.Nodes) == 0 {
 		return nil
 	}
-	b := &graphBuilder{g: &Graph{}, ns: statesOf(visits)}
-	top := b.sequence(f.Nodes, "")
+	b := &graphBuilder{g: &Graph{}, ns: statesOf(visits), ended: ended}
+	top := b.sequence(f.Nodes, "", "")
 	top.place(gapX, gapY)
 	b.g.W, b.g.H = top.w+2*gapX, top.h+2*gapY
 	return b.g
 }
 
-func (b *graphBuilder) box(x, y int, n *flows.Node, key, detail string, frame bool, w, h int) {
+// box adds a node's box; untaken says it is in a branch its choice did
+// not take.
+func (b *graphBuilder) box(x, y int, n *flows.Node, key, detail string, frame bool, w, h int, untaken bool) {
 	state := b.ns.state[key]
-	if state == "" {
-		state = "pending"
-	}
-	if state == "interrupted" {
+	switch {
+	case state == "interrupted":
 		state = "failed"
+	case state != "":
+	case untaken:
+		state = "untaken"
+	case b.ended:
+		state = "unreached"
+	default:
+		state = "pending"
 	}
 	b.g.Boxes = append(b.g.Boxes, GraphBox{X: x, Y: y, W: w, H: h, Node: key, Label: n.ID, Detail: detail, State: state,
 		Visits: b.ns.visits[key], Frame: frame})
 }
 
-func (b *graphBuilder) sequence(nodes []*flows.Node, prefix string) block {
+// edge draws a line through points (x, y pairs) from one node to another.
+func (b *graphBuilder) edge(kind, from, to string, pts ...int) {
+	b.g.Edges = append(b.g.Edges, GraphEdge{From: from, To: to, Kind: kind, Points: pts})
+}
+
+// join draws the edges from exits to the top of the node to at (x, y):
+// one edge from each, a join when there are several. Each leaves its exit
+// straight down to low (the bottom of what it comes from), so that edges
+// from short branches do not cross their neighbours.
+func (b *graphBuilder) join(exits []exit, to string, x, y, low int) {
+	kind := "next"
+	if len(exits) > 1 {
+		kind = "join"
+	}
+	for _, e := range exits {
+		if e.y < low {
+			b.edge(kind, e.node, to, e.x, e.y, e.x, low, x, y)
+		} else {
+			b.edge(kind, e.node, to, e.x, e.y, x, y)
+		}
+	}
+}
+
+// sequence lays out nodes one under the other; prefix is their key's,
+// untaken says they form a branch its choice did not take.
+func (b *graphBuilder) sequence(nodes []*flows.Node, prefix string, untakenBy string) block {
 	parts := make([]block, len(nodes))
 	w, h := boxW, 0
 	for i, n := range nodes {
-		parts[i] = b.node(n, join(prefix, n.ID))
+		parts[i] = b.node(n, join(prefix, n.ID), untakenBy)
 		w = max(w, parts[i].w)
 		h += parts[i].h
 	}
 	h += gapY * max(0, len(parts)-1)
-	return block{w: w, h: h, place: func(x, y int) {
+	return block{w: w, h: h, place: func(x, y int) []exit {
+		var exits []exit
 		for i, p := range parts {
 			cx := x + (w-p.w)/2
 			if i > 0 {
-				b.g.Edges = append(b.g.Edges, GraphEdge{x + w/2, y - gapY, x + w/2, y})
+				b.join(exits, join(prefix, nodes[i].ID), x+w/2, y, y-gapY)
 			}
-			p.place(cx, y)
+			exits = p.place(cx, y)
 			y += p.h + gapY
 		}
+		return exits
 	}}
 }
 
-func (b *graphBuilder) node(n *flows.Node, key string) block {
+// untaken says whether a branch of the choice at key was not taken: the
+// choice ended and no node of the branch has a visit.
+func (b *graphBuilder) untaken(key string, br *flows.Branch) bool {
+	switch b.ns.state[key] {
+	case "ok", "failed":
+	default:
+		return false
+	}
+	for _, n := range br.Nodes {
+		if b.ns.visits[join(key, n.ID)] > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *graphBuilder) node(n *flows.Node, key string, untakenBy string) block {
+	isUntaken := untakenBy != ""
 	switch n.Kind {
 	case schema.KindLoop, schema.KindMap:
-		body := b.sequence(n.Body(), key)
+		body := b.sequence(n.Body(), key, untakenBy)
 		w, h := body.w+2*framePad, body.h+frameHead+framePad
-		return block{w: w, h: h, place: func(x, y int) {
-			b.box(x, y, n, key, b.counted(n, key), true, w, h)
-			body.place(x+framePad, y+frameHead)
+		return block{w: w, h: h, place: func(x, y int) []exit {
+			b.box(x, y, n, key, b.counted(n, key), true, w, h, isUntaken)
+			bx, by := x+framePad, y+frameHead
+			exits := body.place(bx, by)
+			// Out of the body to the frame's foot: a map's items all join
+			// there before what follows the map.
+			kind := "leave"
+			if n.Kind == schema.KindMap {
+				kind = "join"
+			}
+			for _, e := range exits {
+				b.edge(kind, e.node, key, e.x, e.y, e.x, y+h)
+			}
+			return []exit{{x + w/2, y + h, key}}
 		}}
 	case schema.KindChoice, schema.KindParallel:
 		var arms []block
+		var firsts []string
 		for _, br := range n.Branches() {
 			prefix := key
 			if n.Kind == schema.KindParallel {
 				prefix = join(key, br.Name)
 			}
-			arms = append(arms, b.sequence(br.Nodes, prefix))
+			by := untakenBy
+			if by == "" && n.Kind == schema.KindChoice && b.untaken(key, br) {
+				by = key
+			}
+			arms = append(arms, b.sequence(br.Nodes, prefix, by))
+			first := key
+			if len(br.Nodes) > 0 {
+				first = join(prefix, br.Nodes[0].ID)
+			}
+			firsts = append(firsts, first)
 		}
 		armsW, armsH := 0, 0
 		for _, a := range arms {
@@ -155,17 +259,27 @@ func (b *graphBuilder) node(n *flows.Node, key string) block {
 		}
 		armsW += gapX * max(0, len(arms)-1)
 		w, h := max(boxW, armsW), boxH+gapY+armsH
-		return block{w: w, h: h, place: func(x, y int) {
-			b.box(x+(w-boxW)/2, y, n, key, string(n.Kind)+" · "+strconv.Itoa(len(arms))+" branches", false, boxW, boxH)
+		return block{w: w, h: h, place: func(x, y int) []exit {
+			b.box(x+(w-boxW)/2, y, n, key, string(n.Kind)+" · "+strconv.Itoa(len(arms))+" branches", false, boxW, boxH, isUntaken)
 			ax := x + (w-armsW)/2
-			for _, a := range arms {
-				b.g.Edges = append(b.g.Edges, GraphEdge{x + w/2, y + boxH, ax + a.w/2, y + boxH + gapY})
-				a.place(ax, y+boxH+gapY)
+			var exits []exit
+			for i, a := range arms {
+				top := y + boxH + gapY
+				b.edge("branch", key, firsts[i], x+w/2, y+boxH, ax+a.w/2, top)
+				out := a.place(ax, top)
+				if len(out) == 0 { // an empty branch: straight through
+					out = []exit{{ax + a.w/2, top, key}}
+				}
+				exits = append(exits, out...)
 				ax += a.w + gapX
 			}
+			return exits
 		}}
 	}
-	return block{w: boxW, h: boxH, place: func(x, y int) { b.box(x, y, n, key, leafDetail(n), false, boxW, boxH) }}
+	return block{w: boxW, h: boxH, place: func(x, y int) []exit {
+		b.box(x, y, n, key, leafDetail(n), false, boxW, boxH, isUntaken)
+		return []exit{{x + boxW/2, y + boxH, key}}
+	}}
 }
 
 // counted says how far a loop or map got: "loop · iteration 2 of 3".

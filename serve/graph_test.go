@@ -43,12 +43,12 @@ nodes:
 		{Visit: "rounds#1/fan", Status: "ok"}, {Visit: "rounds#1/fan[1]/work", Status: "ok"}, {Visit: "rounds#1/fan[2]/work", Status: "failed"},
 		{Visit: "rounds#2/fan", Status: "running"}, {Visit: "rounds#2/fan[1]/work", Status: "running"},
 	}
-	g := flowGraph(p.Root, visits)
+	g := flowGraph(p.Root, visits, false)
 	boxes := map[string]GraphBox{}
 	for _, b := range g.Boxes {
 		boxes[b.Node] = b
 	}
-	for node, want := range map[string]string{"pick": "ok", "pick/yes": "ok", "pick/no": "pending", "rounds": "running",
+	for node, want := range map[string]string{"pick": "ok", "pick/yes": "ok", "pick/no": "untaken", "rounds": "running",
 		"rounds/fan": "running", "rounds/fan/work": "running", "last": "pending"} {
 		if boxes[node].State != want {
 			t.Errorf("%s is %q, want %q", node, boxes[node].State, want)

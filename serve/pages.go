@@ -27,16 +27,8 @@ var pageFiles embed.FS
 // a page (docs/performance.md, start-up).
 var pages = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("pages").Funcs(template.FuncMap{
-		"clock": func(t time.Time) string {
-			if t.IsZero() {
-				return ""
-			}
-			if time.Since(t) < 20*time.Hour && time.Until(t) < 20*time.Hour {
-				return t.Local().Format("15:04:05")
-			}
-			return t.Local().Format("2006-01-02 15:04")
-		},
-		"since": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+		"clock": stamp,
+		"since": func(t time.Time) string { return span(time.Since(t)) },
 		"ms": func(ms int64) string {
 			return (time.Duration(ms) * time.Millisecond).Round(10 * time.Millisecond).String()
 		},
@@ -66,7 +58,7 @@ var pages = sync.OnceValue(func() *template.Template {
 			}
 			return "1 line"
 		},
-		"left": func(t time.Time) string { return time.Until(t).Round(time.Second).String() },
+		"left": func(t time.Time) string { return span(time.Until(t)) },
 	}).ParseFS(pageFiles, "pages/*.tmpl"))
 })
 
@@ -143,7 +135,7 @@ func (s *Server) pageRun(w http.ResponseWriter, r *http.Request) {
 	}
 	data := map[string]any{"Title": "run " + id, "Run": v, "Self": []*RunView{v}, "Zone": time.Local}
 	if e := s.catalog.get(v.Flow); e != nil && e.Plan != nil {
-		data["Graph"] = flowGraph(e.Plan.Root, v.Visits)
+		data["Graph"] = flowGraph(e.Plan.Root, v.Visits, v.Status != string(rundir.StatusRunning) && v.Status != statusQueued)
 		if sc := e.Plan.Root.Schedule; sc != nil {
 			data["Zone"] = sc.Location
 		}
@@ -161,7 +153,8 @@ func (s *Server) pageRun(w http.ResponseWriter, r *http.Request) {
 	s.render(w, "run", data)
 }
 
-// pageReport serves a run's report.html, the page its directory keeps.
+// pageReport serves a run's report.html, the page its directory keeps,
+// sandboxed: no script of it runs (serveRunFile).
 func (s *Server) pageReport(w http.ResponseWriter, r *http.Request) {
 	_, dir, ok := s.runDir(w, r)
 	if !ok {
@@ -171,8 +164,7 @@ func (s *Server) pageReport(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the run has no directory yet", http.StatusNotFound)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	http.ServeFile(w, r, filepath.Join(dir, "report.html"))
+	s.serveRunFile(w, r, dir, "report.html")
 }
 
 // Handler is the server's HTTP interface: the pages, the API, the event
@@ -210,7 +202,7 @@ func (s *Server) Handler() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusForbidden, "Origin", "a request from another site: POSTs are taken from this server's own pages and from clients that send no Origin")
 	}))
-	return s.recover(s.allowHost(cop.Handler(s.authenticate(mux))))
+	return s.recover(secureHeaders(s.allowHost(cop.Handler(s.authenticate(mux)))))
 }
 
 // recover turns a handler's panic into a 500 with a JSON error and a

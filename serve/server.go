@@ -385,7 +385,7 @@ func (s *Server) trigger(run string) string {
 // problem keeps a line for the page: a run that did not start.
 func (s *Server) problem(msg string) {
 	s.mu.Lock()
-	s.problems = append(s.problems, time.Now().Format("15:04:05")+" "+msg)
+	s.problems = append(s.problems, stamp(time.Now())+" "+msg)
 	if n := len(s.problems); n > 20 {
 		s.problems = s.problems[n-20:]
 	}

@@ -12,7 +12,7 @@ type FlowView struct {
 	Name        string        `json:"name"`
 	File        string        `json:"file"`
 	Description string        `json:"description,omitempty"`
-	Input       string        `json:"input,omitempty"` // the declared input type
+	Input       string        `json:"input,omitempty"` // the declared input type; a field with a default is `name?`, its default beside it
 	Schedule    *ScheduleView `json:"schedule,omitempty"`
 	Last        *RunView      `json:"last,omitempty"` // the newest run of the flow
 	Running     int           `json:"running"`
@@ -139,10 +139,7 @@ func (s *Server) flowViews(recent []*RunView) []*FlowView {
 		}
 		if !e.Broken() {
 			root := e.Plan.Root
-			fv.Description, fv.Input = root.Doc.Description.Value, "string"
-			if root.Input != nil {
-				fv.Input = root.Input.String()
-			}
+			fv.Description, fv.Input = root.Doc.Description.Value, inputText(root.Input)
 			if sc := root.Schedule; sc != nil {
 				fv.Schedule = &ScheduleView{Cron: sc.Cron, TZ: sc.Location.String(), Overlap: sc.Overlap, Catchup: sc.Catchup, Next: s.nextFire(e.Plan.Root)}
 			}

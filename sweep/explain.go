@@ -73,13 +73,25 @@ func (o *Outcome) partialCost() bool {
 }
 
 // warnings says what the report's figures do not cover: cells a budget
-// skipped or that did not run (a choice made on an incomplete grid), and
+// skipped, set aside on the infrastructure (rate-limited), or that did
+// not run (a choice made on an incomplete grid), and
 // costs that leave an agent out (compared as tokens instead).
 func warnings(f *File, r *Report) []string {
 	var out []string
-	if missing := r.Cells.Skipped + r.Cells.NotRun + r.Cells.Stopped; missing > 0 {
-		what := fmt.Sprintf("%d of %d cells did not end (%d skipped by a budget, %d stopped, %d not run)",
-			missing, r.Cells.Total, r.Cells.Skipped, r.Cells.Stopped, r.Cells.NotRun)
+	c := r.Cells
+	if missing := c.Skipped + c.SetAside + c.NotRun + c.Stopped; missing > 0 {
+		// Only what happened is named: no "0 skipped by a budget" in a
+		// sweep that has none.
+		var parts []string
+		for _, p := range []struct {
+			n    int
+			what string
+		}{{c.Skipped, "skipped by a budget"}, {c.SetAside, c.SetAsideText()}, {c.Stopped, "stopped"}, {c.NotRun, "not run"}} {
+			if p.n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+			}
+		}
+		what := fmt.Sprintf("%d of %d cells did not end (%s)", missing, c.Total, strings.Join(parts, ", "))
 		if r.Pin != nil {
 			out = append(out, "incomplete grid: "+what+"; the choice is made without them and may change once they run (flow sweep --resume)")
 		} else {
@@ -130,4 +142,19 @@ func mapKeys(m map[string]int) func(func(string) bool) {
 			}
 		}
 	}
+}
+
+// SetAsideText says why the cells counted in SetAside were set aside:
+// "set aside still failing on the infrastructure after re-runs
+// (rate_limit 2), not scored".
+func (c Counts) SetAsideText() string {
+	var by []string
+	for _, k := range slices.Sorted(mapKeys(c.SetAsideBy)) {
+		by = append(by, k+" "+strconv.Itoa(c.SetAsideBy[k]))
+	}
+	s := "set aside still failing on the infrastructure after re-runs"
+	if len(by) > 0 {
+		s += " (" + strings.Join(by, ", ") + ")"
+	}
+	return s + ", not scored"
 }

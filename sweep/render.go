@@ -262,7 +262,7 @@ func (c Counts) text() string {
 	for _, x := range []struct {
 		n    int
 		what string
-	}{{c.Stopped, "stopped"}, {c.Skipped, "skipped (the budget, or still failing on the infrastructure)"}, {c.Quota, "ended on a quota, not scored"}, {c.NotRun, "not run"}} {
+	}{{c.Stopped, "stopped"}, {c.Skipped, "skipped by the budget"}, {c.SetAside, c.SetAsideText()}, {c.Quota, "ended on a quota, not scored"}, {c.NotRun, "not run"}} {
 		if x.n > 0 {
 			s += fmt.Sprintf(", %d %s", x.n, x.what)
 		}

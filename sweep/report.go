@@ -62,9 +62,14 @@ type Counts struct {
 	Succeeded int `json:"succeeded"`
 	Failed    int `json:"failed"`
 	Stopped   int `json:"stopped"`
-	Skipped   int `json:"skipped"`
-	Quota     int `json:"quota"`   // ended on a quota that is gone: not scored
-	NotRun    int `json:"not_run"` // pending, or cut off while running
+	Skipped   int `json:"skipped"` // not started: the budget could not cover them
+	// SetAside counts the cells that ran and were set aside still failing
+	// on the infrastructure after their re-runs (status skipped, with an
+	// outcome), by failure kind in SetAsideBy (rate_limit: 2): not scored.
+	SetAside   int            `json:"set_aside"`
+	SetAsideBy map[string]int `json:"set_aside_by,omitempty"`
+	Quota      int            `json:"quota"`   // ended on a quota that is gone: not scored
+	NotRun     int            `json:"not_run"` // pending, or cut off while running
 }
 
 // Row is one assignment (and parameter set): its ended cells, counted.
@@ -216,7 +221,15 @@ func count(cells []*Cell) Counts {
 		case StatusStopped:
 			n.Stopped++
 		case StatusSkipped:
-			n.Skipped++
+			if c.Outcome == nil {
+				n.Skipped++
+				continue
+			}
+			n.SetAside++
+			if n.SetAsideBy == nil {
+				n.SetAsideBy = map[string]int{}
+			}
+			n.SetAsideBy[cmp.Or(c.Outcome.Failure, "unknown")]++
 		case StatusQuota:
 			n.Quota++
 		default:

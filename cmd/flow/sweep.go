@@ -262,6 +262,8 @@ func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, backend runner.Backend,
 		return &exitError{code: exitInterrupted}
 	case r.Cells.Skipped > 0:
 		return &exitError{code: exitFailed, msg: fmt.Sprintf("%d cell(s) were not started: the budget could not cover them (flow sweep --resume %s %s runs them)", r.Cells.Skipped, s.ID(), budgetFlags(g.Budget))}
+	case r.Cells.SetAside > 0:
+		return &exitError{code: exitFailed, msg: fmt.Sprintf("%d cell(s) %s (flow sweep --resume %s runs them again)", r.Cells.SetAside, r.Cells.SetAsideText(), s.ID())}
 	case pin:
 		return a.pin(s)
 	}

@@ -113,6 +113,9 @@ func (a *app) cellLine(ev sweep.CellEvent) {
 func countsText(c sweep.Counts) string {
 	s := fmt.Sprintf("%d of %d cell(s) ended: %d succeeded, %d failed; %d stopped, %d skipped, %d not run",
 		c.Succeeded+c.Failed, c.Total, c.Succeeded, c.Failed, c.Stopped, c.Skipped, c.NotRun)
+	if c.SetAside > 0 {
+		s += fmt.Sprintf("; %d %s", c.SetAside, c.SetAsideText())
+	}
 	if c.Quota > 0 {
 		s += fmt.Sprintf("; %d ended on a quota, not scored", c.Quota)
 	}
