@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/engine/local"
-	"github.com/flowrun/flow/reuse"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -34,21 +32,6 @@ func reuseDirs(runsDir, flow, spec string) ([]string, error) {
 		dirs = append(dirs, dir)
 	}
 	return dirs, nil
-}
-
-// reusing wraps opts' leaves so that a visit an earlier run answered is
-// answered from it (docs/reuse-and-tests.md).
-func reusing(opts *engine.Options, dirs []string) error {
-	set, err := reuse.Open(dirs...)
-	if err != nil {
-		return err
-	}
-	next := opts.Leaves
-	if next == nil {
-		next = local.Leaves{Drivers: opts.Drivers, Commands: opts.Commands}
-	}
-	opts.Leaves = &reuse.Leaves{From: set, Next: next}
-	return nil
 }
 
 // savedLine says what a run saved by reusing visits, if it reused any.
