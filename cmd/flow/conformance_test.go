@@ -33,16 +33,17 @@ import (
 // is a row here and in entryPoints; a new concern is a column here and in
 // concerns: a missing cell fails TestEveryEntryPointGetsEveryConcern.
 var matrix = map[string]map[string]string{
-	"run": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "reuse": ""},
-	"resume": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "",
+	"run": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "reuse": "", "budgets": "", "delegation": ""},
+	"resume": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "budgets": "", "delegation": "",
 		"reuse": "a resume answers from its own journal; it takes no --reuse"},
-	"sweep cell": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "",
+	"sweep cell": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "budgets": "", "delegation": "",
 		"reuse": "flow sweep takes no --reuse: repeats are distinct samples (docs/reuse-and-tests.md)"},
-	"served run": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "",
+	"served run": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "budgets": "", "delegation": "",
 		"reuse": "flow serve takes no --reuse"},
-	"test": {"configured secret": "", "environment secret": "", "traces": "", "reuse": "",
+	"test": {"configured secret": "", "environment secret": "", "traces": "", "reuse": "", "budgets": "", "delegation": "",
 		"preflight": "flow test answers every turn from its cassette, offline: no driver is reached"},
-	"temporal worker": {"configured secret": "", "environment secret": "", "traces": "",
+	"temporal worker": {"configured secret": "", "environment secret": "", "traces": "", "budgets": "",
+		"delegation": "a plan that delegates is refused on Temporal before it starts (docs/temporal.md)",
 		"preflight": "the visits run on workers, which check nothing before a run they cannot see",
 		"reuse":     "refused on Temporal: workers cannot read this machine's recordings (docs/decisions.md)"},
 }
@@ -71,6 +72,28 @@ agents:
 nodes:
   - {id: gate, run: 'if [ -n "$CONFORMANCE_STOP" ] && [ ! -e "$CONFORMANCE_STOP" ]; then touch "$CONFORMANCE_STOP"; sleep 60; fi'}
   - {id: ask, agent: remote, prompt: hi}
+`
+
+// confBudgetFlow's second turn has nothing left of a budget the first
+// overspent (the model server bills every turn).
+const confBudgetFlow = `name: b
+budget: {tokens: 1}
+agents:
+  - {name: remote, description: asks a server, driver: openai, model: m, base_url: %s/v1, api_key_env: MY_SERVICE_TOKEN}
+nodes:
+  - {id: gate, run: 'if [ -n "$CONFORMANCE_STOP" ] && [ ! -e "$CONFORMANCE_STOP" ]; then touch "$CONFORMANCE_STOP"; sleep 60; fi'}
+  - {id: first, agent: remote, prompt: one}
+  - {id: second, agent: remote, prompt: two}
+`
+
+// confDelegateFlow's lead sends a scout with flow delegate (flow is on PATH).
+const confDelegateFlow = `name: d
+agents:
+  - {name: lead, description: sends a scout, driver: exec, command: [sh, -c, 'cat >/dev/null; echo "lead heard: $(flow delegate scout "look at A")"']}
+  - {name: scout, description: looks, driver: exec, command: [sh, -c, 'cat >/dev/null; echo scouted-it']}
+nodes:
+  - {id: gate, run: 'if [ -n "$CONFORMANCE_STOP" ] && [ ! -e "$CONFORMANCE_STOP" ]; then touch "$CONFORMANCE_STOP"; sleep 60; fi'}
+  - {id: lead, agent: lead, prompt: go, delegate: {agents: [scout]}}
 `
 
 type conformance struct {
@@ -151,6 +174,26 @@ var concerns = map[string]func(c *conformance, start entryPoint){
 					c.t.Errorf("the agent started in %s after a failed preflight", r)
 				}
 			}
+		}
+	},
+	"budgets": func(c *conformance, start entryPoint) {
+		dir := c.dir("b.yaml", fmt.Sprintf(confBudgetFlow, c.model))
+		out, code := start(c, dir, "b.yaml", nil)
+		if code == exitInvalid || code == exitOK && !strings.Contains(out, "overspent") {
+			c.t.Fatalf("exit %d, want the budget to end the run\n%s", code, out)
+		}
+		if !c.anyFileSays(dir, "journal.jsonl", `"budget"`) {
+			c.t.Errorf("no journal records a budget failure or overspend:\n%s", out)
+		}
+	},
+	"delegation": func(c *conformance, start entryPoint) {
+		dir := c.dir("d.yaml", confDelegateFlow)
+		out, code := start(c, dir, "d.yaml", []string{"PATH=" + filepath.Dir(c.bin) + string(os.PathListSeparator) + os.Getenv("PATH")})
+		if code != 0 {
+			c.t.Fatalf("exit %d\n%s", code, out)
+		}
+		if !c.anyFileSays(dir, "journal.jsonl", "lead heard: scouted-it") {
+			c.t.Errorf("the lead did not hear its scout:\n%s", out)
 		}
 	},
 	"reuse": func(c *conformance, start entryPoint) {
@@ -349,6 +392,19 @@ func (c *conformance) served(dir, flow string, env []string) (string, int) {
 		return false
 	})
 	return log.String(), code
+}
+
+// anyFileSays reports whether a file named name under dir holds text.
+func (c *conformance) anyFileSays(dir, name, text string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == name {
+			b, _ := os.ReadFile(path)
+			found = found || bytes.Contains(b, []byte(text))
+		}
+		return nil
+	})
+	return found
 }
 
 // secretNowhere: a run of the flow that prints key, started by start,
