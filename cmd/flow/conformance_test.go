@@ -33,16 +33,16 @@ import (
 // is a row here and in entryPoints; a new concern is a column here and in
 // concerns: a missing cell fails TestEveryEntryPointGetsEveryConcern.
 var matrix = map[string]map[string]string{
-	"run": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "reuse": "", "budgets": "", "delegation": ""},
-	"resume": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "budgets": "", "delegation": "",
+	"run": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "reuse": "", "budgets": "", "delegation": "", "rate limiting": ""},
+	"resume": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "budgets": "", "delegation": "", "rate limiting": "",
 		"reuse": "a resume answers from its own journal; it takes no --reuse"},
-	"sweep cell": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "budgets": "", "delegation": "",
+	"sweep cell": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "budgets": "", "delegation": "", "rate limiting": "",
 		"reuse": "flow sweep takes no --reuse: repeats are distinct samples (docs/reuse-and-tests.md)"},
-	"served run": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "budgets": "", "delegation": "",
+	"served run": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "budgets": "", "delegation": "", "rate limiting": "",
 		"reuse": "flow serve takes no --reuse"},
-	"test": {"configured secret": "", "environment secret": "", "traces": "", "reuse": "", "budgets": "", "delegation": "",
+	"test": {"configured secret": "", "environment secret": "", "traces": "", "reuse": "", "budgets": "", "delegation": "", "rate limiting": "",
 		"preflight": "flow test answers every turn from its cassette, offline: no driver is reached"},
-	"temporal worker": {"configured secret": "", "environment secret": "", "traces": "", "budgets": "",
+	"temporal worker": {"configured secret": "", "environment secret": "", "traces": "", "budgets": "", "rate limiting": "",
 		"delegation": "a plan that delegates is refused on Temporal before it starts (docs/temporal.md)",
 		"preflight": "the visits run on workers, which check nothing before a run they cannot see",
 		"reuse":     "refused on Temporal: workers cannot read this machine's recordings (docs/decisions.md)"},
@@ -94,6 +94,18 @@ agents:
 nodes:
   - {id: gate, run: 'if [ -n "$CONFORMANCE_STOP" ] && [ ! -e "$CONFORMANCE_STOP" ]; then touch "$CONFORMANCE_STOP"; sleep 60; fi'}
   - {id: lead, agent: lead, prompt: go, delegate: {agents: [scout]}}
+`
+
+// confLimitedFlow sends two turns to a provider that takes one request in
+// two seconds.
+const confLimitedFlow = `name: r
+agents:
+  - {name: remote, description: asks a server, driver: openai, model: m, base_url: %s/v1, api_key_env: MY_SERVICE_TOKEN}
+nodes:
+  - {id: gate, run: 'if [ -n "$CONFORMANCE_STOP" ] && [ ! -e "$CONFORMANCE_STOP" ]; then touch "$CONFORMANCE_STOP"; sleep 60; fi'}
+  - {id: first, agent: remote, prompt: one}
+  - {id: second, agent: remote, prompt: two}
+  - {id: third, agent: remote, prompt: three}
 `
 
 type conformance struct {
@@ -194,6 +206,24 @@ var concerns = map[string]func(c *conformance, start entryPoint){
 		}
 		if !c.anyFileSays(dir, "journal.jsonl", "lead heard: scouted-it") {
 			c.t.Errorf("the lead did not hear its scout:\n%s", out)
+		}
+	},
+	"rate limiting": func(c *conformance, start entryPoint) {
+		srv := modelserver.Start(c.t)
+		srv.SetLimit(modelserver.Limit{Requests: 1, Window: 2 * time.Second})
+		dir := c.dir("r.yaml", fmt.Sprintf(confLimitedFlow, srv.URL()))
+		out, code := start(c, dir, "r.yaml", nil)
+		if code != 0 {
+			c.t.Fatalf("exit %d, want the run to wait for its provider's limit and succeed\n%s", code, out)
+		}
+		refused := 0
+		for _, e := range srv.LimitLog() {
+			if e.Refused {
+				refused++
+			}
+		}
+		if refused > 1 {
+			c.t.Errorf("the provider refused %d requests: the run's drivers do not pace to its limit", refused)
 		}
 	},
 	"reuse": func(c *conformance, start entryPoint) {
