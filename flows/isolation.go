@@ -37,6 +37,12 @@ func (c *checker) isolation(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 	}
 	workDir := c.loader.opts.workDir()
 	switch {
+	case c.loader.opts.recorded:
+		// Checked when the run was loaded, before its snapshot: a
+		// recorded plan reads nothing (Reload).
+		if d.Repo.Set() {
+			n.Repo = c.template(d.Repo, sc)
+		}
 	case d.Repo.Set():
 		n.Repo = c.template(d.Repo, sc)
 		if n.Repo.IsStatic() {
