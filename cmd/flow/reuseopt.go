@@ -12,14 +12,15 @@ import (
 // running; otherwise a comma-separated list of run ids or directories.
 func reuseDirs(runsDir, flow, spec string) ([]string, error) {
 	if spec == "last" {
-		runs, err := rundir.List(runsDir)
+		// The newest runs only, not every journal (rundir.Latest).
+		r, err := rundir.Latest(runsDir, func(r *rundir.RunInfo) bool {
+			return r.Flow == flow && r.Status != rundir.StatusRunning && r.Status != rundir.StatusCorrupt
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range runs {
-			if r.Flow == flow && r.Status != rundir.StatusRunning && r.Status != rundir.StatusCorrupt {
-				return []string{r.Dir}, nil
-			}
+		if r != nil {
+			return []string{r.Dir}, nil
 		}
 		return nil, fmt.Errorf("--reuse: no earlier run of flow %q in %s to reuse", flow, runsDir)
 	}
