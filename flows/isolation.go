@@ -3,7 +3,6 @@ package flows
 import (
 	"path/filepath"
 
-	"github.com/flowrun/flow/internal/gitwork"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -37,6 +36,12 @@ func (c *checker) isolation(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 	}
 	workDir := c.loader.opts.workDir()
 	switch {
+	case c.loader.opts.recorded:
+		// Checked when the run was loaded, before its snapshot: a
+		// recorded plan reads nothing (Reload).
+		if d.Repo.Set() {
+			n.Repo = c.template(d.Repo, sc)
+		}
 	case d.Repo.Set():
 		n.Repo = c.template(d.Repo, sc)
 		if n.Repo.IsStatic() {
@@ -44,11 +49,11 @@ func (c *checker) isolation(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 			if !filepath.IsAbs(dir) {
 				dir = filepath.Join(workDir, dir)
 			}
-			if !gitwork.IsRepo(dir) {
+			if !isRepo(dir) {
 				c.diags.Add(d.Repo.Pos, schema.CodeIsolation, "give the directory of a git repository (relative to the working directory)", "repo %q is not in a git repository", d.Repo.Value)
 			}
 		}
-	case !gitwork.IsRepo(workDir):
+	case !isRepo(workDir):
 		c.diags.Add(d.Isolation.Pos, schema.CodeIsolation, "run flow inside a git repository, or give repo: <a repository's directory>",
 			"isolation: worktree needs a git repository, and the working directory is in none")
 	}

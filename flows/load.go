@@ -2,6 +2,7 @@ package flows
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -46,6 +47,11 @@ type Options struct {
 	// agent file read (configuration: limits.file_bytes, limits.depth,
 	// limits.nodes); zero fields take schema's defaults.
 	Limits schema.Limits
+
+	// recorded says the plan is compiled again from what a run recorded
+	// (Reload): nothing is read from the disk — no file outside Sources,
+	// no working directory but the recorded one, no repository checked.
+	recorded bool
 }
 
 // read reads a flow file, at most one byte past the size limit: a larger
@@ -53,6 +59,9 @@ type Options struct {
 func (o Options) read(path string) ([]byte, error) {
 	if src, ok := o.Sources[path]; ok {
 		return src, nil
+	}
+	if o.recorded {
+		return nil, fmt.Errorf("%s: %w", path, os.ErrNotExist)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -62,8 +71,16 @@ func (o Options) read(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, int64(o.Limits.WithDefaults().FileBytes)+1))
 }
 
+// readDir lists dir, or nothing for a recorded plan.
+func (o Options) readDir(dir string) ([]os.DirEntry, error) {
+	if o.recorded {
+		return nil, os.ErrNotExist
+	}
+	return os.ReadDir(dir)
+}
+
 func (o Options) workDir() string {
-	if o.WorkDir != "" {
+	if o.WorkDir != "" || o.recorded {
 		return o.WorkDir
 	}
 	wd, _ := os.Getwd()
@@ -248,7 +265,7 @@ func (l *loader) callee(caller *Flow, name schema.String) *Flow {
 		return l.flow(path, src)
 	}
 	var have []string
-	if entries, err := os.ReadDir(dir); err == nil {
+	if entries, err := l.opts.readDir(dir); err == nil {
 		for _, e := range entries {
 			if ext := filepath.Ext(e.Name()); ext == ".yaml" || ext == ".yml" {
 				have = append(have, schema.Stem(e.Name()))

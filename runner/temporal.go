@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/temporal"
@@ -119,4 +120,32 @@ func CheckTemporal(ctx context.Context, plan *flows.Plan, workDir string) error 
 // attributes (docs/temporal.md, Finding runs in Temporal).
 func WithTrigger(ctx context.Context, trigger string) context.Context {
 	return temporal.WithTrigger(ctx, trigger)
+}
+
+// OnTemporal is the backend of the Temporal server c is connected to,
+// with every concern of the runner (flow run --temporal, flow sweep
+// --temporal, flow serve --temporal). cfg.Load is the runner's. The
+// caller closes c after the backend's last run.
+func (r *Runner) OnTemporal(c client.Client, cfg TemporalConfig) Backend {
+	cfg.Load = r.cfg.Load
+	return &hosted{r: r, inner: OnTemporal(c, cfg), leaves: leafOptions(nil)}
+}
+
+// WorkerConfig is where a worker's visits run on its machine (flow
+// worker's flags).
+type WorkerConfig struct {
+	// RunsDir keeps the homes and transcripts; WorkDir, if set, is where
+	// visits work (temporal.Activities).
+	RunsDir, WorkDir string
+	// Concurrency is the most visits at once; 0 is Temporal's default.
+	Concurrency int
+}
+
+// Worker is a worker of task queue on the Temporal server c is connected
+// to, whose visits run with this process's drivers, command runner and
+// secrets, as a run of flow run here would run them.
+func (r *Runner) Worker(c client.Client, queue string, w WorkerConfig) *temporal.Worker {
+	acts := &temporal.Activities{Leaves: local.Leaves{Drivers: r.drivers, Commands: r.commands}, RunsDir: w.RunsDir, WorkDir: w.WorkDir,
+		Concurrency: w.Concurrency, Secrets: r.Secrets()}
+	return temporal.NewWorker(c, queue, acts)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/secret"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
 	"github.com/flowrun/flow/steps/drivers"
 )
@@ -133,6 +134,7 @@ type app struct {
 	secrets  *secret.Redactor
 	redacted []*secret.Writer
 	warned   map[string]bool // the variables whose values cannot be redacted, warned of
+	root     *runner.Runner  // the composition root (runner), once built
 }
 
 // learn adds values to the secrets that nothing printed may show. A value

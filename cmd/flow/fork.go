@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/reuse"
@@ -68,6 +67,7 @@ type forkPlan struct {
 	models  map[string]string
 	sets    map[string]any
 	reach   *reuse.Reach
+	at      string
 	changes []string
 }
 
@@ -79,26 +79,20 @@ func (a *app) fork(ctx context.Context, name string, f forkFlags) error {
 	if err != nil {
 		return err
 	}
-	from, err := reuse.Open(fp.origin.Dir)
-	if err != nil {
-		return invalid("%v", err)
-	}
 	if _, err := a.preflight(ctx, fp.plan); err != nil {
 		return err
 	}
-	backend := runner.Local{Load: a.loadOptions()}
+	backend, err := a.local(runner.Fork(fp.origin.Dir, fp.reach, fp.sets))
+	if err != nil {
+		return err
+	}
 	return a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 		opts.Input, opts.RunsDir = fp.input, a.cfg.GetString("runs_dir")
 		opts.Settings = a.runSettings(fp.snap.Settings.Model, f.timeout)
 		opts.Settings.Models = fp.models
 		opts.WorkDir, opts.Repos = fp.snap.Settings.WorkDir, startsOf(fp.snap, fp.origin.Facts)
-		opts.ForkedFrom = &record.Fork{Run: fp.origin.ID, Visit: f.at, Changes: fp.changes}
-		next := opts.Leaves
-		if next == nil {
-			next = local.Leaves{Drivers: opts.Drivers, Commands: opts.Commands}
-		}
-		opts.Leaves = &reuse.ForkLeaves{Reach: fp.reach, Set: fp.sets, From: &reuse.Leaves{From: from, Next: next}}
-		return a.traced(ctx, fp.plan.Root.Name, func() (*engine.Result, error) { return backend.Start(ctx, fp.plan, opts) })
+		opts.ForkedFrom = &record.Fork{Run: fp.origin.ID, Visit: fp.at, Changes: fp.changes}
+		return backend.Start(ctx, fp.plan, opts)
 	})
 }
 
@@ -145,6 +139,7 @@ func (a *app) planFork(name string, f forkFlags) (*forkPlan, error) {
 	if !hasVisit(info.Facts, f.at) {
 		return nil, invalid("run %s has no visit %q: give one that flow show %s lists", info.ID, f.at, info.ID)
 	}
+	fp.at = f.at
 	if fp.reach, err = reuse.NewReach(fp.plan, f.at); err != nil {
 		return nil, invalid("--at %v", err)
 	}

@@ -7,12 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/reuse"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
-	"github.com/flowrun/flow/steps/run"
 	"github.com/flowrun/flow/sweep"
 	"github.com/flowrun/flow/sweep/gate"
 )
@@ -99,20 +97,19 @@ func (a *app) anySweep(names []string) bool {
 }
 
 // gateRunOptions are the run options both sides of a gate share: the
-// drivers, or with --cassette the recordings answering every turn.
+// runner's backend (what every run of the process gets), or with
+// --cassette one whose leaves the recordings answer.
 func (a *app) gateRunOptions(f gateFlags) (sweep.RunOptions, *reuse.Leaves, error) {
-	drivers, err := buildDrivers(a.drivers, a.cfg)
-	if err != nil {
-		return sweep.RunOptions{}, nil, invalid("%v", err)
-	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return sweep.RunOptions{}, nil, err
 	}
-	opts := sweep.RunOptions{
-		Engine: engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"), Config: a.config(), WorkDir: wd},
-		Load:   a.loadOptions(), OnCell: a.gateCell, Backend: a.gateBackend(),
+	backend, err := a.local()
+	if err != nil {
+		return sweep.RunOptions{}, nil, err
 	}
+	opts := sweep.RunOptions{Load: a.loadOptions(), OnCell: a.gateCell, Backend: backend}
+	opts.Engine.WorkDir, opts.Engine.Concurrency = wd, a.cfg.GetInt("concurrency")
 	if len(f.cassettes) == 0 {
 		return opts, nil, nil
 	}
@@ -140,13 +137,17 @@ func (a *app) gateRunOptions(f gateFlags) (sweep.RunOptions, *reuse.Leaves, erro
 	if err != nil {
 		return opts, nil, invalid("--cassette: %v", err)
 	}
-	leaves := &reuse.Leaves{From: set, Commands: run.New()}
-	opts.Engine.Leaves, opts.OneSample = leaves, true
+	r, err := a.runner()
+	if err != nil {
+		return opts, nil, err
+	}
+	leaves := r.Replay(set, false)
+	if opts.Backend, err = a.local(runner.Answered(leaves)); err != nil {
+		return opts, nil, err
+	}
+	opts.OneSample = true
 	return opts, leaves, nil
 }
-
-// gateBackend is what walks the gate's trials: this process.
-func (a *app) gateBackend() runner.Backend { return runner.Local{Load: a.loadOptions()} }
 
 // gateSide is the run options of one side of the gate: its sweep's
 // settings, and a forecast from the flow's earlier runs, sweeps and

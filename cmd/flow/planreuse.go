@@ -47,9 +47,13 @@ func (a *app) planReuse(ctx context.Context, plan *flows.Plan, spec string, f ru
 	}
 	defer os.RemoveAll(tmp)
 	dry := &reuse.Dry{From: set}
-	opts := engine.Options{Input: input, Settings: a.runSettings(f.model, f.timeout), RunsDir: tmp, Leaves: dry,
-		Concurrency: a.cfg.GetInt("concurrency"), Secrets: a.secrets.Values()}
-	if _, err := (runner.Local{Load: a.loadOptions()}).Start(ctx, plan, opts); err != nil {
+	backend, err := a.local(runner.Answered(dry))
+	if err != nil {
+		return err
+	}
+	var opts engine.Options
+	opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings(f.model, f.timeout), tmp
+	if _, err := backend.Start(ctx, plan, opts); err != nil {
 		return invalid("%v", err)
 	}
 	ds := dry.Decisions()

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/viper"
 
-	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/steps/claude"
 	"github.com/flowrun/flow/steps/codex"
@@ -30,15 +29,11 @@ func registry() *drivers.Registry {
 	return r
 }
 
-// buildDrivers builds every registered driver from drivers.<name>.<key> in
-// cfg (e.g. FLOW_DRIVERS_CLAUDE_BASE_URL), for the keys its spec reads. A
-// key left unset keeps the driver's default: with nothing configured each
-// CLI runs with its own configuration and login.
-func buildDrivers(reg *drivers.Registry, cfg *viper.Viper) (map[string]engine.Driver, error) {
-	return reg.Build(driverConfig(reg, cfg))
-}
-
-// driverConfig is drivers.<name>.<key> in cfg for the keys each spec reads.
+// driverConfig is drivers.<name>.<key> in cfg (e.g.
+// FLOW_DRIVERS_CLAUDE_BASE_URL) for the keys each spec reads, which the
+// runner builds every registered driver from (runner.New). A key left
+// unset keeps the driver's default: with nothing configured each CLI runs
+// with its own configuration and login.
 func driverConfig(reg *drivers.Registry, cfg *viper.Viper) map[string]drivers.Config {
 	config := map[string]drivers.Config{}
 	for _, s := range reg.Specs() {
@@ -59,7 +54,11 @@ func driverConfig(reg *drivers.Registry, cfg *viper.Viper) map[string]drivers.Co
 // the fix, before the first node has spent anything. It returns the
 // checks, for flow validate --preflight to print.
 func (a *app) preflight(ctx context.Context, plan *flows.Plan) ([]drivers.Check, error) {
-	checks, err := a.drivers.Preflight(ctx, driverConfig(a.drivers, a.cfg), drivers.Agents(plan))
+	r, err := a.runner()
+	if err != nil {
+		return nil, err
+	}
+	checks, err := r.Preflight(ctx, plan)
 	if err != nil {
 		return checks, &exitError{code: exitInvalid, msg: err.Error() + "\nnothing ran"}
 	}

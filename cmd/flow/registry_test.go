@@ -54,10 +54,11 @@ func TestBuildDriversReadsEachSpecsKeys(t *testing.T) {
 	if err := a.loadConfig(&cobra.Command{}); err != nil {
 		t.Fatal(err)
 	}
-	drivers, err := buildDrivers(reg, a.cfg)
+	root, err := a.runner()
 	if err != nil {
 		t.Fatal(err)
 	}
+	drivers := root.Drivers()
 	for _, name := range []string{"pi", "claude", "codex", "openai", "exec", "echo"} {
 		if drivers[name] == nil {
 			t.Errorf("no %s driver", name)
@@ -67,9 +68,11 @@ func TestBuildDriversReadsEachSpecsKeys(t *testing.T) {
 		t.Errorf("echo's prefix = %q, want the file's", p.prefix)
 	}
 	t.Setenv("FLOW_DRIVERS_ECHO_PREFIX", "from the environment: ")
-	if drivers, err = buildDrivers(reg, a.cfg); err != nil {
+	a.root = nil // a new process
+	if root, err = a.runner(); err != nil {
 		t.Fatal(err)
 	}
+	drivers = root.Drivers()
 	if p, _ := drivers["echo"].(prefixer); p.prefix != "from the environment: " {
 		t.Errorf("echo's prefix = %q, want the variable's", p.prefix)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
 )
@@ -38,17 +37,8 @@ func (a *app) resumeCmd() *cobra.Command {
 				return err
 			}
 			defer done()
-			if _, local := backend.(runner.Local); local {
-				// The drivers the rest of the run needs, checked before it goes
-				// on (a snapshot that does not load is the backend's to report).
-				if snap, err := rundir.ReadSnapshot(dir); err == nil {
-					if plan, diags := flows.Reload(snap.File, snap.Sources(), snap.Agents, snap.Settings.WorkDir, a.loadOptions()); !diags.HasErrors() {
-						if _, err := a.preflight(cmd.Context(), plan); err != nil {
-							return err
-						}
-					}
-				}
-			}
+			// The runner's backend checks the drivers the rest of the run
+			// needs before it goes on.
 			return a.execute(cmd.Context(), asJSON, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 				opts.Settings.Timeout = timeout
 				return backend.Resume(ctx, dir, opts)
@@ -95,7 +85,8 @@ func (a *app) findRun(args []string, resumable bool) (string, error) {
 func (a *app) resumeBackend(ctx context.Context, dir string, f temporalFlags) (runner.Backend, func(), error) {
 	snap, err := rundir.ReadSnapshot(dir)
 	if err != nil || snap.Temporal == nil {
-		return runner.Local{Load: a.loadOptions()}, func() {}, nil
+		b, err := a.local()
+		return b, func() {}, err
 	}
 	ref := snap.Temporal
 	f.address = cmp.Or(f.address, ref.Address)

@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/engine/local"
-	"github.com/flowrun/flow/reuse"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -14,14 +12,15 @@ import (
 // running; otherwise a comma-separated list of run ids or directories.
 func reuseDirs(runsDir, flow, spec string) ([]string, error) {
 	if spec == "last" {
-		runs, err := rundir.List(runsDir)
+		// The newest runs only, not every journal (rundir.Latest).
+		r, err := rundir.Latest(runsDir, func(r *rundir.RunInfo) bool {
+			return r.Flow == flow && r.Status != rundir.StatusRunning && r.Status != rundir.StatusCorrupt
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range runs {
-			if r.Flow == flow && r.Status != rundir.StatusRunning && r.Status != rundir.StatusCorrupt {
-				return []string{r.Dir}, nil
-			}
+		if r != nil {
+			return []string{r.Dir}, nil
 		}
 		return nil, fmt.Errorf("--reuse: no earlier run of flow %q in %s to reuse", flow, runsDir)
 	}
@@ -34,21 +33,6 @@ func reuseDirs(runsDir, flow, spec string) ([]string, error) {
 		dirs = append(dirs, dir)
 	}
 	return dirs, nil
-}
-
-// reusing wraps opts' leaves so that a visit an earlier run answered is
-// answered from it (docs/reuse-and-tests.md).
-func reusing(opts *engine.Options, dirs []string) error {
-	set, err := reuse.Open(dirs...)
-	if err != nil {
-		return err
-	}
-	next := opts.Leaves
-	if next == nil {
-		next = local.Leaves{Drivers: opts.Drivers, Commands: opts.Commands}
-	}
-	opts.Leaves = &reuse.Leaves{From: set, Next: next}
-	return nil
 }
 
 // savedLine says what a run saved by reusing visits, if it reused any.

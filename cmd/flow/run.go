@@ -19,7 +19,7 @@ import (
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
-	"github.com/flowrun/flow/steps/run"
+	"github.com/flowrun/flow/steps/drivers"
 )
 
 type runFlags struct {
@@ -81,27 +81,26 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 		// (docs/decisions.md, "Reuse on Temporal").
 		return invalid("--reuse answers visits from the recordings on this machine, and a run on Temporal runs its visits on workers that cannot read them: leave out --temporal (and temporal.address) to reuse, or run on Temporal without --reuse")
 	}
-	backend, done, err := a.backend(ctx, f.temporal)
+	var leaves []runner.LeafOption
+	if reused != nil {
+		leaves = append(leaves, runner.Reuse(reused...))
+	}
+	backend, done, err := a.backend(ctx, f.temporal, leaves...)
 	if err != nil {
 		return err
 	}
 	defer done()
-	_, local := backend.(runner.Local)
-	if local {
-		// On Temporal the visits run on workers, whose machines have the
-		// CLIs; here they run on this one.
+	if a.temporalSettings(f.temporal).address == "" {
+		// Said before the live view starts (the runner checks again, and
+		// on Temporal the visits run on workers, whose machines have the
+		// CLIs).
 		if _, err := a.preflight(ctx, plan); err != nil {
 			return err
 		}
 	}
 	return a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings(f.model, f.timeout), a.cfg.GetString("runs_dir")
-		if reused != nil {
-			if err := reusing(&opts, reused); err != nil {
-				return nil, err
-			}
-		}
-		return a.traced(ctx, plan.Root.Name, func() (*engine.Result, error) { return backend.Start(ctx, plan, opts) })
+		return backend.Start(ctx, plan, opts)
 	})
 }
 
@@ -116,12 +115,9 @@ func checkTimeout(d time.Duration) error {
 
 // execute runs a run (or a resume) of backend with the live view and
 // signal handling, and turns the result into an exit code. start is given
-// the options every run shares: drivers, commands, the view, the asker.
+// what this command adds to the run's input: the view and the asker (the
+// backend, from the runner, adds what every run shares).
 func (a *app) execute(ctx context.Context, asJSON bool, backend runner.Backend, start func(context.Context, engine.Options) (*engine.Result, error)) error {
-	drivers, err := buildDrivers(a.drivers, a.cfg)
-	if err != nil {
-		return invalid("%v", err)
-	}
 	// Ctrl-C or SIGTERM stops the run: running visits end as `stopped`
 	// and the command exits 130.
 	sigCtx, sigStop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -142,8 +138,8 @@ func (a *app) execute(ctx context.Context, asJSON bool, backend runner.Backend, 
 		view = newPlainView(a.stderr)
 	}
 	defer view.Close()
-	opts := engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"),
-		OnEvent: view.Event, Config: a.config(), Secrets: a.secrets.Values()}
+	var opts engine.Options
+	opts.OnEvent = view.Event
 	if !asJSON {
 		opts.OnEvent = (&notesFirst{next: view.Event}).Event
 	}
@@ -153,7 +149,10 @@ func (a *app) execute(ctx context.Context, asJSON bool, backend runner.Backend, 
 	res, err := start(ctx, opts)
 	var ie *engine.InputError
 	var re *engine.RefusedError
+	var pe *drivers.PreflightError
 	switch {
+	case errors.As(err, &pe):
+		return &exitError{code: exitInvalid, msg: err.Error() + "\nnothing ran"}
 	case errors.As(err, &ie), errors.As(err, &re), errors.Is(err, rundir.ErrLocked):
 		return invalid("%v", err)
 	case err != nil && res == nil:

@@ -12,9 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/serve"
-	"github.com/flowrun/flow/steps/run"
 )
 
 type serveFlags struct {
@@ -67,19 +65,13 @@ func (a *app) serve(ctx context.Context, dir string, f serveFlags) error {
 			return invalid("--token-file: %v", err)
 		}
 	}
-	drivers, err := buildDrivers(a.drivers, a.cfg)
-	if err != nil {
-		return invalid("%v", err)
-	}
 	backend, done, err := a.backend(ctx, f.temporal)
 	if err != nil {
 		return err
 	}
 	defer done()
 	srv, err := serve.New(serve.Config{Backend: backend, Dir: dir, Addr: f.addr, Tokens: tokens, RunsDir: a.cfg.GetString("runs_dir"),
-		Load: a.loadOptions(), MaxRuns: f.maxRuns, MaxQueued: f.maxQueued, Hosts: f.hosts, Poll: f.poll, Log: slog.New(slog.NewTextHandler(a.stderr, nil)),
-		Engine: engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"),
-			Settings: a.runSettings("", 0), Config: a.config()}})
+		Load: a.loadOptions(), MaxRuns: f.maxRuns, MaxQueued: f.maxQueued, Hosts: f.hosts, Poll: f.poll, Log: slog.New(slog.NewTextHandler(a.stderr, nil))})
 	if err != nil {
 		return invalid("%v", err)
 	}

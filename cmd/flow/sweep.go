@@ -15,7 +15,6 @@ import (
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
-	"github.com/flowrun/flow/steps/run"
 	"github.com/flowrun/flow/sweep"
 )
 
@@ -211,10 +210,6 @@ func (a *app) resumeSweep(cmd *cobra.Command, f sweepFlags) error {
 // through backend with Ctrl-C stopping them cleanly, and prints where the
 // reports are.
 func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, backend runner.Backend, notes []string, pin bool) error {
-	drivers, err := buildDrivers(a.drivers, a.cfg)
-	if err != nil {
-		return invalid("%v", err)
-	}
 	for _, n := range notes {
 		fmt.Fprintln(a.stderr, "note: "+n)
 	}
@@ -243,10 +238,13 @@ func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, backend runner.Backend,
 	unhook := context.AfterFunc(sigCtx, func() { backend.Stop(cancel, runner.StopRun) })
 	defer unhook()
 
+	// The backend (the runner's) gives every cell what a run of this
+	// process shares; the sweep gives each its input, and caps the live
+	// turns across cells.
 	opts := sweep.RunOptions{
-		Engine:   engine.Options{Drivers: drivers, Commands: run.New(), Concurrency: a.cfg.GetInt("concurrency"), Config: a.config(), WorkDir: f.WorkDir},
 		Settings: base, Load: a.loadOptions(), History: history, OnCell: a.cellLine, Backend: backend,
 	}
+	opts.Engine.WorkDir, opts.Engine.Concurrency = f.WorkDir, a.cfg.GetInt("concurrency")
 	runErr := s.Run(ctx, plan, opts)
 	g := s.Snapshot()
 	r := sweep.Build(g)

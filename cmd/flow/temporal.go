@@ -18,13 +18,10 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
-	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
-	"github.com/flowrun/flow/steps/run"
 	"github.com/flowrun/flow/sweep"
-	"github.com/flowrun/flow/temporal"
 )
 
 // temporalFlags are the flags of the commands that talk to Temporal; each
@@ -141,25 +138,35 @@ func (a *app) temporalKey() (runner.TemporalKey, error) {
 	return key, nil
 }
 
-// onTemporal is the backend that hands runs to the Temporal server c is
-// connected to and mirrors them here.
-func (a *app) onTemporal(c client.Client, f temporalFlags) *runner.Temporal {
+// onTemporal is the runner's backend that hands runs to the Temporal
+// server c is connected to and mirrors them here.
+func (a *app) onTemporal(c client.Client, f temporalFlags) (runner.Backend, error) {
+	r, err := a.runner()
+	if err != nil {
+		return nil, err
+	}
 	key, _ := a.temporalKey() // dialTemporal read it
-	return runner.OnTemporal(c, runner.TemporalConfig{Key: key, Address: f.address, Namespace: f.namespace, TaskQueue: f.taskQueue,
-		Load: a.loadOptions(), Heartbeat: a.cfg.GetDuration("temporal.heartbeat"), SessionWait: a.cfg.GetDuration("temporal.session_wait")})
+	return r.OnTemporal(c, runner.TemporalConfig{Key: key, Address: f.address, Namespace: f.namespace, TaskQueue: f.taskQueue,
+		Heartbeat: a.cfg.GetDuration("temporal.heartbeat"), SessionWait: a.cfg.GetDuration("temporal.session_wait")}), nil
 }
 
 // backend is where runs of f go: Temporal, when f (or the configuration)
-// names a server, else this process. done closes the connection.
-func (a *app) backend(ctx context.Context, f temporalFlags) (b runner.Backend, done func(), err error) {
+// names a server, else this process, its leaves answered as leaves say.
+// done closes the connection.
+func (a *app) backend(ctx context.Context, f temporalFlags, leaves ...runner.LeafOption) (b runner.Backend, done func(), err error) {
 	if f = a.temporalSettings(f); f.address == "" {
-		return runner.Local{Load: a.loadOptions()}, func() {}, nil
+		b, err := a.local(leaves...)
+		return b, func() {}, err
 	}
 	c, err := a.dialTemporal(ctx, f)
 	if err != nil {
 		return nil, nil, err
 	}
-	return a.onTemporal(c, f), c.Close, nil
+	if b, err = a.onTemporal(c, f); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return b, c.Close, nil
 }
 
 // sweepTemporal is the Temporal server a sweep's cells run on, or nil
@@ -185,14 +192,11 @@ func (a *app) sweepTemporal(f temporalFlags, resume bool, recorded *sweep.Tempor
 // Temporal server t. done closes the connection.
 func (a *app) sweepBackend(t *sweep.Temporal) (b runner.Backend, done func(), err error) {
 	if t == nil {
-		return runner.Local{Load: a.loadOptions()}, func() {}, nil
+		b, err := a.local()
+		return b, func() {}, err
 	}
 	tf := temporalFlags{address: t.Address, namespace: t.Namespace, taskQueue: t.TaskQueue}
-	c, err := a.dialTemporal(context.Background(), tf)
-	if err != nil {
-		return nil, nil, err
-	}
-	return a.onTemporal(c, tf), c.Close, nil
+	return a.backend(context.Background(), tf)
 }
 
 type workerFlags struct {
@@ -228,9 +232,9 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 	if tf.address == "" {
 		return invalid("flow worker needs --temporal HOST:PORT (or temporal.address in the configuration)")
 	}
-	drivers, err := buildDrivers(a.drivers, a.cfg)
+	r, err := a.runner()
 	if err != nil {
-		return invalid("%v", err)
+		return err
 	}
 	runsDir := f.runsDir
 	if runsDir == "" {
@@ -264,9 +268,7 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 		return err
 	}
 	defer c.Close()
-	acts := &temporal.Activities{Leaves: local.Leaves{Drivers: drivers, Commands: run.New()}, RunsDir: runsDir, WorkDir: f.workDir,
-		Concurrency: f.concurrency, Secrets: a.secrets}
-	w := temporal.NewWorker(c, tf.taskQueue, acts)
+	w := r.Worker(c, tf.taskQueue, runner.WorkerConfig{RunsDir: runsDir, WorkDir: f.workDir, Concurrency: f.concurrency})
 	fmt.Fprintf(a.stderr, "worker %s takes visits from task queue %s on Temporal at %s; homes in %s\n", w.Queue(), tf.taskQueue, tf.address, runsDir)
 	return w.Run(ctx)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/flowrun/flow/reuse"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
-	"github.com/flowrun/flow/steps/run"
 )
 
 type testFlags struct {
@@ -68,8 +67,11 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 	}
 	if f.record {
 		var dir string
-		backend := runner.Local{Load: a.loadOptions()}
-		err := a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
+		backend, err := a.local()
+		if err != nil {
+			return err
+		}
+		err = a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 			opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings("", 0), runsDir
 			res, err := backend.Start(ctx, plan, opts)
 			if res != nil {
@@ -100,14 +102,14 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 	if err != nil {
 		return invalid("%v", err)
 	}
-	leaves := &reuse.Leaves{From: set}
-	if !f.stubCommands {
-		leaves.Commands = run.New()
+	r, err := a.runner()
+	if err != nil {
+		return err
 	}
-	backend := runner.Local{Load: a.loadOptions()}
+	leaves := r.Replay(set, f.stubCommands)
+	backend := r.Local(runner.Answered(leaves))
 	err = a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings("", 0), runsDir
-		opts.Leaves = leaves
 		return backend.Start(ctx, plan, opts)
 	})
 	for _, m := range leaves.Misses() {

@@ -12,18 +12,25 @@ import (
 
 const module = "github.com/flowrun/flow"
 
-// layers lists the layered top-level directories of the module, lowest
-// first (docs/architecture.md); directories in one slice are one layer. A
-// package may import packages of its own layer and of lower layers only.
-// Packages outside every layer (internal helpers) are checked through their
-// importers: a package's Deps are transitive.
+// layers lists the module's layers, lowest first (docs/architecture.md,
+// where the same order is written): every package of the module is in
+// one, and TestLayers fails on a package in none. Directories in one slice
+// are one layer. A package may import packages of its own layer and of
+// lower layers only; a package's Deps are transitive.
 //
-// A layer may name a directory below a top-level one (engine/record): it
-// is then a layer of its own, apart from its parent's. The walker's
-// vocabulary (engine/record) is below the run directory, which stores it;
-// the run directory is still below the engine while the local host's code
-// in package engine records into it.
-var layers = [][]string{{"schema"}, {"flows"}, {"engine/record"}, {"rundir"}, {"engine"}, {"steps"}, {"temporal"}, {"runner"}, {"sweep", "serve"}, {"cmd"}}
+// A layer may name a directory below a top-level one (engine/record,
+// internal/trace): it is then a layer of its own, apart from its parent's
+// (the most specific directory wins). The ground floor is internal's
+// product helpers; the walker's vocabulary (engine/record) is below the
+// run directory, which stores it; reuse (the recordings that answer
+// turns) is above the leaves it stands in for; the test kits are above
+// everything they drive.
+var layers = [][]string{
+	{"internal/ordered", "internal/secret", "internal/ratelimit", "internal/proc", "internal/gitwork"},
+	{"schema"}, {"flows"}, {"engine/record"}, {"rundir"}, {"engine"}, {"steps"}, {"reuse"},
+	{"temporal", "internal/trace"}, {"runner"}, {"sweep", "serve"}, {"cmd"},
+	{"internal/archtest", "internal/benchflow", "internal/clitest", "internal/delegatetest", "internal/devserver", "internal/modelserver"},
+}
 
 // pkg is one package of the module with the packages it depends on.
 type pkg struct {
@@ -158,6 +165,11 @@ func TestViolations(t *testing.T) {
 			},
 		},
 		{
+			name: "a probe import from reuse into serve",
+			pkgs: []pkg{{Path: module + "/reuse", Deps: []string{module + "/engine", module + "/serve"}}},
+			want: []string{module + "/reuse (reuse) imports " + module + "/serve (serve): reuse may not import serve"},
+		},
+		{
 			name: "a name that only starts like a layer",
 			pkgs: []pkg{{Path: module + "/schema", Deps: []string{module + "/flowsx", module + "/cmdline"}}},
 		},
@@ -215,6 +227,11 @@ func TestLayers(t *testing.T) {
 	for _, l := range slices.Concat(layers...) {
 		if !seen[l] {
 			t.Logf("layer %s has no packages yet", l)
+		}
+	}
+	for _, p := range pkgs {
+		if layerOf(p.Path) < 0 {
+			t.Errorf("%s is in no layer: give it one in layers and in docs/architecture.md", p.Path)
 		}
 	}
 	for _, v := range violations(pkgs) {
