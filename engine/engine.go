@@ -257,6 +257,9 @@ type runner struct {
 	mu       Locker
 	sessions map[record.Scope]*session
 	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
+	// unfinished are the tool calls of turns an earlier attempt did not
+	// end, by visit; a visit's first turn takes them (Turn.Tools).
+	unfinished map[string][]record.ToolCall
 	ledger   *ledger          // what turns cost, and the budgets they overspent
 	usage    Usage            // what every visit spent, earlier attempts' included
 

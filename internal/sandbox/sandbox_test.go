@@ -1,0 +1,86 @@
+package sandbox
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// confined runs script under the sandbox in dir and returns its output and
+// error.
+func confined(t *testing.T, dir, script string, env ...string) (string, error) {
+	t.Helper()
+	c, err := Confine(dir, []string{"bash", "-c", script})
+	if err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	defer c.Close()
+	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd.Env = Env(append(os.Environ(), env...), c.Tmp)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestConfined(t *testing.T) {
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	outside := filepath.Join(root, "outside")
+	for _, d := range []string{work, outside, filepath.Join(work, ".git")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Run("writes in its directory and its tmp", func(t *testing.T) {
+		out, err := confined(t, work, `echo fixed > a.txt && echo x > "$TMPDIR/t" && cat "$TMPDIR/t"`)
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if b, _ := os.ReadFile(filepath.Join(work, "a.txt")); string(b) != "fixed\n" {
+			t.Errorf("a.txt holds %q", b)
+		}
+	})
+	t.Run("cannot write outside", func(t *testing.T) {
+		out, err := confined(t, work, "echo pwned > "+filepath.Join(outside, "x"))
+		if err == nil {
+			t.Errorf("the write outside succeeded: %s", out)
+		}
+		if _, serr := os.Stat(filepath.Join(outside, "x")); serr == nil {
+			t.Error("a file appeared outside the working directory")
+		}
+	})
+	t.Run("git is read-only", func(t *testing.T) {
+		out, err := confined(t, work, "echo x > .git/HEAD")
+		if err == nil {
+			t.Errorf("the write into .git succeeded: %s", out)
+		}
+	})
+	t.Run("no network", func(t *testing.T) {
+		out, err := confined(t, work, "exec 3<>/dev/tcp/127.0.0.1/"+strings.Split(ln.Addr().String(), ":")[1])
+		if err == nil {
+			t.Errorf("the connection to the host's 127.0.0.1 succeeded: %s", out)
+		}
+	})
+	t.Run("no keys", func(t *testing.T) {
+		out, err := confined(t, work, `echo "[$OPENAI_API_KEY]"`, "OPENAI_API_KEY=sk-secret-123456")
+		if err != nil || strings.TrimSpace(out) != "[]" {
+			t.Errorf("the key reached the command: %q %v", out, err)
+		}
+	})
+}
