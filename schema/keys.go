@@ -15,7 +15,7 @@ var (
 	scheduleKeys = []string{"cron", "tz", "input", "overlap", "catchup"}
 	sweepKeys    = []string{"models", "assign", "inputs", "params", "repeat", "score", "baseline"}
 	agentKeys    = []string{"name", "description", "driver", "model", "thinking", "tools", "command",
-		"base_url", "api_key_env", "instructions", "delegate"}
+		"base_url", "api_key_env", "max_steps", "sandbox", "instructions", "delegate"}
 	delegateKeys = []string{"agents", "max_depth", "max_children", "concurrency", "budget"}
 )
 
