@@ -257,9 +257,6 @@ type runner struct {
 	mu       Locker
 	sessions map[record.Scope]*session
 	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
-	// unfinished are the tool calls of turns an earlier attempt did not
-	// end, by visit; a visit's first turn takes them (Turn.Tools).
-	unfinished map[string][]record.ToolCall
 	ledger   *ledger          // what turns cost, and the budgets they overspent
 	usage    Usage            // what every visit spent, earlier attempts' included
 
@@ -272,6 +269,7 @@ type runner struct {
 	delegators  map[string]*delegator
 	earlierKids map[string][]earlierChild
 	childStarts map[string]delegParentStart
+	unfinished  map[string][]record.ToolCall // unended turns' tool calls, by visit (toolLog)
 }
 
 // emit writes an event and hands it to OnEvent.

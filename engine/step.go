@@ -64,22 +64,9 @@ type Turn struct {
 	// Delegate, when set, is what the turn may delegate: the driver offers
 	// the agent the delegate tool (docs/delegation.md).
 	Delegate *Delegation
-	// Tools, when set, journals the tool calls of a driver that runs the
-	// tools itself (the native driver, docs/native.md) and gives back the
-	// calls an earlier attempt of the run recorded for the turn it did not
-	// end. nil on a host that cannot journal from a turn.
-	Tools *ToolLog
-}
-
-// ToolLog is a turn's tool-call journal (Turn.Tools).
-type ToolLog struct {
-	// Earlier are the calls of the visit's last turn that an earlier
-	// attempt of the run recorded and did not end, oldest first: the
-	// turn continues from them when it is the same turn (its opening).
-	Earlier []record.ToolCall
-	// Record appends one call and its result to the journal; an error
-	// fails the turn.
-	Record func(record.ToolCall) error
+	// Tools journals the tool calls of a driver that runs them itself
+	// (docs/native.md); nil on a host that cannot.
+	Tools *record.ToolLog
 }
 
 // TurnStatus is how a turn ended (docs/drivers.md).

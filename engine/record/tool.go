@@ -30,9 +30,11 @@ type ToolCall struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
 	Args string `json:"args"`
-	// Said is the text of the answer that made the call (on a step's
-	// first call): the rebuilt conversation repeats it.
-	Said string `json:"said,omitempty"`
+	// Said is the text of the answer that made the call, and Batch every
+	// call that answer made when it made more than one (both on a step's
+	// first call): the rebuilt conversation repeats them.
+	Said  string      `json:"said,omitempty"`
+	Batch []BatchCall `json:"batch,omitempty"`
 	// Result is what the tool gave back, as the model was given it; Error
 	// says it is an error result.
 	Result string `json:"result"`
@@ -77,4 +79,22 @@ func Unfinished(facts []*Fact) map[string][]ToolCall {
 		}
 	}
 	return out
+}
+
+// BatchCall is one of the calls an answer made at once.
+type BatchCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Args string `json:"args"`
+}
+
+// ToolLog is a turn's tool-call journal (engine.Turn.Tools).
+type ToolLog struct {
+	// Earlier are the calls of the visit's last turn that an earlier
+	// attempt of the run recorded and did not end, oldest first: the
+	// turn continues from them when it is the same turn (its opening).
+	Earlier []ToolCall
+	// Record appends one call and its result to the journal; an error
+	// fails the turn.
+	Record func(ToolCall) error
 }
