@@ -45,6 +45,10 @@ type ToolCall struct {
 	Response string `json:"response,omitempty"`
 	Usage    *Usage `json:"usage,omitempty"`
 	WallMS   int64  `json:"wall_ms,omitempty"`
+	// Tree is the git tree of the working directory after the call, when
+	// it is a repository's: a resumed turn whose working copy was made
+	// again brings it back to this.
+	Tree string `json:"tree,omitempty"`
 }
 
 // ToolCalled is the fact of one tool call.

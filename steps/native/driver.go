@@ -130,7 +130,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		return finish(nil)
 	}
 	c.x = d.chat.NewExchange(t, log, res, endpoint, key, model, secrets)
-	c.begin(openai.Conversation(a.Instructions, hist.Messages, t.Prompt))
+	c.begin(ctx, openai.Conversation(a.Instructions, hist.Messages, t.Prompt))
 	r, err := c.run(ctx)
 	if r == nil {
 		if ctx.Err() != nil {

@@ -52,14 +52,14 @@ func (c *conv) endpoint() string { return c.url }
 
 // begin sets the turn's first messages, and continues the calls an
 // earlier attempt recorded for the same turn (resume.go).
-func (c *conv) begin(msgs []openai.Message) {
+func (c *conv) begin(ctx context.Context, msgs []openai.Message) {
 	c.msgs = msgs
 	b, _ := json.Marshal(msgs)
 	sum := sha256.Sum256(b)
 	c.opening = hex.EncodeToString(sum[:12])
 	c.protocol = ProtocolNative
 	c.turn = newTurnID()
-	c.resume()
+	c.resume(ctx)
 }
 
 // names are the tools the model is offered: the agent's, and delegate
@@ -229,7 +229,7 @@ func (c *conv) serve(ctx context.Context, said string, calls []openai.Call, resp
 		c.seq++
 		rec := record.ToolCall{Turn: c.turn, Opening: c.opening, Step: c.step, Seq: c.seq, Protocol: c.protocol,
 			ID: call.ID, Name: call.Function.Name, Args: Truncate(call.Function.Arguments, ArgsLimit),
-			Result: result, Error: isErr, WallMS: time.Since(start).Milliseconds()}
+			Result: result, Error: isErr, WallMS: time.Since(start).Milliseconds(), Tree: snapshot(ctx, c.box.dir)}
 		if i == 0 {
 			rec.Said, rec.Response, rec.Usage = said, response, spent
 			if len(calls) > 1 {

@@ -1,6 +1,7 @@
 package native
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/flowrun/flow/engine/record"
@@ -18,7 +19,7 @@ const notRun = "not run: the run was interrupted before this call; call it again
 // each answer's usage counts again (the interrupted attempt recorded no
 // end), and the next request is the first one not answered. No call is
 // made again.
-func (c *conv) resume() {
+func (c *conv) resume(ctx context.Context) {
 	if c.t.Tools == nil || len(c.t.Tools.Earlier) == 0 {
 		return
 	}
@@ -36,6 +37,11 @@ func (c *conv) resume() {
 		}
 		c.replayStep(calls[i:j])
 		i = j
+	}
+	if tree := calls[len(calls)-1].Tree; tree != "" {
+		if err := restore(ctx, c.box.dir, tree); err != nil {
+			c.notes = append(c.notes, "bringing the working copy back to the last recorded call: "+err.Error())
+		}
 	}
 	c.log.Record(map[string]any{"resumed": map[string]any{"turn": c.turn, "continued": true, "calls": len(calls), "steps": c.step}})
 	c.notes = append(c.notes, fmt.Sprintf("resumed after %d recorded tool calls, none made again", len(calls)))
