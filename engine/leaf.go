@@ -220,7 +220,7 @@ func (r *runner) progress(path, driver, model string) func(Progress) {
 
 func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
 	rn := n.AsRun()
-	c := &Command{RunID: r.opts.RunID, Visit: path, Dir: r.workDir(fr), Progress: r.progress(path, "run", "")}
+	c := &Command{RunID: r.opts.RunID, Visit: path, Dir: r.workDir(fr), Progress: r.progress(path, "run", ""), Sandbox: rn.Sandbox}
 	var err error
 	if rn.Script != nil {
 		c.Script = rn.Script.Text

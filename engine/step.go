@@ -126,6 +126,7 @@ type Command struct {
 	Dir      string
 	Home     string // the visit's home directory; create it (os.MkdirAll) before writing there
 	Env      []string
+	Sandbox  bool           // run confined (the node's sandbox: on, docs/native.md)
 	Progress func(Progress) // never nil
 	// Timeout bounds the command; the LeafRunner applies it (ErrTimeout).
 	Timeout time.Duration

@@ -9,7 +9,7 @@ var (
 	nodeKeys     = append(append([]string{"id"}, nodeKindKeys...),
 		"prompt", "reads", "output", "memory", "retry", "timeout", "on_fail", "budget", "env",
 		"fail_fast", "max", "concurrency", "do", "input", "options", "default", "show",
-		"isolation", "land", "repo", "reuse", "delegate")
+		"isolation", "land", "repo", "reuse", "delegate", "sandbox")
 	loopKeys     = []string{"until", "max"}
 	budgetKeys   = []string{"tokens", "cost"}
 	scheduleKeys = []string{"cron", "tz", "input", "overlap", "catchup"}

@@ -195,6 +195,16 @@ func TestNativeFixesFailingTest(t *testing.T) {
 	if r := tools[5].Tool; r.Error || !strings.Contains(r.Result, "PASS") {
 		t.Errorf("the last test run's result: %+v", r)
 	}
+	// flow tail shows each call and its result.
+	tail, err := flowIn(t, env, dir, "tail", "--raw=false", filepath.Base(run), "fix")
+	if err != nil {
+		t.Fatalf("flow tail: %v\n%s", err, tail)
+	}
+	for _, want := range []string{"→ bash", "← exit 1 FAIL: add 2 3 = -1", "→ edit", "Read-only file system", "← exit 0 PASS"} {
+		if !strings.Contains(tail, want) {
+			t.Errorf("flow tail does not show %q:\n%s", want, tail)
+		}
+	}
 	// The server saw each request once: one per step and the answer.
 	if n := len(srv.Bills()); n != len(calls)+1 {
 		t.Errorf("the server answered %d requests, want %d", n, len(calls)+1)
@@ -339,5 +349,57 @@ func TestNativeResumeAfterKill(t *testing.T) {
 	}
 	if seen[2] > 2 {
 		t.Errorf("the third request was sent %d times: once before the kill, once after", seen[2])
+	}
+}
+
+const boxedFlow = `name: boxed
+agents:
+  - name: boxer
+    description: a sandboxed exec agent
+    driver: exec
+    sandbox: on
+    command: [bash, -c, 'cat >/dev/null; if echo x > OUTSIDE/agent.txt; then echo wrote-outside; fi; echo "key=[$SECRET_TOKEN]"; echo agent > agent-inside.txt']
+nodes:
+  - id: cmd
+    run: 'if echo x > OUTSIDE/run.txt; then echo wrote-outside; fi; echo "key=[$SECRET_TOKEN]"; echo run > run-inside.txt'
+    sandbox: on
+  - id: agent
+    agent: boxer
+    prompt: go
+`
+
+// TestSandboxOnForExecAndRun: an exec agent and a run node that say
+// sandbox: on write in their working directory, not outside it, and get
+// no keys.
+func TestSandboxOnForExecAndRun(t *testing.T) {
+	needSandbox(t)
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "boxed.yaml"), []byte(strings.ReplaceAll(boxedFlow, "OUTSIDE", outside)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := flowIn(t, []string{"SECRET_TOKEN=sk-very-secret-value"}, dir, "run", "boxed.yaml")
+	if err != nil {
+		t.Fatalf("flow run: %v\n%s", err, out)
+	}
+	facts, err := rundir.ReadJournal(onlyRun(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range facts {
+		if f.Type != rundir.FactEnd {
+			continue
+		}
+		text := fmt.Sprint(f.Output)
+		if strings.Contains(text, "wrote-outside") || !strings.Contains(text, "key=[]") {
+			t.Errorf("%s: %s", f.Visit, text)
+		}
+	}
+	for _, name := range []string{"run-inside.txt", "agent-inside.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s was not written in the working directory: %v", name, err)
+		}
+	}
+	if left, _ := os.ReadDir(outside); len(left) != 0 {
+		t.Errorf("written outside: %v", left)
 	}
 }

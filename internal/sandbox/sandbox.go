@@ -27,9 +27,9 @@ const (
 var ErrUnavailable = errors.New("no sandbox works on this machine: install bubblewrap (apt-get install bubblewrap), or let the agent run unconfined with sandbox: off")
 
 var detected struct {
-	once sync.Once
+	once  sync.Once
 	bwrap string
-	why  string
+	why   string
 }
 
 // Detect returns the confinement that works here, and the path of its

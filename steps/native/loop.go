@@ -243,6 +243,9 @@ func (c *conv) serve(ctx context.Context, said string, calls []openai.Call, resp
 				return fmt.Errorf("%w: %v", errJournal, err)
 			}
 		}
+		if c.protocol == ProtocolText { // the answer's steps name native calls only
+			c.steps = append(c.steps, transcript.Step{Kind: "tool", Title: call.Function.Name, Text: call.Function.Arguments})
+		}
 		c.log.Record(map[string]any{"tool_result": map[string]any{"call_id": call.ID, "name": call.Function.Name, "content": result, "error": isErr}})
 		c.steps = append(c.steps, transcript.Step{Kind: "result", Title: call.Function.Name, Text: result})
 		c.msgs = append(c.msgs, c.resultMessage(call, result, isErr))
