@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/internal/sandbox"
 	"github.com/flowrun/flow/rundir"
@@ -114,7 +115,7 @@ func fixCalls(outside, port string) [][2]string {
 func needSandbox(t *testing.T) {
 	t.Helper()
 	if kind, _, why := sandbox.Detect(); kind == sandbox.None {
-		t.Skipf("no sandbox on this machine: %s", why)
+		clitest.Missing(t, "no sandbox on this machine (go tool task deps installs bubblewrap): %s", why)
 	}
 }
 

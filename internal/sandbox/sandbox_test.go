@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowrun/flow/internal/clitest"
 )
 
 // confined runs script under the sandbox in dir and returns its output and
@@ -15,7 +17,7 @@ func confined(t *testing.T, dir, script string, env ...string) (string, error) {
 	t.Helper()
 	c, err := Confine(dir, []string{"bash", "-c", script})
 	if err != nil {
-		t.Skipf("no sandbox here: %v", err)
+		clitest.Missing(t, "no sandbox here (go tool task deps installs bubblewrap): %v", err)
 	}
 	defer c.Close()
 	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
