@@ -10,6 +10,6 @@ func (r *runner) toolLog(path string) *record.ToolLog {
 	delete(r.unfinished, path)
 	r.mu.Unlock()
 	return &record.ToolLog{Earlier: earlier, Record: func(c record.ToolCall) error {
-		return r.dir.Fact(record.ToolCalled{Time: r.rt.Now(), Visit: path, Call: c}.Fact())
+		return r.dir.Fact(record.ToolCalled{Time: r.rt.Now(), Visit: path, Tool: c}.Fact())
 	}}
 }

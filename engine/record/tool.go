@@ -55,12 +55,12 @@ type ToolCall struct {
 type ToolCalled struct {
 	Time  time.Time
 	Visit string
-	Call  ToolCall
+	Tool  ToolCall
 }
 
 // Fact is the tool fact.
 func (c ToolCalled) Fact() *Fact {
-	call := c.Call
+	call := c.Tool
 	return &Fact{Type: FactTool, Time: c.Time, Visit: c.Visit, Tool: &call}
 }
 
