@@ -404,3 +404,22 @@ func TestSandboxOnForExecAndRun(t *testing.T) {
 		t.Errorf("written outside: %v", left)
 	}
 }
+
+// TestNativePreflight: flow validate --preflight checks a native agent's
+// server and its sandbox, and names the driver when the server is down.
+func TestNativePreflight(t *testing.T) {
+	needSandbox(t)
+	env := gitEnv(t)
+	srv := modelserver.Start(t)
+	dir := nativeRepo(t, env, srv, "")
+	out, err := flowIn(t, env, dir, "validate", "--preflight", "fix.yaml")
+	if err != nil || !strings.Contains(out, "driver native: server "+srv.URL()+" takes connections; sandbox bubblewrap") {
+		t.Errorf("preflight with the server up: %v\n%s", err, out)
+	}
+	srv.Close()
+	out, err = flowIn(t, env, dir, "validate", "--preflight", "fix.yaml")
+	if code := exitCode(err); code != 2 || !strings.Contains(out, "driver native") || !strings.Contains(out, "FLOW_DRIVERS_NATIVE_BASE_URL") && !strings.Contains(out, "base_url") {
+		t.Errorf("preflight with the server down: exit %d\n%s", code, out)
+	}
+}
+
