@@ -422,4 +422,3 @@ func TestNativePreflight(t *testing.T) {
 		t.Errorf("preflight with the server down: exit %d\n%s", code, out)
 	}
 }
-
