@@ -210,6 +210,15 @@ func TestNativeFixesFailingTest(t *testing.T) {
 	if n := len(srv.Bills()); n != len(calls)+1 {
 		t.Errorf("the server answered %d requests, want %d", n, len(calls)+1)
 	}
+	// flow test answers the native turn from the run, offline: no request,
+	// no call made again, and its change lands again.
+	out, err = flowIn(t, env, dir, "test", "--cassette", run, "fix.yaml")
+	if err != nil {
+		t.Errorf("flow test --cassette: %v\n%s", err, out)
+	}
+	if n := len(srv.Bills()); n != len(calls)+1 {
+		t.Errorf("flow test sent %d requests to the server", n-len(calls)-1)
+	}
 }
 
 // TestNativeTextProtocol: a server that refuses requests with tools gets
