@@ -113,3 +113,24 @@ func TestBudgetBeforeEachRequest(t *testing.T) {
 		t.Errorf("usage %+v, want the two answers' 1020 tokens", u)
 	}
 }
+
+// TestLeakedToolCall: a model that writes its call as text under the
+// native protocol has it made, and the turn goes on by the text protocol.
+func TestLeakedToolCall(t *testing.T) {
+	s := modelserver.Start(t, modelserver.Reply{Text: "{\"name\": \"read\", \"arguments\": {\"path\": \"missing.txt\"}}"}, modelserver.Reply{Text: "It is missing."})
+	var calls []record.ToolCall
+	res, err := New(Options{}).Turn(context.Background(), nativeTurn(t, s.URL(), flows.Agent{}, &calls))
+	if err != nil || res.Status != engine.Completed || res.Output != "It is missing." {
+		t.Fatalf("Turn: %v %s %q %q", err, res.Status, res.Output, res.Diagnostics)
+	}
+	if len(calls) != 1 || calls[0].Name != "read" || calls[0].Protocol != ProtocolText || !calls[0].Error {
+		t.Errorf("calls %+v", calls)
+	}
+	reqs := s.Requests()
+	if _, ok := reqs[len(reqs)-1].JSON()["tools"]; ok {
+		t.Error("the request after the switch still offers tools")
+	}
+	if !strings.Contains(string(reqs[len(reqs)-1].Body), "Result of read (an error)") {
+		t.Errorf("the result is not the next user message:\n%s", reqs[len(reqs)-1].Body)
+	}
+}

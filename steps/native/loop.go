@@ -140,6 +140,7 @@ func (c *conv) run(ctx context.Context) (*openai.Round, error) {
 				c.useText()
 				continue
 			}
+			c.res.Diagnostics = append(c.notes, c.res.Diagnostics...)
 			return nil, err
 		}
 		c.step++
@@ -197,7 +198,9 @@ func (c *conv) callsOf(r *openai.Round) []openai.Call {
 	if st, _ := r.Outcome(); st != engine.Completed {
 		return nil
 	}
-	name, args, ok := parseText(r.Text(), c.names())
+	// A call written as text under the native protocol is taken only
+	// when it ends the answer: an answer may show a call it does not make.
+	name, args, ok := parseText(r.Text(), c.names(), c.protocol == ProtocolNative)
 	if !ok {
 		return nil
 	}

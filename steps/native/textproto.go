@@ -54,12 +54,16 @@ type textCall struct {
 }
 
 // parseText finds the tool call a model wrote in its answer: the last
-// fenced block, else the whole answer when it is a JSON object only,
-// naming one of tools. ok false: the answer calls no tool.
-func parseText(text string, tools []string) (name, args string, ok bool) {
+// fenced block — with last, only one that ends the answer — else the
+// whole answer when it is a JSON object only, naming one of tools. ok
+// false: the answer calls no tool.
+func parseText(text string, tools []string, last bool) (name, args string, ok bool) {
 	var candidates []string
-	for _, m := range fenced.FindAllStringSubmatch(text, -1) {
-		candidates = append(candidates, m[1])
+	for _, m := range fenced.FindAllStringSubmatchIndex(text, -1) {
+		if last && strings.TrimSpace(text[m[1]:]) != "" {
+			continue
+		}
+		candidates = append(candidates, text[m[2]:m[3]])
 	}
 	if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
 		candidates = append(candidates, t)

@@ -15,10 +15,17 @@ func TestParseText(t *testing.T) {
 		{"The answer is 42.", "", "", false},
 		{"```json\n{\"answer\": 1}\n```", "", "", false},
 	} {
-		name, args, ok := parseText(c.text, tools)
+		name, args, ok := parseText(c.text, tools, false)
 		if name != c.name || args != c.args || ok != c.ok {
 			t.Errorf("parseText(%q) = %q, %q, %v; want %q, %q, %v", c.text, name, args, ok, c.name, c.args, c.ok)
 		}
+	}
+	shown := "Call it like this:\n```tool\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n```\nand you will see."
+	if _, _, ok := parseText(shown, tools, true); ok {
+		t.Error("a block the answer goes on after is taken for a call where only a last block counts")
+	}
+	if name, _, ok := parseText(shown, tools, false); !ok || name != "bash" {
+		t.Error("the text protocol does not take a block the answer goes on after")
 	}
 }
 
