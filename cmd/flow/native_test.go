@@ -161,7 +161,13 @@ func checkFixed(t *testing.T, env []string, dir, run, outside string) {
 // sandbox; every call is a tool fact with its result.
 func TestNativeFixesFailingTest(t *testing.T) {
 	needSandbox(t)
-	env := gitEnv(t)
+	for _, kind := range []string{"bubblewrap", "landlock"} {
+		t.Run(kind, func(t *testing.T) { testNativeFix(t, kind) })
+	}
+}
+
+func testNativeFix(t *testing.T, kind string) {
+	env := append(gitEnv(t), "FLOW_SANDBOX="+kind)
 	srv := modelserver.Start(t)
 	u, _ := url.Parse(srv.URL())
 	outside := filepath.Join(t.TempDir(), "hacked.txt")
@@ -187,7 +193,7 @@ func TestNativeFixesFailingTest(t *testing.T) {
 	if r := tools[0].Tool; !r.Error || !strings.Contains(r.Result, "FAIL: add 2 3 = -1") {
 		t.Errorf("the first test run's result: %+v", r)
 	}
-	if r := tools[3].Tool; !r.Error || !strings.Contains(r.Result, "Read-only file system") {
+	if r := tools[3].Tool; !r.Error || !strings.Contains(r.Result, "Read-only file system") && !strings.Contains(r.Result, "Permission denied") {
 		t.Errorf("the write outside did not fail in the sandbox: %+v", r)
 	}
 	if r := tools[4].Tool; !r.Error || strings.Contains(r.Result, "connected") {
@@ -201,7 +207,7 @@ func TestNativeFixesFailingTest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("flow tail: %v\n%s", err, tail)
 	}
-	for _, want := range []string{"→ bash", "← exit 1 FAIL: add 2 3 = -1", "→ edit", "Read-only file system", "← exit 0 PASS"} {
+	for _, want := range []string{"→ bash", "← exit 1 FAIL: add 2 3 = -1", "→ edit", "echo pwned", "← exit 0 PASS"} {
 		if !strings.Contains(tail, want) {
 			t.Errorf("flow tail does not show %q:\n%s", want, tail)
 		}
@@ -424,6 +430,14 @@ func TestNativePreflight(t *testing.T) {
 	out, err := flowIn(t, env, dir, "validate", "--preflight", "fix.yaml")
 	if err != nil || !strings.Contains(out, "driver native: server "+srv.URL()+" takes connections; sandbox bubblewrap") {
 		t.Errorf("preflight with the server up: %v\n%s", err, out)
+	}
+	out, err = flowIn(t, append(env, "FLOW_SANDBOX=none"), dir, "validate", "--preflight", "fix.yaml")
+	if code := exitCode(err); code != 2 || !strings.Contains(out, "none works here") || !strings.Contains(out, "sandbox: off") {
+		t.Errorf("preflight with no sandbox: exit %d\n%s", code, out)
+	}
+	out, err = flowIn(t, append(env, "FLOW_SANDBOX=landlock"), dir, "validate", "--preflight", "fix.yaml")
+	if err != nil || !strings.Contains(out, "sandbox landlock") {
+		t.Errorf("preflight under Landlock: %v\n%s", err, out)
 	}
 	srv.Close()
 	out, err = flowIn(t, env, dir, "validate", "--preflight", "fix.yaml")

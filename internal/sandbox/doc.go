@@ -15,9 +15,12 @@
 //     token, nothing the run's secrets are in.
 //
 // The confinement is bubblewrap (`bwrap`, Debian's package bubblewrap),
-// where it is installed and works. Without it, Detect says so and the
-// caller refuses the command unless its agent says `sandbox: off`; a
-// Landlock confinement is not built yet (docs/decisions.md).
+// where it is installed and works; else Landlock, through flow run again
+// as its own helper (HelperArg, Exec: a network namespace, then a
+// Landlock ruleset, then the command), where the kernel has it and a
+// network namespace can be made. With neither, Detect says so and the
+// caller refuses the command unless its agent says `sandbox: off`.
+// FLOW_SANDBOX=bubblewrap, landlock or none takes that one only.
 //
 // Detect probes once per process and is safe for concurrent use.
 package sandbox

@@ -19,6 +19,9 @@ type Kind string
 const (
 	// Bubblewrap runs the command under bwrap.
 	Bubblewrap Kind = "bubblewrap"
+	// Landlock runs the command through flow's helper (Exec): a network
+	// namespace and a Landlock ruleset.
+	Landlock Kind = "landlock"
 	// None means no confinement works here.
 	None Kind = "none"
 )
@@ -27,43 +30,90 @@ const (
 var ErrUnavailable = errors.New("no sandbox works on this machine: install bubblewrap (apt-get install bubblewrap), or let the agent run unconfined with sandbox: off")
 
 var detected struct {
-	once  sync.Once
-	bwrap string
-	why   string
+	once    sync.Once
+	kind    Kind
+	program string
+	why     string
 }
 
-// Detect returns the confinement that works here, and the path of its
-// program; with None, why says what was tried. It probes once per
-// process: bwrap on PATH, then a trial run of it with the options Wrap
-// uses (a kernel without user namespaces, or a container that forbids
-// them, fails there).
+// Detect returns the confinement that works here, and the program that
+// runs it; with None, why says what was tried. It probes once per
+// process: bwrap (on PATH, and a trial run with Wrap's options: a kernel
+// or container that forbids its namespaces fails there), else Landlock
+// through the helper (SetHelper) with a trial run. FLOW_SANDBOX=bubblewrap,
+// landlock or none takes that one only.
 func Detect() (kind Kind, program string, why string) {
 	detected.once.Do(func() {
-		p, err := exec.LookPath("bwrap")
-		if err != nil {
-			detected.why = "bwrap is not on PATH"
-			return
-		}
-		dir, err := os.MkdirTemp("", "flow-sandbox-probe")
-		if err != nil {
-			detected.why = "probing bwrap: " + err.Error()
-			return
-		}
-		defer os.RemoveAll(dir)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		argv := Wrap(p, dir, dir, []string{"true"})
-		out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
-		if err != nil {
-			detected.why = fmt.Sprintf("bwrap does not work here: %v: %s", err, strings.TrimSpace(string(out)))
-			return
-		}
-		detected.bwrap = p
+		detected.kind, detected.program, detected.why = probe(Kind(os.Getenv("FLOW_SANDBOX")))
 	})
-	if detected.bwrap != "" {
-		return Bubblewrap, detected.bwrap, ""
+	return detected.kind, detected.program, detected.why
+}
+
+func probe(want Kind) (Kind, string, string) {
+	var whys []string
+	if want == "" || want == Bubblewrap {
+		p, why := probeBwrap()
+		if why == "" {
+			return Bubblewrap, p, ""
+		}
+		whys = append(whys, why)
 	}
-	return None, "", detected.why
+	if want == "" || want == Landlock {
+		why := probeLandlock()
+		if why == "" {
+			return Landlock, helper, ""
+		}
+		whys = append(whys, why)
+	}
+	if want == None {
+		whys = append(whys, "FLOW_SANDBOX=none")
+	}
+	return None, "", strings.Join(whys, "; ")
+}
+
+// trial runs argv briefly, in dir, and says why it failed ("" when not).
+func trial(argv []string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("%v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return ""
+}
+
+func probeBwrap() (string, string) {
+	p, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", "bwrap is not on PATH"
+	}
+	dir, err := os.MkdirTemp("", "flow-sandbox-probe")
+	if err != nil {
+		return "", "probing bwrap: " + err.Error()
+	}
+	defer os.RemoveAll(dir)
+	if why := trial(Wrap(p, dir, dir, []string{"true"})); why != "" {
+		return "", "bwrap does not work here: " + why
+	}
+	return p, ""
+}
+
+func probeLandlock() string {
+	switch {
+	case landlockABI() < 1:
+		return "the kernel offers no Landlock"
+	case helper == "":
+		return "no helper for Landlock (flow runs itself as one)"
+	}
+	dir, err := os.MkdirTemp("", "flow-sandbox-probe")
+	if err != nil {
+		return "probing Landlock: " + err.Error()
+	}
+	defer os.RemoveAll(dir)
+	if why := trial(WrapLandlock(helper, dir, dir, []string{"true"})); why != "" {
+		return "Landlock does not work here: " + why
+	}
+	return ""
 }
 
 // Confined is a command confined to a directory (Confine).
@@ -83,7 +133,7 @@ func (c *Confined) Close() error { return os.RemoveAll(c.Tmp) }
 // private temporary directory; or ErrUnavailable (wrapped, with what was
 // tried) when no confinement works here. Give the command Env(…, c.Tmp).
 func Confine(dir string, argv []string) (*Confined, error) {
-	kind, bwrap, why := Detect()
+	kind, program, why := Detect()
 	if kind == None {
 		return nil, fmt.Errorf("%w (%s)", ErrUnavailable, why)
 	}
@@ -91,7 +141,10 @@ func Confine(dir string, argv []string) (*Confined, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making the sandbox's temporary directory: %w", err)
 	}
-	return &Confined{Argv: Wrap(bwrap, dir, tmp, argv), Tmp: tmp}, nil
+	if kind == Landlock {
+		return &Confined{Argv: WrapLandlock(program, dir, tmp, argv), Tmp: tmp}, nil
+	}
+	return &Confined{Argv: Wrap(program, dir, tmp, argv), Tmp: tmp}, nil
 }
 
 // Wrap returns the bwrap command line that runs argv in dir: the whole
