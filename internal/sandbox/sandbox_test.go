@@ -32,12 +32,15 @@ func confined(t *testing.T, kind Kind, dir, script string, env ...string) (strin
 	case Bubblewrap:
 		p, why := probeBwrap()
 		if why != "" {
-			clitest.Missing(t, "no bubblewrap here (go tool task deps installs it): %s", why)
+			t.Skipf("no bubblewrap here: %s", why)
 		}
 		argv = Wrap(p, dir, tmp, argv)
 	case Landlock:
 		SetHelper(os.Args[0])
 		if why := probeLandlock(); why != "" {
+			if _, bwrapWhy := probeBwrap(); bwrapWhy != "" {
+				clitest.Missing(t, "no sandbox here: %s; %s", why, bwrapWhy)
+			}
 			t.Skipf("no Landlock here: %s", why)
 		}
 		argv = WrapLandlock(os.Args[0], dir, tmp, argv)
