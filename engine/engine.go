@@ -273,6 +273,7 @@ type runner struct {
 	delegators  map[string]*delegator
 	earlierKids map[string][]earlierChild
 	childStarts map[string]delegParentStart
+	unfinished  map[string][]record.ToolCall // unended turns' tool calls, by visit (toolLog)
 }
 
 // emit writes an event and hands it to OnEvent.

@@ -84,7 +84,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		o.attempts = attempt
 		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: an.OutputSchema,
 			Home: home, WorkDir: r.workDir(fr), Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model),
-			Secrets: r.secrets(), Key: offered(n, o.key)}
+			Secrets: r.secrets(), Key: offered(n, o.key), Tools: r.toolLog(path)}
 		answer, fail := r.turn(ctx, fr, t, o, sess)
 		var out any = answer.text
 		if fail == nil && an.Typed {
@@ -220,7 +220,7 @@ func (r *runner) progress(path, driver, model string) func(Progress) {
 
 func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
 	rn := n.AsRun()
-	c := &Command{RunID: r.opts.RunID, Visit: path, Dir: r.workDir(fr), Progress: r.progress(path, "run", "")}
+	c := &Command{RunID: r.opts.RunID, Visit: path, Dir: r.workDir(fr), Progress: r.progress(path, "run", ""), Sandbox: rn.Sandbox}
 	var err error
 	if rn.Script != nil {
 		c.Script = rn.Script.Text

@@ -17,6 +17,7 @@ func (r *runner) replay(facts []*Fact) (notes []string) {
 		return nil
 	}
 	r.ended = map[string]*Fact{}
+	r.unfinished = record.Unfinished(facts)
 	ws := record.Worktrees(facts)
 	if r.workspace != nil {
 		notes = r.workspace.Confine(ws)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/secret"
 )
@@ -63,6 +64,9 @@ type Turn struct {
 	// Delegate, when set, is what the turn may delegate: the driver offers
 	// the agent the delegate tool (docs/delegation.md).
 	Delegate *Delegation
+	// Tools journals the tool calls of a driver that runs them itself
+	// (docs/native.md); nil on a host that cannot.
+	Tools *record.ToolLog
 }
 
 // TurnStatus is how a turn ended (docs/drivers.md).
@@ -122,6 +126,7 @@ type Command struct {
 	Dir      string
 	Home     string // the visit's home directory; create it (os.MkdirAll) before writing there
 	Env      []string
+	Sandbox  bool           // run confined (the node's sandbox: on, docs/native.md)
 	Progress func(Progress) // never nil
 	// Timeout bounds the command; the LeafRunner applies it (ErrTimeout).
 	Timeout time.Duration

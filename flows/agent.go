@@ -15,6 +15,10 @@ type Agent struct {
 	Command     []string `json:"command,omitempty"`  // exec driver: the argv that answers a turn
 	BaseURL     string   `json:"base_url,omitempty"` // openai driver: the server
 	APIKeyEnv   string   `json:"api_key_env,omitempty"`
+	// MaxSteps bounds a native agent's requests per turn (0: the
+	// driver's default); Sandbox is "on", "off" or "" (docs/native.md).
+	MaxSteps int    `json:"max_steps,omitempty"`
+	Sandbox  string `json:"sandbox,omitempty"`
 	// Instructions is the Markdown body: the agent's system prompt.
 	Instructions string `json:"instructions"`
 	// Scope says where the definition came from: builtin, user, flow, project or inline.

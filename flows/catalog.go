@@ -151,6 +151,7 @@ func agentFromDoc(d *schema.AgentDoc, scope, source, defaultDriver string) *Agen
 		Name: d.Name.Value, Description: d.Description.Value, Driver: d.Driver.Value,
 		Model: d.Model.Value, Thinking: d.Thinking.Value, BaseURL: d.BaseURL.Value,
 		APIKeyEnv: d.APIKeyEnv.Value, Instructions: d.Instructions, Scope: scope, Source: source, Pos: d.Pos,
+		MaxSteps: d.MaxSteps.Value, Sandbox: d.Sandbox.Value,
 	}
 	if a.Driver == "" {
 		a.Driver = defaultDriver

@@ -58,7 +58,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 	case *schema.AgentSpec:
 		c.agentNode(n, d, ds, sc, ancestors)
 	case *schema.RunSpec:
-		rn := &RunNode{}
+		rn := &RunNode{Sandbox: ds.Sandbox.Value == "on"}
 		n.Spec, n.Output = rn, RunOutput
 		if ds.Script.Set() {
 			rn.Script = c.script(ds.Script, ds.Env, sc)

@@ -102,7 +102,7 @@ func computeStatic(flow string, n *Node) {
 	def["env"] = env
 	k := &staticKey{node: hashOf(def), schema: hashOf(string(an.OutputSchema))}
 	if a := an.Agent; a != nil {
-		k.agent = hashOf([]any{a.Name, a.Model, a.Thinking, a.Command, a.BaseURL, a.APIKeyEnv, a.Instructions})
+		k.agent = hashOf(agentParts(a))
 		k.driver = hashOf(a.Driver)
 		k.tools = hashOf(a.Tools)
 	}
@@ -200,4 +200,15 @@ func (p *Plan) computeKeys() {
 	for _, name := range ordered.Keys(p.Flows) {
 		EachNode(p.Flows[name].Nodes, func(n *Node) { computeStatic(name, n) })
 	}
+}
+
+// agentParts are what of an agent a visit key hashes: the native driver's
+// max_steps and sandbox only when set, so that the keys of agents that do
+// not say them stay what they were.
+func agentParts(a *Agent) []any {
+	parts := []any{a.Name, a.Model, a.Thinking, a.Command, a.BaseURL, a.APIKeyEnv, a.Instructions}
+	if a.MaxSteps != 0 || a.Sandbox != "" {
+		parts = append(parts, a.MaxSteps, a.Sandbox)
+	}
+	return parts
 }

@@ -28,9 +28,10 @@ type AgentNode struct {
 
 // RunNode is a run node: a command, as an argv or a script.
 type RunNode struct {
-	Argv   []*Template
-	Script *Script
-	Env    []EnvVar
+	Argv    []*Template
+	Script  *Script
+	Env     []EnvVar
+	Sandbox bool // the node says sandbox: on
 }
 
 // ChoiceNode is a choice node: its first branch whose guard holds runs.

@@ -21,6 +21,7 @@ type (
 	Worktree   = record.Worktree
 	Landing    = record.Landing
 	Sent       = record.Sent
+	ToolCall   = record.ToolCall
 )
 
 // The fact types, statuses, event types and landings (package engine/record).
@@ -30,6 +31,7 @@ const (
 	FactEnd      = record.FactEnd
 	FactWorktree = record.FactWorktree
 	FactLand     = record.FactLand
+	FactTool     = record.FactTool
 
 	StatusRunning     = record.StatusRunning
 	StatusSucceeded   = record.StatusSucceeded

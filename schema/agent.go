@@ -11,17 +11,21 @@ import (
 // agent Markdown file (the pi and Claude Code convention) and its body, or an
 // inline agent mapping in a flow.
 type AgentDoc struct {
-	Pos          Pos
-	Name         String
-	Description  String
-	Driver       String // a name; flows checks it against the drivers the program provides
-	Model        String
-	Thinking     String
-	Tools        []String
-	ToolsSet     bool
-	Command      []String
-	BaseURL      String
-	APIKeyEnv    String
+	Pos         Pos
+	Name        String
+	Description String
+	Driver      String // a name; flows checks it against the drivers the program provides
+	Model       String
+	Thinking    String
+	Tools       []String
+	ToolsSet    bool
+	Command     []String
+	BaseURL     String
+	APIKeyEnv   String
+	// MaxSteps bounds a native agent's requests per turn; Sandbox is
+	// "on" or "off" (docs/native.md).
+	MaxSteps     Int
+	Sandbox      String
 	Instructions string
 	// Delegate is the agent's default delegation (docs/delegation.md).
 	Delegate *Delegate
@@ -118,6 +122,10 @@ func (r *reader) agentFields(a *AgentDoc, n ast.Node, strict bool) {
 			a.BaseURL = r.str(e.value, "base_url")
 		case "api_key_env":
 			a.APIKeyEnv = r.str(e.value, "api_key_env")
+		case "max_steps":
+			a.MaxSteps = r.integer(e.value, "max_steps", 1)
+		case "sandbox":
+			a.Sandbox = r.sandbox(e.value)
 		case "instructions":
 			a.Instructions = r.str(e.value, "instructions").Value
 		case "delegate":
@@ -136,4 +144,18 @@ func (r *reader) agentFields(a *AgentDoc, n ast.Node, strict bool) {
 	if a.Driver.Value == "exec" && len(a.Command) == 0 {
 		r.errorf(n, "missing", "add command: [program, args…]; the turn arrives on stdin, the answer is stdout", "exec agent %q has no command", a.Name.Value)
 	}
+}
+
+// sandbox reads an agent's sandbox: on or off (a YAML boolean too).
+func (r *reader) sandbox(n ast.Node) String {
+	s := r.str(n, "sandbox")
+	switch strings.ToLower(s.Value) {
+	case "on", "true", "yes":
+		s.Value = "on"
+	case "off", "false", "no":
+		s.Value = "off"
+	default:
+		r.diags.Add(s.Pos, CodeType, "write sandbox: on or sandbox: off", "sandbox is %q, not on or off", s.Value)
+	}
+	return s
 }

@@ -9,13 +9,13 @@ var (
 	nodeKeys     = append(append([]string{"id"}, nodeKindKeys...),
 		"prompt", "reads", "output", "memory", "retry", "timeout", "on_fail", "budget", "env",
 		"fail_fast", "max", "concurrency", "do", "input", "options", "default", "show",
-		"isolation", "land", "repo", "reuse", "delegate")
+		"isolation", "land", "repo", "reuse", "delegate", "sandbox")
 	loopKeys     = []string{"until", "max"}
 	budgetKeys   = []string{"tokens", "cost"}
 	scheduleKeys = []string{"cron", "tz", "input", "overlap", "catchup"}
 	sweepKeys    = []string{"models", "assign", "inputs", "params", "repeat", "score", "baseline"}
 	agentKeys    = []string{"name", "description", "driver", "model", "thinking", "tools", "command",
-		"base_url", "api_key_env", "instructions", "delegate"}
+		"base_url", "api_key_env", "max_steps", "sandbox", "instructions", "delegate"}
 	delegateKeys = []string{"agents", "max_depth", "max_children", "concurrency", "budget"}
 )
 

@@ -26,7 +26,7 @@ const (
 // kindKeys says which keys besides id, budget and on_fail each kind takes.
 var kindKeys = map[Kind][]string{
 	KindAgent:    {"agent", "prompt", "reads", "output", "memory", "retry", "timeout", "isolation", "land", "repo", "reuse", "delegate"},
-	KindRun:      {"run", "env", "timeout", "isolation", "land", "repo", "reuse"},
+	KindRun:      {"run", "env", "timeout", "isolation", "land", "repo", "reuse", "sandbox"},
 	KindChoice:   {"choice"},
 	KindParallel: {"parallel", "fail_fast", "isolation", "land", "repo"},
 	KindMap:      {"map", "max", "concurrency", "fail_fast", "do", "isolation", "land", "repo"},

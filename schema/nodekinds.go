@@ -56,6 +56,8 @@ type RunSpec struct {
 	Argv   []String
 	Script String
 	Env    []EnvVar
+	// Sandbox is "on" to run the command confined (docs/native.md).
+	Sandbox String
 }
 
 // ChoiceSpec is a choice node: guarded branches, the first that holds runs.
@@ -155,6 +157,8 @@ func (s *RunSpec) field(r *reader, e entry, _ string) {
 		for _, v := range es {
 			s.Env = append(s.Env, EnvVar{Name: v.key, Value: r.str(v.value, "env."+v.key)})
 		}
+	case "sandbox":
+		s.Sandbox = r.sandbox(e.value)
 	}
 }
 

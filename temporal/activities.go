@@ -167,7 +167,7 @@ func (a *Activities) Command(ctx context.Context, in *CommandInput) (*CommandOut
 	hb := startHeartbeat(ctx, Progress{Visit: in.Visit, Driver: "run", Worker: a.Queue, Home: home}, secrets, nil)
 	defer hb.stop()
 	c := &engine.Command{RunID: in.RunID, Visit: in.Visit, Argv: in.Argv, Script: in.Script, Dir: dir,
-		Home: home, Env: in.Env, Timeout: in.Timeout, Progress: hb.progress}
+		Home: home, Env: in.Env, Timeout: in.Timeout, Progress: hb.progress, Sandbox: in.Sandbox}
 	start := time.Now()
 	res, err := a.Leaves.Command(ctx, c)
 	redacted := rundir.RedactTree(c.Home, start, secrets)

@@ -129,7 +129,7 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 
 func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.CommandResult, error) {
 	w := workflowOf(ctx)
-	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout, KeyEnvs: l.keyEnvs, Scope: l.ws.scopeAt(c.Dir)}
+	in := &CommandInput{RunID: c.RunID, Visit: c.Visit, Argv: c.Argv, Script: c.Script, Dir: c.Dir, Home: c.Home, Env: c.Env, Timeout: c.Timeout, KeyEnvs: l.keyEnvs, Scope: l.ws.scopeAt(c.Dir), Sandbox: c.Sandbox}
 	var out CommandOutput
 	if n := commandSize(in); n > maxLeafInput {
 		return nil, tooLarge("command with its environment", n)

@@ -183,6 +183,7 @@ type CommandInput struct {
 	Timeout time.Duration `json:"timeout"`
 	KeyEnvs []string      `json:"key_envs,omitempty"` // as TurnInput's
 	Scope   *ScopeRef     `json:"scope,omitempty"`
+	Sandbox bool          `json:"sandbox,omitempty"` // the node's sandbox: on
 }
 
 // CommandOutput is how a command ended on a worker.

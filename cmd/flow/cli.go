@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/sandbox"
 	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
@@ -46,6 +47,12 @@ func invalid(format string, args ...any) error {
 // configuration and the flow are read, and its errors are shown with
 // control characters escaped (safeText).
 func Main(args []string) int {
+	if len(args) > 0 && args[0] == sandbox.HelperArg { // flow as its own sandbox's helper
+		err := sandbox.Exec(args[1:])
+		fmt.Fprintln(os.Stderr, "flow: sandbox:", err)
+		return 126
+	}
+	sandbox.SetHelper(sandbox.Helper())
 	stdout, stderr := (*secret.Redactor)(nil).Writer(os.Stdout), (*secret.Redactor)(nil).Writer(os.Stderr)
 	defer func() { _ = stdout.Flush(); _ = stderr.Flush() }()
 	root := newRoot(stdout, stderr)

@@ -7,11 +7,17 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/flowrun/flow/internal/sandbox"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // TestMain lets the test binary act as the flow command inside scripts.
 func TestMain(m *testing.M) {
+	// The Landlock sandbox runs flow again as its helper, by whatever name
+	// this binary was started under.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
+		os.Exit(Main(os.Args[1:]))
+	}
 	// The tests start this binary as the flow command many times. Built with
 	// -race, each of those processes would wait a second before exiting, for
 	// late race reports; they still report, without the wait.

@@ -10,6 +10,7 @@ import (
 	"github.com/flowrun/flow/steps/codex"
 	"github.com/flowrun/flow/steps/drivers"
 	"github.com/flowrun/flow/steps/exec"
+	"github.com/flowrun/flow/steps/native"
 	"github.com/flowrun/flow/steps/openai"
 	"github.com/flowrun/flow/steps/pi"
 )
@@ -24,6 +25,7 @@ func registry() *drivers.Registry {
 		claude.Spec(),
 		codex.Spec(),
 		openai.Spec(),
+		native.Spec(),
 		exec.Spec(),
 	)
 	return r

@@ -124,6 +124,9 @@ func readable(text string) string {
 			if st, ok := s["status"]; ok {
 				fmt.Fprintf(&b, "── %v\n", st)
 			}
+		case rec["tool_result"] != nil: // a native turn's call, while it runs
+			r, _ := rec["tool_result"].(map[string]any)
+			fmt.Fprintf(&b, "← %v: %s\n", r["name"], oneLine(fmt.Sprint(r["content"]), 200))
 		case rec["prompt"] != nil && rec["answer"] != nil: // an exec agent's turn
 			flush()
 			fmt.Fprintf(&b, "── turn of %v%s, exit %v\n", rec["visit"], modelText(rec["model"]), rec["exit"])

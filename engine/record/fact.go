@@ -99,6 +99,8 @@ type Fact struct {
 	// the turn that started it; the start's Input is its task
 	// (docs/delegation.md).
 	Parent string `json:"parent,omitempty"`
+	// Tool is a tool fact's call and result (docs/native.md).
+	Tool *ToolCall `json:"tool,omitempty"`
 
 	// Run facts.
 	RunID  string `json:"run,omitempty"`

@@ -16,6 +16,7 @@ var typed = []struct {
 }{
 	{RunStarted{}, FactRun}, {RunEnded{}, FactRun}, {VisitStarted{}, FactStart}, {VisitEnded{}, FactEnd},
 	{WorktreeMade{}, FactWorktree}, {WorktreeRemoved{}, FactWorktree}, {ScopeLanded{}, FactLand},
+	{ToolCalled{}, FactTool},
 }
 
 // factField is the Fact field a typed fact's field is written to.
@@ -55,6 +56,8 @@ func fill(t *testing.T, v reflect.Value) {
 				f.Set(reflect.New(f.Type().Elem()))
 			case reflect.Slice:
 				f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+			case reflect.Struct: // a payload of its own (ToolCalled's Tool)
+				fill(t, f)
 			default:
 				t.Fatalf("fill: no value for %s %s", name, f.Type())
 			}

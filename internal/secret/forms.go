@@ -47,7 +47,7 @@ frontmatter project_agents provider reserved-id reviewer run.start schedule-inpu
 terminal timezone too-many unavailable unconverged unknown-key visit.end visit.replayed visit.start
 progress shutdown flow.command flow.facts flow.run flow.turn converged iteration iterations file_bytes
 examples approved questions overspend limit_tokens limit_cost
-isolated
+isolated protocol response max_steps
 set_aside set_aside_by`) {
 		flowWords[w] = true
 	}

@@ -2,8 +2,12 @@ package trace
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -83,6 +87,39 @@ func TestVisitsFromTheJournal(t *testing.T) {
 	}
 	if spans[0].Parent().SpanID() != spans[1].SpanContext().SpanID() || spans[1].Parent().SpanID() != r.span.SpanContext().SpanID() {
 		t.Errorf("chat is not under invoke_agent, or invoke_agent not under the run")
+	}
+}
+
+// TestToolSpans: a native turn's tool facts become execute_tool spans
+// under its invoke_agent span, each from the call's start to its fact.
+func TestToolSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	r := &Run{tp: tp, tr: tp.Tracer("test")}
+	r.ctx, r.span = r.tr.Start(context.Background(), "invoke_workflow f")
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	facts := []*rundir.Fact{
+		{Type: rundir.FactStart, Time: at(1), Visit: "fix"},
+		{Type: rundir.FactTool, Time: at(3), Visit: "fix", Tool: &rundir.ToolCall{Name: "bash", ID: "c1", WallMS: 1000, Error: true}},
+		{Type: rundir.FactTool, Time: at(5), Visit: "fix", Tool: &rundir.ToolCall{Name: "edit", ID: "c2", WallMS: 500}},
+		{Type: rundir.FactEnd, Time: at(6), Visit: "fix", Agent: "coder", Model: "m", OK: ptr(true), Usage: &rundir.Usage{Input: ptr[int64](9)}},
+	}
+	r.visits(facts, at(9))
+	var names []string
+	var agent oteltrace.SpanContext
+	for _, s := range rec.Ended() {
+		names = append(names, s.Name())
+		if s.Name() == "invoke_agent coder" {
+			agent = s.SpanContext()
+		}
+	}
+	if strings.Join(names, ", ") != "chat m, execute_tool bash, execute_tool edit, invoke_agent coder" {
+		t.Fatalf("spans: %v", names)
+	}
+	bash := rec.Ended()[1]
+	if !bash.StartTime().Equal(at(2)) || !bash.EndTime().Equal(at(3)) || bash.Parent().SpanID() != agent.SpanID() || bash.Status().Code != codes.Error {
+		t.Errorf("execute_tool bash: %v–%v, parent %v, status %v", bash.StartTime(), bash.EndTime(), bash.Parent().SpanID(), bash.Status())
 	}
 }
 

@@ -15,14 +15,18 @@ import (
 // `chat {model}` child carrying its usage, and returns when the run ended
 // (its last run fact, else fallback). A visit that ran again after a
 // resume has an end fact per attempt, each paired with the start before
-// it. The journal carries no tool calls, so no execute_tool span is made.
+// it. The tool facts of a native turn (docs/native.md) become
+// `execute_tool {tool}` children of the visit's span that ends after them.
 func (r *Run) visits(facts []*rundir.Fact, fallback time.Time) time.Time {
 	starts := map[string][]time.Time{}
+	tools := map[string][]*rundir.Fact{}
 	end := fallback
 	for _, f := range facts {
 		switch f.Type {
 		case rundir.FactStart:
 			starts[f.Visit] = append(starts[f.Visit], f.Time)
+		case rundir.FactTool:
+			tools[f.Visit] = append(tools[f.Visit], f)
 		case rundir.FactRun:
 			if f.Status != rundir.StatusRunning && !f.Time.IsZero() {
 				end = f.Time
@@ -35,7 +39,8 @@ func (r *Run) visits(facts []*rundir.Fact, fallback time.Time) time.Time {
 			if q := starts[f.Visit]; len(q) > 0 {
 				begin, starts[f.Visit] = q[0], q[1:]
 			}
-			r.visit(f, begin)
+			r.visit(f, begin, tools[f.Visit])
+			delete(tools, f.Visit)
 			if f.Time.After(end) {
 				end = f.Time
 			}
@@ -44,7 +49,7 @@ func (r *Run) visits(facts []*rundir.Fact, fallback time.Time) time.Time {
 	return end
 }
 
-func (r *Run) visit(f *rundir.Fact, begin time.Time) {
+func (r *Run) visit(f *rundir.Fact, begin time.Time, tools []*rundir.Fact) {
 	failed := f.OK != nil && !*f.OK
 	name, op := "invoke_agent "+f.Agent, "invoke_agent"
 	if f.Agent == "" {
@@ -70,6 +75,18 @@ func (r *Run) visit(f *rundir.Fact, begin time.Time) {
 			chat.SetStatus(codes.Error, failure(f))
 		}
 		chat.End(oteltrace.WithTimestamp(f.Time))
+	}
+	for _, tf := range tools {
+		c := tf.Tool
+		_, ts := r.tr.Start(ctx, "execute_tool "+c.Name, oteltrace.WithTimestamp(tf.Time.Add(-time.Duration(c.WallMS)*time.Millisecond)),
+			oteltrace.WithSpanKind(oteltrace.SpanKindInternal), oteltrace.WithAttributes(
+				attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", c.Name),
+				attribute.String("gen_ai.tool.call.id", c.ID), attribute.String("flow.visit", f.Visit),
+				attribute.String("flow.tool.protocol", c.Protocol)))
+		if c.Error {
+			ts.SetStatus(codes.Error, "the tool's result is an error")
+		}
+		ts.End(oteltrace.WithTimestamp(tf.Time))
 	}
 	if failed {
 		span.SetStatus(codes.Error, failure(f))

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/proc"
+	"github.com/flowrun/flow/internal/sandbox"
 	"github.com/flowrun/flow/steps/drivers"
 	"github.com/flowrun/flow/steps/transcript"
 )
@@ -62,10 +64,19 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	defer answer.Close()
 	var stderr transcript.Tail
 	var stdout io.Writer = answer
+	env := environ(t)
+	if t.Agent.Sandbox == "on" {
+		sb, err := sandbox.Confine(cmp.Or(t.WorkDir, "."), argv)
+		if err != nil {
+			return nil, fmt.Errorf("starting %s: %w: %w", argv[0], engine.ErrUnavailable, err)
+		}
+		defer sb.Close()
+		argv, env = sb.Argv, sandbox.Env(os.Environ(), sb.Tmp, flowOnly(env)...)
+	}
 	p := proc.Command(ctx, t.RunID, argv[0], argv[1:]...)
 	p.Grace = d.opts.Grace
 	p.Cmd.Dir = t.WorkDir
-	p.Cmd.Env = environ(t)
+	p.Cmd.Env = env
 	p.Cmd.Stdin = strings.NewReader(t.Prompt)
 	reps := newReports(t.Progress)
 	p.Cmd.Stderr = io.MultiWriter(&stderr, reps)
@@ -197,6 +208,19 @@ func environ(t *engine.Turn) []string {
 		env = append(env, engine.EnvDelegateSocket+"="+d.Socket, engine.EnvDelegateToken+"="+d.Token)
 	}
 	return env
+}
+
+// flowOnly is the turn's own variables of env (FLOW_MODEL, FLOW_VISIT,
+// FLOW_RUN, FLOW_OUTPUT_SCHEMA, the delegation's): what a sandboxed
+// program gets besides the sandbox's allowlist.
+func flowOnly(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if hasAnyPrefix(kv, []string{"FLOW_MODEL=", "FLOW_VISIT=", "FLOW_RUN=", "FLOW_OUTPUT_SCHEMA=", engine.EnvDelegateSocket + "=", engine.EnvDelegateToken + "="}) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {

@@ -27,6 +27,7 @@ type sendArgs struct {
 	body                 []byte
 	log                  *transcript.Log
 	res                  *engine.TurnResult
+	status               *int // when set, gets the HTTP status of a refusal
 }
 
 // send sends the turn's request through the limiter of its provider key
@@ -80,6 +81,9 @@ func (d *Driver) send(ctx context.Context, t *engine.Turn, a sendArgs) (*http.Re
 		}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
+		if a.status != nil {
+			*a.status = resp.StatusCode
+		}
 		a.log.Record(map[string]any{"response": map[string]any{"status": resp.StatusCode, "body": string(b)}})
 		diag := httpError(resp, b)
 		ans := ratelimit.Classify(resp.StatusCode, b, serverMessage(b))

@@ -60,6 +60,8 @@ type parser struct {
 	done      bool          // [DONE] seen, or a whole JSON answer read
 	lastProg  time.Time
 	diag      []string
+	id        string // the completion's id, as its chunks give it
+	prompt    *int64 // the prompt tokens the server reported
 }
 
 type toolCall struct{ id, name, args string }
@@ -148,7 +150,11 @@ func (p *parser) chunk(c *chunk) {
 	if c.Error != nil {
 		p.diag = append(p.diag, "the server reported an error in the stream: "+c.Error.Message)
 	}
+	if c.ID != "" {
+		p.id = c.ID
+	}
 	if u := c.Usage; u != nil {
+		p.prompt = u.Prompt
 		// prompt_tokens counts the cached ones; a stream reports its usage
 		// once, in its last chunk, under the completion's id.
 		var cached *int64

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/proc"
+	"github.com/flowrun/flow/internal/sandbox"
 	"github.com/flowrun/flow/steps/drivers"
 )
 
@@ -81,11 +82,22 @@ func (c *Commander) Run(ctx context.Context, cmd *engine.Command) (*engine.Comma
 	defer out.close()
 
 	cmd.Progress(engine.Progress{Activity: activity(cmd)})
+	env := environ(cmd)
+	if cmd.Sandbox {
+		sb, err := sandbox.Confine(cmd.Dir, argv)
+		if err != nil {
+			return nil, fmt.Errorf("running %s: %w: %w", argv[0], engine.ErrUnavailable, err)
+		}
+		defer sb.Close()
+		// The node's own variables and the run's pass; the rest of flow's
+		// environment only as the sandbox allows (no keys).
+		argv, env = sb.Argv, sandbox.Env(os.Environ(), sb.Tmp, append(cmd.Env, "FLOW_RUN="+cmd.RunID, "FLOW_VISIT="+cmd.Visit)...)
+	}
 	p := proc.Command(ctx, cmd.RunID, c.resolve(argv[0]), argv[1:]...)
 	p.Cmd.Args[0] = argv[0] // the program sees the name it was given
 	p.Grace = c.grace
 	p.Cmd.Dir = cmd.Dir
-	p.Cmd.Env = environ(cmd)
+	p.Cmd.Env = env
 	p.Cmd.Stdout = pw
 	p.Cmd.Stderr = pw
 	err = p.Start()
