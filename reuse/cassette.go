@@ -33,19 +33,21 @@ func fileName(visit string) string {
 // sessions, transcripts or paths of this machine (an answer file is
 // copied in and named relative to the cassette; what an isolated visit
 // changed in its worktree is kept as a patch, changes/VISIT.patch). What the run wrote was
-// already redacted by its writer. dir is replaced whole.
+// already redacted by its writer. dir is replaced only when it is a
+// cassette (CheckCassetteDir): its files are removed one by one, never
+// the directory's tree.
 func WriteCassette(runDir, dir string) error {
 	facts, err := rundir.ReadJournal(runDir)
 	if err != nil {
 		return err
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := clearCassette(dir); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	rec := &Recording{Name: filepath.Base(runDir), Dir: runDir, repos: map[string]string{}}
+	rec := &Recording{Name: filepath.Base(runDir), Dir: runDir, repos: map[string]string{}, own: true}
 	for _, w := range rundir.Worktrees(facts) {
 		rec.repos[w.Scope] = w.Repo
 	}
@@ -86,7 +88,7 @@ func WriteCassette(runDir, dir string) error {
 		if w := f.Worktree; w != nil && len(w.Files) > 0 {
 			// What an isolated visit changed goes with it, as a patch: a
 			// replay makes the change again in its own worktree, and lands it.
-			patch, err := hit{rec, f}.change(context.Background())
+			patch, err := hit{rec, f}.change(context.Background(), "")
 			if err != nil {
 				return fmt.Errorf("keeping what %s changed: %w", f.Visit, err)
 			}

@@ -39,7 +39,7 @@ func reuseDirs(runsDir, flow, spec string) ([]string, error) {
 // reusing wraps opts' leaves so that a visit an earlier run answered is
 // answered from it (docs/reuse-and-tests.md).
 func reusing(opts *engine.Options, dirs []string) error {
-	set, err := reuse.Open(dirs...)
+	set, err := reuse.Open(opts.RunsDir, dirs...)
 	if err != nil {
 		return err
 	}

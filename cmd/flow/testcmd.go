@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -67,6 +68,9 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 		return invalid("%v", err)
 	}
 	if f.record {
+		if err := reuse.CheckCassetteDir(cassette); err != nil {
+			return invalid("%v", err)
+		}
 		var dir string
 		backend := runner.Local{Load: a.loadOptions()}
 		err := a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
@@ -81,6 +85,9 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 			return err
 		}
 		if err := reuse.WriteCassette(dir, cassette); err != nil {
+			if nc := (*reuse.NotCassetteError)(nil); errors.As(err, &nc) {
+				return invalid("%v", err)
+			}
 			return fmt.Errorf("keeping the cassette: %w", err)
 		}
 		fmt.Fprintf(a.stderr, "recorded the cassette %s\n", cassette)
@@ -96,7 +103,7 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 			input = in
 		}
 	}
-	set, err := reuse.Open(cassette)
+	set, err := reuse.Open(runsDir, cassette)
 	if err != nil {
 		return invalid("%v", err)
 	}
