@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/flowrun/flow/internal/secret"
 )
 
 // NotCassetteError is a --record target flow will not replace: it holds
@@ -108,6 +110,41 @@ func clearCassette(dir string) error {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
+	}
+	return nil
+}
+
+// cassetteFile is one file of a cassette being written, by its name in
+// the cassette.
+type cassetteFile struct {
+	name string
+	data []byte
+}
+
+// SecretError is a cassette refused because a file of it would hold
+// what has the shape of a secret (secret.Scan): a cassette is meant to be
+// committed (docs/reuse-and-tests.md).
+type SecretError struct {
+	Dir   string
+	Found []string // FILE:LINE: KIND, never the secret
+}
+
+func (e *SecretError) Error() string {
+	return fmt.Sprintf("the cassette %s is not written: it would hold what looks like a secret, at\n  %s\n"+
+		"a cassette is meant to be committed: keep the secret out of the agents' answers and the commands' output (pass it in an environment variable whose name says it is one: docs/drivers.md, Secrets), then record again",
+		e.Dir, strings.Join(e.Found, "\n  "))
+}
+
+// scanCassette refuses files that hold a secret's shape.
+func scanCassette(dir string, files []cassetteFile) error {
+	var found []string
+	for _, f := range files {
+		for _, s := range secret.Scan(f.data) {
+			found = append(found, fmt.Sprintf("%s:%d: %s", filepath.Join(dir, f.name), s.Line, s.Kind))
+		}
+	}
+	if len(found) > 0 {
+		return &SecretError{Dir: dir, Found: found}
 	}
 	return nil
 }

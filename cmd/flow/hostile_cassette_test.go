@@ -145,3 +145,49 @@ func TestHostileCassetteNamesAnotherRepository(t *testing.T) {
 		t.Errorf("the failure does not say why:\n%s", out)
 	}
 }
+
+// TestHostileRecordRefusesSecrets: a recording whose answer holds a
+// GitHub token flow was never told of, and whose command printed a
+// database URL with its password, is refused as a cassette, exit 2,
+// naming the file and line of each and never the secret; nothing is
+// written.
+func TestHostileRecordRefusesSecrets(t *testing.T) {
+	pat := "ghp_" + strings.Repeat("Zq8vW2xKp9LmN4rT7yB1", 2)[:36]
+	pass := "Zq8vW2xKp9LmN4rT"
+	files := map[string]string{"leak.yaml": `name: leak
+agents:
+  - name: leaker
+    description: says a token it read
+    driver: exec
+    command: [bash, -c, 'cat >/dev/null; echo "found GH_PAT=` + pat + `"']
+nodes:
+  - id: say
+    agent: leaker
+    prompt: Say what you found.
+  - id: db
+    run: echo "DATABASE_URL=postgres://app:` + pass + `@db.internal:5432/app"
+`}
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := command(flowBinary(t), dir, t.TempDir(), "test", "--record", "leak.yaml")
+	out, err := c.CombinedOutput()
+	if code := exitCode(err); code != 2 {
+		t.Fatalf("exit %d, want 2\n%s", code, out)
+	}
+	for _, want := range []string{"leak.cassette/journal.jsonl:1: GitHub token", "leak.cassette/journal.jsonl:2: password in a URL"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, out)
+		}
+	}
+	_, refusal, _ := strings.Cut(string(out), "is not written")
+	if strings.Contains(refusal, pat) || strings.Contains(refusal, pass) {
+		t.Errorf("the refusal prints the secret:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "leak.cassette")); err == nil {
+		t.Error("the cassette was written")
+	}
+}

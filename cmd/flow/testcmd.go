@@ -85,7 +85,8 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 			return err
 		}
 		if err := reuse.WriteCassette(dir, cassette); err != nil {
-			if nc := (*reuse.NotCassetteError)(nil); errors.As(err, &nc) {
+			nc, se := (*reuse.NotCassetteError)(nil), (*reuse.SecretError)(nil)
+			if errors.As(err, &nc) || errors.As(err, &se) {
 				return invalid("%v", err)
 			}
 			return fmt.Errorf("keeping the cassette: %w", err)
