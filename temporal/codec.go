@@ -82,7 +82,7 @@ var _ converter.PayloadCodec = codec{}
 
 func (c codec) Encode(in []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	if !c.k.Set() {
-		return in, nil
+		return plainPayloads(in), nil
 	}
 	out := make([]*commonpb.Payload, len(in))
 	for i, p := range in {
