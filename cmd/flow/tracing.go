@@ -15,7 +15,7 @@ func (a *app) traced(ctx context.Context, flow string, start func() (*engine.Res
 	if !trace.Enabled() {
 		return start()
 	}
-	tr, err := trace.Start(ctx, flow)
+	tr, err := trace.Start(ctx, flow, a.secrets)
 	if err != nil {
 		return nil, invalid("%v", err)
 	}
