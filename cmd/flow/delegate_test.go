@@ -119,7 +119,7 @@ func TestDelegateExecAgents(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(run, "report.html")); err != nil || !strings.Contains(string(b), "25 with its delegates") {
 		t.Errorf("report.html does not give the tree's total (%v)", err)
 	}
-	if _, err := os.Stat(filepath.Join(run, "delegate.sock")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(run, "delegate")); !os.IsNotExist(err) {
 		t.Errorf("the delegation socket is left in the run directory: %v", err)
 	}
 	tail := exec.Command(filepath.Join(pathDir(env), "flow"), "tail", filepath.Base(run), "lead/delegate:scout#1")
@@ -334,7 +334,7 @@ func TestDelegateInterrupt(t *testing.T) {
 		}
 		t.Errorf("the child's process outlived the run: %v", left)
 	}
-	if _, err := os.Stat(filepath.Join(onlyRun(t, dir), "delegate.sock")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(onlyRun(t, dir), "delegate")); !os.IsNotExist(err) {
 		t.Errorf("the delegation socket is left in the run directory: %v", err)
 	}
 }

@@ -64,6 +64,9 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	var stdout io.Writer = answer
 	p := proc.Command(ctx, t.RunID, argv[0], argv[1:]...)
 	p.Grace = d.opts.Grace
+	if t.Delegate != nil {
+		p.Started = t.Delegate.Bind // its calls must come from this process's tree
+	}
 	p.Cmd.Dir = t.WorkDir
 	p.Cmd.Env = environ(t)
 	p.Cmd.Stdin = strings.NewReader(t.Prompt)
