@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The hostile cases of cassettes (issue 34): flow test --record deletes
@@ -189,5 +190,33 @@ nodes:
 	}
 	if _, err := os.Stat(filepath.Join(dir, "leak.cassette")); err == nil {
 		t.Error("the cassette was written")
+	}
+}
+
+// TestHostileGCLeavesAloneWhatIsNotARun: flow gc removes only what is
+// recognisably a run directory: a directory of the user's under the runs
+// directory, holding a journal.jsonl flow cannot read (and no snapshot),
+// and a cassette (a journal with no run fact) stay, however old.
+func TestHostileGCLeavesAloneWhatIsNotARun(t *testing.T) {
+	dir := copyExamples(t)
+	runs := filepath.Join(dir, "examples") // runs_dir pointed at the user's files
+	notes := filepath.Join(runs, "notes")
+	os.MkdirAll(notes, 0o755)
+	if err := os.WriteFile(filepath.Join(notes, "journal.jsonl"), []byte("Dear diary,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(notes, "precious.txt")
+	os.WriteFile(mine, []byte("precious\n"), 0o644)
+	old := time.Now().Add(-1000 * time.Hour)
+	for _, p := range []string{notes, filepath.Join(runs, "count-file.cassette")} {
+		os.Chtimes(p, old, old)
+	}
+	out, err := command(flowBinary(t), dir, runs, "gc", "--older-than", "1h").CombinedOutput()
+	if err != nil {
+		t.Fatalf("flow gc: %v\n%s", err, out)
+	}
+	mustSurvive(t, mine)
+	if _, err := os.Stat(filepath.Join(runs, "count-file.cassette", "journal.jsonl")); err != nil {
+		t.Errorf("the cassette is gone: %v", err)
 	}
 }
