@@ -162,7 +162,9 @@ func TestDelegateResumeAfterKill(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill() }()
 	deadline := time.Now().Add(30 * time.Second)
-	for len(marked("4646.1")) == 0 {
+	// The tester's command line names the sleep before it runs: wait for
+	// the file it touches first, so the resume finds it.
+	for len(marked("4646.1")) == 0 || !exists(filepath.Join(dir, "slow.once")) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the tester did not start:\n%s", stderr.String())
 		}
@@ -337,4 +339,9 @@ func TestDelegateInterrupt(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(onlyRun(t, dir), "delegate")); !os.IsNotExist(err) {
 		t.Errorf("the delegation socket is left in the run directory: %v", err)
 	}
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
