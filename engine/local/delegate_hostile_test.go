@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -134,5 +135,60 @@ func TestDelegationSocketIsPrivate(t *testing.T) {
 	}
 	if dst.Mode().Perm() != 0o700 {
 		t.Errorf("the socket's directory's mode is %v", dst.Mode().Perm())
+	}
+}
+
+// TestDelegationSocketPiExtension: pi's extension (steps/pi/delegate.ts)
+// speaks the socket's protocol, its token line first, and its process is
+// answered once bound; a process that is not the turn's is refused.
+func TestDelegationSocketPiExtension(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	src, err := os.ReadFile(filepath.Join("..", "..", "steps", "pi", "delegate.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ext := strings.Replace(string(src), "/*DEFINITION*/ {}", `{"name":"delegate","socketEnv":"S","tokenEnv":"T"}`, 1)
+	main := `let tool;
+(await import("./delegate.mjs")).default({ registerTool: (t) => { tool = t; } });
+try {
+	const r = await tool.execute("1", { agent: "scout", task: "look" });
+	console.log("ANSWER " + r.content[0].text);
+} catch (e) { console.log("ERROR " + e.message); }
+`
+	if err := os.WriteFile(filepath.Join(dir, "delegate.mjs"), []byte(ext), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.mjs"), []byte(main), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Another turn's process: not the caller's, nor an ancestor of it.
+	other := exec.Command("sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	for _, bind := range []bool{true, false} {
+		d := openTurn(t)
+		cmd := exec.Command(node, filepath.Join(dir, "main.mjs"))
+		cmd.Env = append(os.Environ(), "S="+d.Socket, "T="+d.Token)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if bind {
+			d.Bind(cmd.Process.Pid)
+		} else {
+			d.Bind(other.Process.Pid)
+		}
+		_ = cmd.Wait()
+		got := strings.TrimSpace(out.String())
+		if bind && got != "ANSWER ok" || !bind && !strings.Contains(got, "does not come from the turn's process") {
+			t.Errorf("bound=%v: %s", bind, got)
+		}
 	}
 }
