@@ -22,6 +22,13 @@ type Delegation struct {
 	// so that the CLI starts Server with EnvDelegateSocket and
 	// EnvDelegateToken set.
 	Server []string
+	// Bind, when set, ties the turn's calls to the process the driver
+	// started for the turn: the driver calls it with that process's id
+	// (the leader of its process group) as soon as it runs. The server
+	// then answers only calls made by that process or its descendants
+	// (docs/delegation.md). A driver that makes its calls itself, in
+	// flow's process (openai), calls nothing.
+	Bind func(pid int) `json:"-"`
 }
 
 // DelegateTool is the tool's name on every driver.
@@ -34,7 +41,9 @@ const (
 	EnvDelegateToken  = "FLOW_DELEGATE_TOKEN"
 )
 
-// DelegateRequest is one delegate call, one JSON line on the socket.
+// DelegateRequest is one delegate call, one JSON line on the socket,
+// after a first line that holds the token alone (the server checks it,
+// and who is calling, before it reads the request).
 type DelegateRequest struct {
 	Token string `json:"token"`
 	Agent string `json:"agent"`

@@ -33,22 +33,22 @@ func fileName(visit string) string {
 // sessions, transcripts or paths of this machine (an answer file is
 // copied in and named relative to the cassette; what an isolated visit
 // changed in its worktree is kept as a patch, changes/VISIT.patch). What the run wrote was
-// already redacted by its writer. dir is replaced whole.
+// already redacted by its writer. dir is replaced only when it is a
+// cassette (CheckCassetteDir): its files are removed one by one, never
+// the directory's tree.
 func WriteCassette(runDir, dir string) error {
 	facts, err := rundir.ReadJournal(runDir)
 	if err != nil {
 		return err
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := CheckCassetteDir(dir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	rec := &Recording{Name: filepath.Base(runDir), Dir: runDir, repos: map[string]string{}}
+	rec := &Recording{Name: filepath.Base(runDir), Dir: runDir, repos: map[string]string{}, own: true}
 	for _, w := range rundir.Worktrees(facts) {
 		rec.repos[w.Scope] = w.Repo
 	}
+	var files []cassetteFile // what the cassette will hold, checked before any is written
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -59,9 +59,7 @@ func WriteCassette(runDir, dir string) error {
 			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(dir, cassetteInput), append(in, '\n'), 0o644); err != nil {
-				return err
-			}
+			files = append(files, cassetteFile{cassetteInput, append(in, '\n')})
 			continue
 		case f.Type == rundir.FactStart && f.Parent != "":
 			// A delegated child's start: its parent and its task, which a
@@ -78,32 +76,47 @@ func WriteCassette(runDir, dir string) error {
 			Output: f.Output, Size: f.Size, Usage: f.Usage, Model: f.Model, Key: f.Key}
 		if f.File != "" {
 			name := filepath.Join(cassetteAnswers, fileName(f.Visit)+".md")
-			if err := copyFile(rec.locate(f.File), filepath.Join(dir, name)); err != nil {
+			answer, err := rundir.ReadRegular(rec.locate(f.File)) // not through a link, never a FIFO
+			if err != nil {
 				return fmt.Errorf("copying the answer of %s: %w", f.Visit, err)
 			}
+			files = append(files, cassetteFile{name, answer})
 			kept.File = filepath.ToSlash(name)
 		}
 		if w := f.Worktree; w != nil && len(w.Files) > 0 {
 			// What an isolated visit changed goes with it, as a patch: a
 			// replay makes the change again in its own worktree, and lands it.
-			patch, err := hit{rec, f}.change(context.Background())
+			patch, err := hit{rec, f}.change(context.Background(), "")
 			if err != nil {
 				return fmt.Errorf("keeping what %s changed: %w", f.Visit, err)
 			}
-			name := filepath.Join(dir, cassetteChanges, fileName(f.Visit)+".patch")
-			if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-				return err
-			}
-			if err := os.WriteFile(name, []byte(patch), 0o644); err != nil {
-				return err
-			}
+			files = append(files, cassetteFile{filepath.Join(cassetteChanges, fileName(f.Visit)+".patch"), []byte(patch)})
 			kept.Worktree = &rundir.Worktree{Scope: w.Scope, Files: w.Files}
 		}
 		if err := enc.Encode(&kept); err != nil {
 			return err
 		}
 	}
-	return writeFile(filepath.Join(dir, cassetteJournal), b.String())
+	files = append(files, cassetteFile{cassetteJournal, []byte(b.String())})
+	if err := scanCassette(dir, files); err != nil {
+		return err
+	}
+	if err := clearCassette(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, cf := range files {
+		p := filepath.Join(dir, cf.name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := writeFile(p, string(cf.data)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CassetteInput is the input a cassette (or a run) was recorded with, nil

@@ -12,7 +12,11 @@ import (
 // change is what the recorded visit h changed in its worktree, as a
 // patch ("" when it changed nothing): a cassette's changes/VISIT.patch,
 // else read from the recorded run's repository, Base..Commit of its end.
-func (h hit) change(ctx context.Context) (string, error) {
+// A recording is data a repository may carry: the repository it names is
+// read only when the recording is one of this machine's runs (own), or
+// when it is the repository of here, the worktree the change is made
+// again in (docs/reuse-and-tests.md).
+func (h hit) change(ctx context.Context, here string) (string, error) {
 	w := h.fact.Worktree
 	if w == nil || len(w.Files) == 0 {
 		return "", nil
@@ -26,6 +30,9 @@ func (h hit) change(ctx context.Context) (string, error) {
 	if repo == "" || !isCommit(w.Base) || !isCommit(w.Commit) {
 		return "", fmt.Errorf("the recording %s does not say what %s changed in its worktree", h.rec.Name, h.fact.Visit)
 	}
+	if !h.rec.own && (here == "" || !gitwork.SameRepo(ctx, repo, here)) {
+		return "", fmt.Errorf("the recording %s names the repository %s for what %s changed, outside this run's repository: a cassette's changes are its own %s/*.patch files", h.rec.Name, repo, h.fact.Visit, cassetteChanges)
+	}
 	patch, err := gitwork.Change(ctx, repo, w.Base, w.Commit)
 	if err != nil {
 		return "", fmt.Errorf("reading what %s changed in %s: %w", h.fact.Visit, repo, err)
@@ -37,7 +44,7 @@ func (h hit) change(ctx context.Context) (string, error) {
 // worktree holding dir: the walker then commits it and lands it as it
 // would the live visit's (docs/reuse-and-tests.md).
 func (h hit) replayChange(ctx context.Context, dir string) error {
-	patch, err := h.change(ctx)
+	patch, err := h.change(ctx, dir)
 	if err != nil {
 		return err
 	}

@@ -34,9 +34,9 @@ func TestRecordedChangeStaysInTheWorktree(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(top, "escaped")); err == nil {
 		t.Error("a recorded change wrote outside the worktree")
 	}
-	bad := hit{&Recording{Name: "r", Dir: t.TempDir(), repos: map[string]string{"s": wt}},
+	bad := hit{&Recording{Name: "r", Dir: t.TempDir(), repos: map[string]string{"s": wt}, own: true},
 		&rundir.Fact{Visit: "v", OK: &ok, Worktree: &rundir.Worktree{Scope: "s", Base: "--output=" + filepath.Join(top, "x"), Commit: "HEAD", Files: []string{"f"}}}}
-	if _, err := bad.change(context.Background()); err == nil {
+	if _, err := bad.change(context.Background(), wt); err == nil {
 		t.Error("a recording's revisions that are not commit ids went to git")
 	}
 	if _, err := os.Stat(filepath.Join(top, "x")); err == nil {

@@ -28,7 +28,7 @@ func TestDryNamesFirstDifference(t *testing.T) {
 	if plan == nil {
 		t.Fatal(diags)
 	}
-	set, err := reuse.Open(baseRes.Dir)
+	set, err := reuse.Open("", baseRes.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

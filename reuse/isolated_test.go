@@ -44,7 +44,7 @@ func runIso(t *testing.T, repo string, from ...string) (*engine.Result, []string
 	opts := engine.Options{WorkDir: repo, Input: map[string]any{"notes": []any{"alpha", "beta"}},
 		Drivers: map[string]engine.Driver{"exec": exec.New(exec.Options{})}, Commands: run.New()}
 	if len(from) > 0 {
-		set, err := reuse.Open(from...)
+		set, err := reuse.Open("", from...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -86,7 +86,7 @@ func runFlow(t *testing.T, dir string, input any, from ...string) (*engine.Resul
 	}
 	opts := engine.Options{WorkDir: project(t, dir), Input: input, Drivers: map[string]engine.Driver{"exec": exec.New(exec.Options{})}, Commands: run.New()}
 	if len(from) > 0 {
-		set, err := reuse.Open(from...)
+		set, err := reuse.Open("", from...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 	if plan == nil {
 		t.Fatal(diags)
 	}
-	set, err := reuse.Open(moved)
+	set, err := reuse.Open("", moved)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,10 @@ type Recording struct {
 	// repos are the repositories of the run's isolated scopes, by scope:
 	// where what a visit changed in its worktree is read from.
 	repos map[string]string
+	// own says the recording is a run of this machine's runs directory,
+	// whose repositories may be read (hit.change); a cassette, or a run
+	// directory anywhere else, is data a repository may carry.
+	own bool
 	// kids are the delegated children each recorded visit started, by the
 	// parent's path, in the order they started (docs/delegation.md).
 	kids map[string][]child
@@ -47,15 +51,16 @@ type Set struct {
 	byNode map[string]hit
 }
 
-// Open reads the journals of the run or cassette directories dirs.
-func Open(dirs ...string) (*Set, error) {
+// Open reads the journals of the run or cassette directories dirs. A run
+// directory directly under runsDir is this machine's own (Recording.own).
+func Open(runsDir string, dirs ...string) (*Set, error) {
 	s := &Set{byKey: map[string]hit{}, byPath: map[string]hit{}, byNode: map[string]hit{}}
 	for _, dir := range dirs {
 		facts, err := rundir.ReadJournal(dir)
 		if err != nil {
 			return nil, fmt.Errorf("reading the recording %s: %w", dir, err)
 		}
-		rec := &Recording{Name: filepath.Base(dir), Dir: dir, repos: map[string]string{}}
+		rec := &Recording{Name: filepath.Base(dir), Dir: dir, repos: map[string]string{}, own: directlyUnder(runsDir, dir)}
 		for _, w := range rundir.Worktrees(facts) {
 			rec.repos[w.Scope] = w.Repo
 		}
@@ -165,4 +170,15 @@ func within(dir, p string) bool {
 		return false
 	}
 	return strings.HasPrefix(rp, rd+string(filepath.Separator))
+}
+
+// directlyUnder reports whether dir is a directory directly inside parent,
+// symbolic links followed.
+func directlyUnder(parent, dir string) bool {
+	if parent == "" {
+		return false
+	}
+	p, err1 := filepath.EvalSymlinks(parent)
+	d, err2 := filepath.EvalSymlinks(dir)
+	return err1 == nil && err2 == nil && filepath.Dir(d) == p
 }

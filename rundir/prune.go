@@ -3,6 +3,7 @@ package rundir
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -18,7 +19,7 @@ func RemoveRunsBefore(runsDir string, t time.Time, dryRun bool) ([]*RunInfo, err
 	}
 	var gone []*RunInfo
 	for _, r := range runs {
-		if r.Status == StatusRunning || len(r.Worktrees) > 0 || r.Started.IsZero() || !r.Started.Before(t) {
+		if r.Status == StatusRunning || len(r.Worktrees) > 0 || r.Started.IsZero() || !r.Started.Before(t) || !isRunDir(r) {
 			continue
 		}
 		if !dryRun {
@@ -44,4 +45,30 @@ func ParseOlderThan(s string, now time.Time) (time.Time, error) {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, fmt.Errorf("--older-than %q: give a date (2026-11-30), a time (2026-11-30T12:00:00Z) or an age (720h)", s)
+}
+
+// isRunDir reports whether r's directory is recognisably one flow made, so
+// that flow gc may remove it whole: a directory (not a link) whose journal
+// is a regular file and that either holds a run fact (a cassette's
+// journal holds none) or, when its journal cannot be read, flow's
+// snapshot beside it. Anything else under the runs directory is the
+// user's, and left alone.
+func isRunDir(r *RunInfo) bool {
+	st, err := os.Lstat(r.Dir)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	if st, err := os.Lstat(filepath.Join(r.Dir, journalFile)); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	if r.Status == StatusCorrupt {
+		st, err := os.Lstat(filepath.Join(r.Dir, snapshotFile))
+		return err == nil && st.Mode().IsRegular()
+	}
+	for _, f := range r.Facts {
+		if f.Type == FactRun {
+			return true
+		}
+	}
+	return false
 }

@@ -100,7 +100,7 @@ func (r *Runner) traced(ctx context.Context, flow string, start func(context.Con
 	if !trace.Enabled() {
 		return start(ctx)
 	}
-	tr, err := trace.Start(ctx, flow)
+	tr, err := trace.Start(ctx, flow, r.cfg.Secrets())
 	if err != nil {
 		return nil, &engine.RefusedError{Msg: err.Error()}
 	}
@@ -150,10 +150,11 @@ func leafOptions(opts []LeafOption) leafOpts {
 
 // Reuse answers a visit whose key one of the runs in dirs recorded from
 // it, and runs the others live (flow run --reuse; docs/reuse-and-tests.md).
-func Reuse(dirs ...string) LeafOption {
+// runsDir is this machine's runs directory (reuse.Open).
+func Reuse(runsDir string, dirs ...string) LeafOption {
 	return func(lo *leafOpts) {
 		lo.make = func(live engine.LeafRunner) (engine.LeafRunner, error) {
-			set, err := reuse.Open(dirs...)
+			set, err := reuse.Open(runsDir, dirs...)
 			if err != nil {
 				return nil, err
 			}
@@ -165,10 +166,10 @@ func Reuse(dirs ...string) LeafOption {
 // Fork answers a fork's leaves (flow fork; docs/fork-and-diff.md): set
 // gives outputs without running, a visit reach reaches runs live, and
 // every other is answered from the run in dir when it recorded one.
-func Fork(dir string, reach *reuse.Reach, set map[string]any) LeafOption {
+func Fork(runsDir, dir string, reach *reuse.Reach, set map[string]any) LeafOption {
 	return func(lo *leafOpts) {
 		lo.make = func(live engine.LeafRunner) (engine.LeafRunner, error) {
-			from, err := reuse.Open(dir)
+			from, err := reuse.Open(runsDir, dir)
 			if err != nil {
 				return nil, err
 			}

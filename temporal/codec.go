@@ -170,7 +170,7 @@ func associated(bound string) []byte {
 
 func (c codec) Encode(in []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	if !c.k.Set() {
-		return in, nil
+		return plainPayloads(in), nil
 	}
 	out := make([]*commonpb.Payload, len(in))
 	for i, p := range in {

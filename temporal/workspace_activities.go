@@ -312,6 +312,11 @@ func (a *Activities) enterScope(ctx context.Context, ref *ScopeRef, runID, visit
 		return "", nil, fmt.Errorf("the scope's branch %s is not on %s", ref.Branch, ref.URL)
 	}
 	pending := gitwork.PendingBranch(ref.Branch, visit)
+	// The worktree is cleared before use and removed after: its path stays
+	// inside the run's own worktrees directory, whatever the history says.
+	if runID == "" || runID == "." || runID == ".." || strings.ContainsAny(runID, `/\`) {
+		return "", nil, fmt.Errorf("the run id %q cannot name a run directory", runID)
+	}
 	dir = filepath.Join(a.RunsDir, runID, "worktrees", strings.ReplaceAll(pending, "/", "-"))
 	if err := g.Worktree(ctx, dir, pending, head); err != nil {
 		return "", nil, err

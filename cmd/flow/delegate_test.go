@@ -119,7 +119,7 @@ func TestDelegateExecAgents(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(run, "report.html")); err != nil || !strings.Contains(string(b), "25 with its delegates") {
 		t.Errorf("report.html does not give the tree's total (%v)", err)
 	}
-	if _, err := os.Stat(filepath.Join(run, "delegate.sock")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(run, "delegate")); !os.IsNotExist(err) {
 		t.Errorf("the delegation socket is left in the run directory: %v", err)
 	}
 	tail := exec.Command(filepath.Join(pathDir(env), "flow"), "tail", filepath.Base(run), "lead/delegate:scout#1")
@@ -162,7 +162,9 @@ func TestDelegateResumeAfterKill(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill() }()
 	deadline := time.Now().Add(30 * time.Second)
-	for len(marked("4646.1")) == 0 {
+	// The tester's command line names the sleep before it runs: wait for
+	// the file it touches first, so the resume finds it.
+	for len(marked("4646.1")) == 0 || !exists(filepath.Join(dir, "slow.once")) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the tester did not start:\n%s", stderr.String())
 		}
@@ -334,7 +336,12 @@ func TestDelegateInterrupt(t *testing.T) {
 		}
 		t.Errorf("the child's process outlived the run: %v", left)
 	}
-	if _, err := os.Stat(filepath.Join(onlyRun(t, dir), "delegate.sock")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(onlyRun(t, dir), "delegate")); !os.IsNotExist(err) {
 		t.Errorf("the delegation socket is left in the run directory: %v", err)
 	}
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

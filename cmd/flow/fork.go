@@ -82,7 +82,7 @@ func (a *app) fork(ctx context.Context, name string, f forkFlags) error {
 	if _, err := a.preflight(ctx, fp.plan); err != nil {
 		return err
 	}
-	backend, err := a.local(runner.Fork(fp.origin.Dir, fp.reach, fp.sets))
+	backend, err := a.local(runner.Fork(a.cfg.GetString("runs_dir"), fp.origin.Dir, fp.reach, fp.sets))
 	if err != nil {
 		return err
 	}

@@ -133,7 +133,7 @@ func (a *app) gateRunOptions(f gateFlags) (sweep.RunOptions, *reuse.Leaves, erro
 		}
 		dirs = append(dirs, dir)
 	}
-	set, err := reuse.Open(dirs...)
+	set, err := reuse.Open(a.cfg.GetString("runs_dir"), dirs...)
 	if err != nil {
 		return opts, nil, invalid("--cassette: %v", err)
 	}

@@ -37,7 +37,7 @@ func (a *app) planReuse(ctx context.Context, plan *flows.Plan, spec string, f ru
 			input = in
 		}
 	}
-	set, err := reuse.Open(dirs...)
+	set, err := reuse.Open(a.cfg.GetString("runs_dir"), dirs...)
 	if err != nil {
 		return invalid("%v", err)
 	}

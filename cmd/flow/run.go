@@ -83,7 +83,7 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 	}
 	var leaves []runner.LeafOption
 	if reused != nil {
-		leaves = append(leaves, runner.Reuse(reused...))
+		leaves = append(leaves, runner.Reuse(a.cfg.GetString("runs_dir"), reused...))
 	}
 	backend, done, err := a.backend(ctx, f.temporal, leaves...)
 	if err != nil {

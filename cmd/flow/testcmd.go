@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,9 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 		return invalid("%v", err)
 	}
 	if f.record {
+		if err := reuse.CheckCassetteDir(cassette); err != nil {
+			return invalid("%v", err)
+		}
 		var dir string
 		backend, err := a.local()
 		if err != nil {
@@ -83,6 +87,10 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 			return err
 		}
 		if err := reuse.WriteCassette(dir, cassette); err != nil {
+			nc, se := (*reuse.NotCassetteError)(nil), (*reuse.SecretError)(nil)
+			if errors.As(err, &nc) || errors.As(err, &se) {
+				return invalid("%v", err)
+			}
 			return fmt.Errorf("keeping the cassette: %w", err)
 		}
 		fmt.Fprintf(a.stderr, "recorded the cassette %s\n", cassette)
@@ -98,7 +106,7 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 			input = in
 		}
 	}
-	set, err := reuse.Open(cassette)
+	set, err := reuse.Open(runsDir, cassette)
 	if err != nil {
 		return invalid("%v", err)
 	}

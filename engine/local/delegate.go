@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/flowrun/flow/engine"
 )
@@ -28,8 +29,26 @@ const DelegateCommand = "mcp-delegate"
 const maxSunPath = 100
 
 // maxRequest bounds one delegate call's line: a task is a prompt, and
-// prompts are bounded far below this.
+// prompts are bounded far below this. It is read only once the call's
+// first line, its token, named a turn and the caller is that turn's.
 const maxRequest = 8 << 20
+
+// maxTokenLine bounds the first line of a call, its token: what a
+// connection can make the server hold before it says who it is.
+const maxTokenLine = 64 << 10
+
+// maxConns is the most connections a run's socket holds at once; one
+// more is closed as it is accepted. A call holds its connection while its
+// child runs, so this is far above any run's calls in flight.
+const maxConns = 256
+
+// tokenWait bounds the wait for a connection's token, and bindWait the
+// wait for a turn's process to be known (engine.Delegation.Bind) when a
+// call comes before the driver has said it.
+const (
+	tokenWait = 10 * time.Second
+	bindWait  = 10 * time.Second
+)
 
 // Delegates opens the delegation server of a run in runDir, offering the
 // flow binary running now as the MCP server of CLI drivers: the
@@ -74,14 +93,15 @@ type socketServer struct {
 	dir    string
 	server []string
 
-	mu     sync.Mutex
-	ln     net.Listener
-	socket string
-	tmp    string // the directory made for the socket when dir's path is too long
-	turns  map[string]*turnCalls
-	conns  map[net.Conn]bool
-	closed bool
-	wg     sync.WaitGroup // the accept loop and every connection's goroutine
+	mu      sync.Mutex
+	ln      net.Listener
+	socket  string
+	tmp     string // the directory made for the socket when dir's path is too long
+	sockDir string // the socket's directory
+	turns   map[string]*turnCalls
+	conns   map[net.Conn]bool
+	closed  bool
+	wg      sync.WaitGroup // the accept loop and every connection's goroutine
 }
 
 // turnCalls is one turn's delegation: its handler and its calls in flight.
@@ -92,6 +112,47 @@ type turnCalls struct {
 	mu     sync.Mutex
 	ended  bool
 	calls  sync.WaitGroup
+	// pid is the turn's process (its group's leader), once the driver
+	// bound it; bound is closed then.
+	pid   int
+	bound chan struct{}
+	once  sync.Once
+}
+
+// bind ties the turn's calls to the process tree of pid.
+func (tc *turnCalls) bind(pid int) {
+	tc.once.Do(func() {
+		tc.mu.Lock()
+		tc.pid = pid
+		tc.mu.Unlock()
+		close(tc.bound)
+	})
+}
+
+// callerOf says why the process peer may not make tc's calls, "" when it
+// may: flow itself (a driver that calls in-process), or the turn's
+// process and its descendants. A call that comes before the driver bound
+// the turn's process waits for it.
+func (tc *turnCalls) callerOf(peer int) string {
+	if peer == 0 || peer == os.Getpid() {
+		return ""
+	}
+	t := time.NewTimer(bindWait)
+	defer t.Stop()
+	select {
+	case <-tc.bound:
+	case <-tc.ctx.Done():
+		return "refused: the turn ended"
+	case <-t.C:
+		return "refused: the call does not come from the turn's process"
+	}
+	tc.mu.Lock()
+	leader := tc.pid
+	tc.mu.Unlock()
+	if !inTree(peer, leader) {
+		return "refused: the call does not come from the turn's process or its descendants (a token works only for its own turn)"
+	}
+	return ""
 }
 
 // Serve gives the turn at visit a token on the run's socket.
@@ -112,9 +173,9 @@ func (s *socketServer) Serve(ctx context.Context, visit string, handle engine.De
 	}
 	token := hex.EncodeToString(b[:])
 	tctx, cancel := context.WithCancel(ctx)
-	tc := &turnCalls{handle: handle, ctx: tctx, cancel: cancel}
+	tc := &turnCalls{handle: handle, ctx: tctx, cancel: cancel, bound: make(chan struct{})}
 	s.turns[token] = tc
-	return &engine.Delegation{Socket: s.socket, Token: token, Server: append([]string(nil), s.server...)}, func() {
+	return &engine.Delegation{Socket: s.socket, Token: token, Server: append([]string(nil), s.server...), Bind: tc.bind}, func() {
 		s.mu.Lock()
 		delete(s.turns, token)
 		s.mu.Unlock()
@@ -126,30 +187,56 @@ func (s *socketServer) Serve(ctx context.Context, visit string, handle engine.De
 	}, nil
 }
 
-// listen opens the socket in the run directory, or under the system's
-// temporary directory when the run directory's path is too long for one.
-// Called with s.mu held.
+// listen opens the socket, mode 0600, in a directory of its own, mode
+// 0700: delegate/ in the run directory, or one under the system's
+// temporary directory when the run directory's path is too long for a
+// socket. Called with s.mu held.
 func (s *socketServer) listen() error {
-	path, err := filepath.Abs(filepath.Join(s.dir, "delegate.sock"))
+	dir, err := filepath.Abs(filepath.Join(s.dir, "delegate"))
 	if err != nil {
 		return err
 	}
-	if len(path) > maxSunPath {
-		tmp, err := os.MkdirTemp("", "flow-dg")
-		if err != nil {
+	if len(filepath.Join(dir, "sock")) > maxSunPath {
+		if dir, err = os.MkdirTemp("", "flow-dg"); err != nil {
 			return err
 		}
-		s.tmp, path = tmp, filepath.Join(tmp, "s")
+		s.tmp = dir
+	} else if err := privateDir(dir); err != nil {
+		return err
 	}
-	_ = os.Remove(path) // a dead engine's, on resume
+	path := filepath.Join(dir, "sock")
+	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSocket != 0 {
+		_ = os.Remove(path) // a dead engine's, on resume
+	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return fmt.Errorf("opening the delegation socket: %w", err)
 	}
-	s.ln, s.socket = ln, path
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("opening the delegation socket: %w", err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // close removes it, once
+	s.ln, s.socket, s.sockDir = ln, path, dir
 	s.wg.Add(1)
 	go s.accept(ln)
 	return nil
+}
+
+// privateDir makes dir, or takes the one a dead engine left, as a
+// directory only its owner may enter; anything else there is refused.
+func privateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("opening the delegation socket: %w", err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("opening the delegation socket: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("opening the delegation socket: %s is not a directory flow made", dir)
+	}
+	return os.Chmod(dir, 0o700) // whatever the umask made of it
 }
 
 func (s *socketServer) accept(ln net.Listener) {
@@ -164,6 +251,12 @@ func (s *socketServer) accept(ln net.Listener) {
 			s.mu.Unlock()
 			conn.Close()
 			return
+		}
+		if len(s.conns) >= maxConns {
+			s.mu.Unlock()
+			reply(conn, engine.DelegateReply{Error: fmt.Sprintf("refused: the run's delegation socket holds %d connections already", maxConns)})
+			conn.Close()
+			continue
 		}
 		s.conns[conn] = true
 		s.wg.Add(1)
@@ -182,9 +275,33 @@ func (s *socketServer) call(conn net.Conn) {
 		s.mu.Unlock()
 		conn.Close()
 	}()
-	rd := bufio.NewReader(conn)
+	// The first line is the token alone, read within maxTokenLine and
+	// tokenWait; nothing more is read until it names a turn and the
+	// caller is that turn's process.
+	rd := bufio.NewReaderSize(conn, maxTokenLine)
+	_ = conn.SetReadDeadline(time.Now().Add(tokenWait))
+	line, err := rd.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			reply(conn, engine.DelegateReply{Error: "refused: a delegate call starts with its token on a line of its own"})
+		}
+		return
+	}
+	token := strings.TrimSpace(string(line))
+	s.mu.Lock()
+	tc := s.turns[token]
+	s.mu.Unlock()
+	if tc == nil || token == "" {
+		reply(conn, engine.DelegateReply{Error: "refused: the token names no turn that may delegate now (its turn ended?)"})
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	if why := tc.callerOf(peerPID(conn)); why != "" {
+		reply(conn, engine.DelegateReply{Error: why})
+		return
+	}
 	sc := bufio.NewScanner(rd)
-	sc.Buffer(make([]byte, 64<<10), maxRequest)
+	sc.Buffer(make([]byte, 0, 64<<10), maxRequest)
 	if !sc.Scan() {
 		return
 	}
@@ -193,11 +310,8 @@ func (s *socketServer) call(conn net.Conn) {
 		reply(conn, engine.DelegateReply{Error: "a delegate call that is not JSON: " + err.Error()})
 		return
 	}
-	s.mu.Lock()
-	tc := s.turns[req.Token]
-	s.mu.Unlock()
-	if tc == nil {
-		reply(conn, engine.DelegateReply{Error: "refused: the token names no turn that may delegate now (its turn ended?)"})
+	if req.Token != token {
+		reply(conn, engine.DelegateReply{Error: "refused: the call names another token than its first line"})
 		return
 	}
 	tc.mu.Lock()
@@ -248,9 +362,10 @@ func (s *socketServer) close() {
 		ln.Close()
 	}
 	s.wg.Wait()
-	if s.tmp != "" {
-		_ = os.RemoveAll(s.tmp)
-	} else if s.socket != "" {
+	if s.socket != "" {
+		// The socket, then its directory if it is empty: nothing else is
+		// removed.
 		_ = os.Remove(s.socket)
+		_ = os.Remove(s.sockDir)
 	}
 }

@@ -24,6 +24,9 @@ type Cmd struct {
 	// Grace is the time between SIGTERM and SIGKILL on cancellation; zero
 	// means DefaultGrace.
 	Grace time.Duration
+	// Started, when set, is called with the process's id (the leader of
+	// its process group) once it runs, before Start returns.
+	Started func(pid int)
 
 	tag string
 	// stop cancels the command's own context (Stop); Wait releases it.
@@ -71,7 +74,13 @@ func (c *Cmd) Start() error {
 	// WaitDelay bounds both the wait for a child that ignores SIGTERM (os/exec
 	// then kills it) and the wait for pipes a stray descendant keeps open.
 	cmd.WaitDelay = c.grace()
-	return cmd.Start()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if c.Started != nil {
+		c.Started(cmd.Process.Pid)
+	}
+	return nil
 }
 
 // Wait waits for the command to exit. After a cancellation it also waits,

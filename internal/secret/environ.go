@@ -1,6 +1,7 @@
 package secret
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -45,6 +46,9 @@ func NamedFromEnviron(environ []string) []Named {
 		if ok && value != "" && IsSecretName(name) {
 			out = append(out, Named{Name: name, Value: value})
 		}
+		if ok && strings.HasPrefix(name, "OTEL_EXPORTER_OTLP_") && strings.HasSuffix(name, "HEADERS") {
+			out = append(out, headerValues(name, value)...)
+		}
 	}
 	return out
 }
@@ -56,6 +60,31 @@ func FromEnviron(environ []string) []string {
 	for _, n := range NamedFromEnviron(environ) {
 		if Unsafe(n.Value) == "" {
 			out = append(out, n.Value)
+		}
+	}
+	return out
+}
+
+// headerValues are the values of the headers an OTLP exporter sends
+// (OTEL_EXPORTER_OTLP_HEADERS="x-api-key=…,authorization=Bearer …", each
+// value percent-encoded): an API key or a token, whatever the header's
+// name (docs/tracing.md).
+func headerValues(name, value string) []Named {
+	var out []Named
+	for _, pair := range strings.Split(value, ",") {
+		k, v, ok := strings.Cut(pair, "=")
+		v = strings.TrimSpace(v)
+		if !ok || v == "" {
+			continue
+		}
+		if dec, err := url.PathUnescape(v); err == nil {
+			v = dec
+		}
+		n := name + " (" + strings.TrimSpace(k) + ")"
+		out = append(out, Named{Name: n, Value: v})
+		// "Bearer abc…": the credential alone is as secret as the whole.
+		if _, cred, ok := strings.Cut(v, " "); ok && strings.TrimSpace(cred) != "" {
+			out = append(out, Named{Name: n, Value: strings.TrimSpace(cred)})
 		}
 	}
 	return out

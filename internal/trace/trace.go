@@ -25,6 +25,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -48,6 +49,9 @@ type Run struct {
 	prev    string
 	hadPrev bool
 
+	// secrets redacts what the run's spans and the exporter's errors say.
+	secrets *secret.Redactor
+
 	mu   sync.Mutex
 	errs []error // what the exporter could not send, for End to say
 }
@@ -55,8 +59,11 @@ type Run struct {
 // Start opens the run's span, `invoke_workflow {flow}`, and sets
 // TRACEPARENT in this process's environment so that every agent process
 // (they inherit it) joins the trace. Only OTLP over HTTP with protobuf is
-// sent: another OTEL_EXPORTER_OTLP_PROTOCOL is refused.
-func Start(ctx context.Context, flow string) (*Run, error) {
+// sent: another OTEL_EXPORTER_OTLP_PROTOCOL is refused, and so is an
+// endpoint that is not an http or https URL. secrets redacts the spans'
+// messages and the exporter's errors, and every secret shape is masked
+// in them too (secret.Scan).
+func Start(ctx context.Context, flow string, secrets *secret.Redactor) (*Run, error) {
 	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
 		if p := os.Getenv(v); p != "" {
 			if p != "http/protobuf" {
@@ -65,7 +72,14 @@ func Start(ctx context.Context, flow string) (*Run, error) {
 			break
 		}
 	}
-	exp, err := otlptracehttp.New(ctx)
+	if err := checkEndpoints(); err != nil {
+		return nil, err
+	}
+	client, err := exporterClient()
+	if err != nil {
+		return nil, err
+	}
+	exp, err := otlptracehttp.New(ctx, client)
 	if err != nil {
 		return nil, fmt.Errorf("the OTLP trace exporter: %w", err)
 	}
@@ -74,13 +88,13 @@ func Start(ctx context.Context, flow string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the trace resource: %w", err)
 	}
-	r := &Run{}
+	r := &Run{secrets: secrets}
 	// The SDK reports a failed export to its global handler, which would
 	// log it in its own words: End says it as flow's warning instead.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		r.errs = append(r.errs, err)
+		r.errs = append(r.errs, scrubbed{r.secrets.Scrub(err.Error())})
 	}))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	r.tp, r.tr = tp, tp.Tracer("github.com/flowrun/flow")
@@ -121,7 +135,9 @@ func (r *Run) End(runID, dir string, ok bool) error {
 	r.span.End(oteltrace.WithTimestamp(end))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = errors.Join(err, r.tp.Shutdown(ctx))
+	if err = errors.Join(err, r.tp.Shutdown(ctx)); err != nil {
+		err = scrubbed{r.secrets.Scrub(err.Error())}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return errors.Join(append([]error{err}, r.errs...)...)

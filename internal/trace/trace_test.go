@@ -127,7 +127,7 @@ func TestToolSpans(t *testing.T) {
 func TestOtherProtocolsAreRefused(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-	if _, err := Start(context.Background(), "f"); err == nil {
+	if _, err := Start(context.Background(), "f", nil); err == nil {
 		t.Fatal("grpc was accepted")
 	}
 }

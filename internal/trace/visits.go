@@ -72,7 +72,7 @@ func (r *Run) visit(f *rundir.Fact, begin time.Time, tools []*rundir.Fact) {
 		_, chat := r.tr.Start(ctx, name, oteltrace.WithTimestamp(begin), oteltrace.WithSpanKind(oteltrace.SpanKindClient),
 			oteltrace.WithAttributes(chatAttrs(f)...))
 		if failed {
-			chat.SetStatus(codes.Error, failure(f))
+			chat.SetStatus(codes.Error, r.secrets.Scrub(failure(f)))
 		}
 		chat.End(oteltrace.WithTimestamp(f.Time))
 	}
@@ -89,7 +89,7 @@ func (r *Run) visit(f *rundir.Fact, begin time.Time, tools []*rundir.Fact) {
 		ts.End(oteltrace.WithTimestamp(tf.Time))
 	}
 	if failed {
-		span.SetStatus(codes.Error, failure(f))
+		span.SetStatus(codes.Error, r.secrets.Scrub(failure(f)))
 	}
 	span.End(oteltrace.WithTimestamp(f.Time))
 }

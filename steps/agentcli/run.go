@@ -39,6 +39,10 @@ type Command struct {
 	// Lingering is called when the CLI closed its stdout but lives on and
 	// is about to be ended (progress, typically); nil says nothing.
 	Lingering func()
+	// Started, when set, is called with the CLI's process id once it runs
+	// (engine.Delegation.Bind: the turn's delegate calls must come from
+	// its tree).
+	Started func(pid int)
 }
 
 // Exit is how a run of an agent CLI ended.
@@ -82,6 +86,7 @@ func Run(ctx context.Context, c Command, each func(n int, line []byte)) (Exit, e
 	var stderr transcript.Tail
 	p := proc.Command(ctx, c.RunID, c.Binary, c.Args...)
 	p.Grace = c.Grace
+	p.Started = c.Started
 	p.Cmd.Dir = c.Dir
 	p.Cmd.Env = c.Env
 	p.Cmd.Stdin = stdin

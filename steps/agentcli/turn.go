@@ -43,6 +43,9 @@ func Turn(ctx context.Context, t *engine.Turn, c Command, s Stream, key string) 
 	log, logErr := openTranscript(t, c.Name, key)
 	defer log.Close()
 	c.Transcript = log
+	if t.Delegate != nil && c.Started == nil {
+		c.Started = t.Delegate.Bind
+	}
 
 	t.Progress(engine.Progress{Activity: "starting " + c.Name})
 	start := time.Now()

@@ -164,7 +164,7 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	t.Progress(engine.Progress{Activity: "starting codex"})
 	exit, err := agentcli.Run(ctx, agentcli.Command{
 		Name: "codex", Binary: d.opts.Binary, Args: args, Env: env, Dir: t.WorkDir, Prompt: t.Prompt,
-		RunID: t.RunID, Grace: d.opts.Grace, Transcript: log,
+		RunID: t.RunID, Grace: d.opts.Grace, Transcript: log, Started: bindOf(t),
 		Lingering: func() { t.Progress(engine.Progress{Activity: "answer received, codex did not exit; ending it"}) },
 	}, s.line)
 	if err != nil {
@@ -299,4 +299,12 @@ func tomlString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// bindOf is the turn's delegation's Bind, nil when it may not delegate.
+func bindOf(t *engine.Turn) func(int) {
+	if t.Delegate == nil {
+		return nil
+	}
+	return t.Delegate.Bind
 }

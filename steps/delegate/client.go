@@ -35,7 +35,9 @@ func Call(ctx context.Context, socket, token, agent, task string) (engine.Delega
 	if err != nil {
 		return engine.DelegateReply{}, fmt.Errorf("delegate: %w", err)
 	}
-	if _, err := conn.Write(append(req, '\n')); err != nil {
+	// The token goes first, on a line of its own: the server checks it,
+	// and who is calling, before it reads the request.
+	if _, err := conn.Write(append([]byte(token+"\n"), append(req, '\n')...)); err != nil {
 		return engine.DelegateReply{}, fmt.Errorf("delegate: %w", err)
 	}
 	sc := bufio.NewScanner(conn)

@@ -75,6 +75,9 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	}
 	p := proc.Command(ctx, t.RunID, argv[0], argv[1:]...)
 	p.Grace = d.opts.Grace
+	if t.Delegate != nil {
+		p.Started = t.Delegate.Bind // its calls must come from this process's tree
+	}
 	p.Cmd.Dir = t.WorkDir
 	p.Cmd.Env = env
 	p.Cmd.Stdin = strings.NewReader(t.Prompt)

@@ -1,7 +1,7 @@
 // flow's delegate tool for pi (docs/drivers.md, Delegation). flow writes
 // this file, with the tool's definition filled in, for a turn that may
-// delegate; each call is one JSON line to the run's delegation socket and
-// one JSON line back.
+// delegate; each call is the turn's token and one JSON line to the run's
+// delegation socket, and one JSON line back.
 import { connect } from "node:net";
 
 const def = /*DEFINITION*/ {};
@@ -27,7 +27,10 @@ function call(params, signal) {
 		signal?.addEventListener("abort", onAbort, { once: true });
 		conn.setEncoding("utf8");
 		conn.on("connect", () => {
-			conn.write(JSON.stringify({ token: process.env[def.tokenEnv] ?? "", agent: params.agent, task: params.task }) + "\n");
+			// The token first, on a line of its own: the server checks it, and
+			// who is calling, before it reads the request.
+			const token = process.env[def.tokenEnv] ?? "";
+			conn.write(token + "\n" + JSON.stringify({ token, agent: params.agent, task: params.task }) + "\n");
 		});
 		conn.on("data", (chunk) => {
 			buf += chunk;
