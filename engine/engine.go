@@ -66,9 +66,7 @@ type Options struct {
 	// snapshot's Repos): where isolated scopes begin. The host that
 	// records the snapshot sets them.
 	Repos map[string]string
-	// ForkedFrom, for a fork (flow fork), is the run and visit it was
-	// forked at, recorded on the run's start fact.
-	ForkedFrom *record.Fork
+	ForkedFrom *record.Fork // a fork's origin (flow fork), on its start fact
 	// Notes are said as the run starts, after its start event (a
 	// resume's: what changed, what was ended).
 	Notes []string

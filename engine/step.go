@@ -149,8 +149,7 @@ type CommandResult struct {
 }
 
 // ErrUnavailable is wrapped by a Commander or Driver whose program could not
-// be started (not found, not executable). The engine maps it to the failure
-// kind `unavailable`.
+// be started (not found, not executable): failure kind `unavailable`.
 var ErrUnavailable = errUnavailable{}
 
 type errUnavailable struct{}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/delegate"
 )
 
@@ -39,9 +38,9 @@ func (a *app) delegateCmd() *cobra.Command {
 			if err != nil {
 				return &usageError{cmd: cmd, err: err}
 			}
-			socket, token := os.Getenv(engine.EnvDelegateSocket), os.Getenv(engine.EnvDelegateToken)
+			socket, token := os.Getenv(delegate.EnvSocket), os.Getenv(delegate.EnvToken)
 			if socket == "" || token == "" {
-				return &exitError{code: exitFailed, msg: fmt.Sprintf("flow delegate: this is not a turn that may delegate (%s is not set): run it from an exec agent whose node declares delegate:", engine.EnvDelegateSocket)}
+				return &exitError{code: exitFailed, msg: fmt.Sprintf("flow delegate: this is not a turn that may delegate (%s is not set): run it from an exec agent whose node declares delegate:", delegate.EnvSocket)}
 			}
 			reply, err := delegate.Call(cmd.Context(), socket, token, agent, task)
 			if err != nil {

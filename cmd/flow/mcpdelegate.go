@@ -1,11 +1,11 @@
 package main
 
 import (
+	"github.com/flowrun/flow/steps/delegate"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/delegate/mcpserver"
 )
 
@@ -25,7 +25,7 @@ func (a *app) mcpDelegateCmd() *cobra.Command {
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return mcpserver.Run(cmd.Context(), mcpserver.Config{
-				Socket: os.Getenv(engine.EnvDelegateSocket), Token: os.Getenv(engine.EnvDelegateToken), Agents: agents,
+				Socket: os.Getenv(delegate.EnvSocket), Token: os.Getenv(delegate.EnvToken), Agents: agents,
 			}, version())
 		},
 	}

@@ -26,7 +26,7 @@ const module = "github.com/flowrun/flow"
 // turns) is above the leaves it stands in for; the test kits are above
 // everything they drive.
 var layers = [][]string{
-	{"internal/ordered", "internal/secret", "internal/ratelimit", "internal/proc", "internal/gitwork"},
+	{"internal/ordered", "internal/secret", "internal/ratelimit", "internal/proc", "internal/gitwork", "internal/sandbox"},
 	{"schema"}, {"flows"}, {"engine/record"}, {"rundir"}, {"engine"}, {"steps"}, {"reuse"},
 	{"temporal", "internal/trace"}, {"runner"}, {"sweep", "serve"}, {"cmd"},
 	{"internal/archtest", "internal/benchflow", "internal/clitest", "internal/delegatetest", "internal/devserver", "internal/modelserver"},

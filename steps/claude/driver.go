@@ -211,7 +211,7 @@ func effort(thinking string) string {
 
 // delegateTool is the name Claude Code gives the delegate tool of flow's
 // MCP server: mcp__<server>__<tool>.
-const delegateTool = "mcp__" + delegate.MCPName + "__" + engine.DelegateTool
+const delegateTool = "mcp__" + delegate.MCPName + "__" + delegate.Tool
 
 // mcpConfig writes the --mcp-config file that starts flow's delegate
 // server (package mcpserver) into dir, and returns its path. The file

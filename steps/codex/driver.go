@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/flowrun/flow/steps/delegate"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -157,7 +158,7 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		if codexHome != "" {
 			set = append(set, "CODEX_HOME="+codexHome)
 		}
-		env = agentcli.Environ([]string{"CODEX_HOME", engine.EnvDelegateSocket, engine.EnvDelegateToken}, append(set, delegateEnv...)...)
+		env = agentcli.Environ([]string{"CODEX_HOME", delegate.EnvSocket, delegate.EnvToken}, append(set, delegateEnv...)...)
 	}
 	s := newStream(t.Progress)
 	s.before = threadBefore(home, a.Name, t.Session)

@@ -31,7 +31,7 @@ func MCPLaunch(d *engine.Delegation) (Launch, error) {
 		args = append(args, "--agent", a)
 	}
 	return Launch{Command: d.Server[0], Args: args, Env: map[string]string{
-		engine.EnvDelegateSocket: d.Socket,
-		engine.EnvDelegateToken:  d.Token,
+		EnvSocket: d.Socket,
+		EnvToken:  d.Token,
 	}}, nil
 }

@@ -46,7 +46,7 @@ func TestMCPLaunch(t *testing.T) {
 	l, err := MCPLaunch(&engine.Delegation{Agents: []string{"scout", "tester"}, Socket: "/run/d.sock", Token: "tok",
 		Server: []string{"/bin/flow", "mcp-delegate"}})
 	if err != nil || l.Command != "/bin/flow" || !slices.Equal(l.Args, []string{"mcp-delegate", "--agent", "scout", "--agent", "tester"}) ||
-		l.Env[engine.EnvDelegateSocket] != "/run/d.sock" || l.Env[engine.EnvDelegateToken] != "tok" {
+		l.Env[EnvSocket] != "/run/d.sock" || l.Env[EnvToken] != "tok" {
 		t.Errorf("MCPLaunch = %+v, %v", l, err)
 	}
 	if _, err := MCPLaunch(&engine.Delegation{Agents: []string{"scout"}}); err == nil || !strings.Contains(err.Error(), "Delegation.Server") {

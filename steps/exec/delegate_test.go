@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"github.com/flowrun/flow/steps/delegate"
 	"strings"
 	"testing"
 
@@ -13,9 +14,9 @@ import (
 // the ones it inherited, so a flow run inside an agent does not reach
 // the outer run's socket.
 func TestDelegationEnvironment(t *testing.T) { // not parallel: it sets the environment
-	t.Setenv(engine.EnvDelegateSocket, "/outer.sock")
-	t.Setenv(engine.EnvDelegateToken, "outer")
-	script := `echo "socket=$` + engine.EnvDelegateSocket + ` token=$` + engine.EnvDelegateToken + `"`
+	t.Setenv(delegate.EnvSocket, "/outer.sock")
+	t.Setenv(delegate.EnvToken, "outer")
+	script := `echo "socket=$` + delegate.EnvSocket + ` token=$` + delegate.EnvToken + `"`
 	tr := turn(t, script)
 	res, err := (&Driver{}).Turn(context.Background(), tr)
 	if err != nil {

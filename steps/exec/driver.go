@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowrun/flow/steps/delegate"
 	"io"
 	"os"
 	osexec "os/exec"
@@ -191,7 +192,7 @@ func resolve(command []string, source string) []string {
 // flowVars are set by the driver; inherited values are dropped so that a
 // flow running inside another flow's agent does not pass the outer ones on.
 var flowVars = []string{"FLOW_MODEL=", "FLOW_VISIT=", "FLOW_RUN=", "FLOW_OUTPUT_SCHEMA=",
-	engine.EnvDelegateSocket + "=", engine.EnvDelegateToken + "="}
+	delegate.EnvSocket + "=", delegate.EnvToken + "="}
 
 func environ(t *engine.Turn) []string {
 	parent := os.Environ()
@@ -208,7 +209,7 @@ func environ(t *engine.Turn) []string {
 	// A turn that may delegate hands its calls to `flow delegate`
 	// (docs/delegation.md).
 	if d := t.Delegate; d != nil {
-		env = append(env, engine.EnvDelegateSocket+"="+d.Socket, engine.EnvDelegateToken+"="+d.Token)
+		env = append(env, delegate.EnvSocket+"="+d.Socket, delegate.EnvToken+"="+d.Token)
 	}
 	return env
 }
@@ -219,7 +220,7 @@ func environ(t *engine.Turn) []string {
 func flowOnly(env []string) []string {
 	var out []string
 	for _, kv := range env {
-		if hasAnyPrefix(kv, []string{"FLOW_MODEL=", "FLOW_VISIT=", "FLOW_RUN=", "FLOW_OUTPUT_SCHEMA=", engine.EnvDelegateSocket + "=", engine.EnvDelegateToken + "="}) {
+		if hasAnyPrefix(kv, []string{"FLOW_MODEL=", "FLOW_VISIT=", "FLOW_RUN=", "FLOW_OUTPUT_SCHEMA=", delegate.EnvSocket + "=", delegate.EnvToken + "="}) {
 			out = append(out, kv)
 		}
 	}

@@ -66,7 +66,7 @@ func (c *conv) begin(ctx context.Context, msgs []openai.Message) {
 // when the turn may delegate.
 func (c *conv) names() []string {
 	if c.t.Delegate != nil {
-		return append(append([]string(nil), c.tools...), engine.DelegateTool)
+		return append(append([]string(nil), c.tools...), delegate.Tool)
 	}
 	return c.tools
 }
@@ -76,7 +76,7 @@ func (c *conv) definitions() []any {
 	var out []any
 	for _, n := range c.names() {
 		fn := map[string]any{"name": n}
-		if n == engine.DelegateTool {
+		if n == delegate.Tool {
 			fn["description"], fn["parameters"] = delegate.Description, delegate.Schema(c.t.Delegate.Agents)
 		} else {
 			fn["description"], fn["parameters"] = definitions[n]["description"], definitions[n]["parameters"]
@@ -270,7 +270,7 @@ func (c *conv) resultMessage(call openai.Call, result string, isErr bool) openai
 // call makes one tool call: delegate through the run's socket, the others
 // in the toolbox.
 func (c *conv) call(ctx context.Context, call openai.Call) (string, bool) {
-	if call.Function.Name == engine.DelegateTool && c.t.Delegate != nil {
+	if call.Function.Name == delegate.Tool && c.t.Delegate != nil {
 		return delegate.Serve(ctx, c.t.Delegate.Socket, c.t.Delegate.Token, []byte(call.Function.Arguments))
 	}
 	return c.box.run(ctx, call.Function.Name, call.Function.Arguments)

@@ -35,7 +35,7 @@ func textInstructions(tools []string, deleg *engine.Delegation) string {
 	}
 	if deleg != nil {
 		params, _ := json.Marshal(delegate.Schema(deleg.Agents))
-		fmt.Fprintf(&b, "- %s: %s Arguments (JSON schema): %s\n", engine.DelegateTool, delegate.Description, params)
+		fmt.Fprintf(&b, "- %s: %s Arguments (JSON schema): %s\n", delegate.Tool, delegate.Description, params)
 	}
 	b.WriteString("\nTo call a tool, end your answer with one block like this, and nothing after it:\n\n" +
 		"```tool\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n```\n\n" +

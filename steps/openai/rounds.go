@@ -121,8 +121,8 @@ func (r *rounds) serve(ctx context.Context, calls []wireCall) {
 
 // call runs one tool call: delegate is the only tool there is.
 func (r *rounds) call(ctx context.Context, c wireCall) (string, bool) {
-	if c.Function.Name != engine.DelegateTool {
-		return fmt.Sprintf("there is no tool %q; the only tool is %s", c.Function.Name, engine.DelegateTool), true
+	if c.Function.Name != delegate.Tool {
+		return fmt.Sprintf("there is no tool %q; the only tool is %s", c.Function.Name, delegate.Tool), true
 	}
 	return delegate.Serve(ctx, r.t.Delegate.Socket, r.t.Delegate.Token, []byte(c.Function.Arguments))
 }
@@ -134,7 +134,7 @@ func offered(d *engine.Delegation) []any {
 		return nil
 	}
 	return []any{map[string]any{"type": "function", "function": map[string]any{
-		"name": engine.DelegateTool, "description": delegate.Description, "parameters": delegate.Schema(d.Agents),
+		"name": delegate.Tool, "description": delegate.Description, "parameters": delegate.Schema(d.Agents),
 	}}}
 }
 

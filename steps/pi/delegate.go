@@ -24,8 +24,8 @@ var extension string
 // file holds nothing a reader could use.
 func writeExtension(d *engine.Delegation, dir string) (string, error) {
 	def, err := json.Marshal(map[string]any{
-		"name": engine.DelegateTool, "description": delegate.Description, "parameters": delegate.Schema(d.Agents),
-		"socketEnv": engine.EnvDelegateSocket, "tokenEnv": engine.EnvDelegateToken,
+		"name": delegate.Tool, "description": delegate.Description, "parameters": delegate.Schema(d.Agents),
+		"socketEnv": delegate.EnvSocket, "tokenEnv": delegate.EnvToken,
 	})
 	if err != nil {
 		return "", err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/flowrun/flow/steps/delegate"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,7 +138,7 @@ func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err 
 		}
 		// --tools allows extension tools by name too.
 		args = append(args, "--extension", ext)
-		tools = strings.TrimPrefix(tools+","+engine.DelegateTool, ",")
+		tools = strings.TrimPrefix(tools+","+delegate.Tool, ",")
 	}
 	if tools == "" {
 		args = append(args, "--no-tools")
@@ -167,8 +168,8 @@ func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err 
 	}
 	set = append(set, d.opts.Env...)
 	if t.Delegate != nil {
-		drop = append(drop, engine.EnvDelegateSocket, engine.EnvDelegateToken)
-		set = append(set, engine.EnvDelegateSocket+"="+t.Delegate.Socket, engine.EnvDelegateToken+"="+t.Delegate.Token)
+		drop = append(drop, delegate.EnvSocket, delegate.EnvToken)
+		set = append(set, delegate.EnvSocket+"="+t.Delegate.Socket, delegate.EnvToken+"="+t.Delegate.Token)
 	}
 	// No update checks or install telemetry from inside a flow.
 	set = append(set, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0")

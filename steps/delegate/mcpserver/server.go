@@ -3,7 +3,7 @@
 // The CLI starts it as `flow mcp-delegate --agent NAME...` (one --agent
 // per agent the turn may start, the order kept), with the run's socket and
 // the turn's token in FLOW_DELEGATE_SOCKET and FLOW_DELEGATE_TOKEN
-// (engine.EnvDelegateSocket, engine.EnvDelegateToken); so a host sets
+// (delegate.EnvSocket, delegate.EnvToken); so a host sets
 // engine.Delegation.Server to [flow-binary, "mcp-delegate"] and the driver
 // appends the --agent flags and writes the environment into the CLI's
 // configuration.
@@ -22,7 +22,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/delegate"
 )
 
@@ -36,14 +35,14 @@ type Config struct {
 func New(cfg Config, version string) (*mcp.Server, error) {
 	if cfg.Socket == "" || cfg.Token == "" {
 		return nil, fmt.Errorf("mcp-delegate: %s and %s must be set (the driver writes them into the CLI's configuration)",
-			engine.EnvDelegateSocket, engine.EnvDelegateToken)
+			delegate.EnvSocket, delegate.EnvToken)
 	}
 	if len(cfg.Agents) == 0 {
 		return nil, errors.New("mcp-delegate: no agent to delegate to: give at least one --agent")
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "flow", Version: version}, nil)
 	s.AddTool(&mcp.Tool{
-		Name:        engine.DelegateTool,
+		Name:        delegate.Tool,
 		Description: delegate.Description,
 		InputSchema: delegate.Schema(cfg.Agents),
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"github.com/flowrun/flow/steps/delegate"
 	"strings"
 	"testing"
 
@@ -94,8 +95,8 @@ func TestMCPDelegateNoSocket(t *testing.T) {
 
 func TestMCPDelegateConfig(t *testing.T) {
 	t.Parallel()
-	if _, err := New(Config{Agents: []string{"scout"}}, ""); err == nil || !strings.Contains(err.Error(), engine.EnvDelegateSocket) {
-		t.Errorf("New without a socket = %v, want an error naming %s", err, engine.EnvDelegateSocket)
+	if _, err := New(Config{Agents: []string{"scout"}}, ""); err == nil || !strings.Contains(err.Error(), delegate.EnvSocket) {
+		t.Errorf("New without a socket = %v, want an error naming %s", err, delegate.EnvSocket)
 	}
 	if _, err := New(Config{Socket: "s", Token: "t"}, ""); err == nil || !strings.Contains(err.Error(), "--agent") {
 		t.Errorf("New without agents = %v", err)
