@@ -433,5 +433,17 @@ func forkDiffSteps(d *docSession) []docStep {
 				t.Fatalf("%s: %v", line, m)
 			}
 		}},
+		{line: "go run ./cmd/flow fork last --at summary --assign summarizer=bigger", run: ran},
+		{line: "go run ./cmd/flow runs --forks-of last~1", run: func(d *docSession, line string) {
+			if out := d.sh(line, time.Minute); strings.Count(out, "count-file") != 1 {
+				t.Fatalf("%s: want the one fork:\n%s", line, out)
+			}
+		}},
+		{line: "go run ./cmd/flow diff last~1 last", run: func(d *docSession, line string) {
+			out := d.sh(line, time.Minute)
+			if !strings.Contains(out, "~ summary  model") || strings.Contains(out, "~ wc") || !strings.Contains(out, "model: (none) → bigger") {
+				t.Fatalf("%s: the fork should differ in its summary's model only:\n%s", line, out)
+			}
+		}},
 	}
 }
