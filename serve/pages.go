@@ -133,6 +133,7 @@ func (s *Server) pageRun(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("reading run %s: %v", id, err), http.StatusInternalServerError)
 		return
 	}
+	v.Forks = s.forksOf(id)
 	data := map[string]any{"Title": "run " + id, "Run": v, "Self": []*RunView{v}, "Zone": time.Local}
 	if e := s.catalog.get(v.Flow); e != nil && e.Plan != nil {
 		data["Graph"] = flowGraph(e.Plan.Root, v.Visits, v.Status != string(rundir.StatusRunning) && v.Status != statusQueued)
@@ -220,4 +221,19 @@ func (s *Server) recover(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// forksOf are the runs forked from run id (flow fork), for its page.
+func (s *Server) forksOf(id string) []string {
+	runs, err := rundir.List(s.cfg.RunsDir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, r := range runs {
+		if r.ForkedFrom != nil && r.ForkedFrom.Run == id {
+			out = append(out, r.ID)
+		}
+	}
+	return out
 }

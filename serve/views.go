@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -46,9 +47,13 @@ type RunView struct {
 	// Overspend names each budget the run ended above, by how much and
 	// why (its end fact's).
 	Overspend []rundir.Overspend `json:"overspend,omitempty"`
-	Live      []LiveVisit        `json:"live,omitempty"`   // visits running now
-	Asks      []*Ask             `json:"asks,omitempty"`   // questions it waits on
-	Visits    []VisitView        `json:"visits,omitempty"` // GET /api/runs/{id} only
+	// ForkedFrom is where a fork came from (flow fork), and Forks the
+	// forks made of this run (the run page only).
+	ForkedFrom *record.Fork `json:"forked_from,omitempty"`
+	Forks      []string     `json:"forks,omitempty"`
+	Live       []LiveVisit  `json:"live,omitempty"`   // visits running now
+	Asks       []*Ask       `json:"asks,omitempty"`   // questions it waits on
+	Visits     []VisitView  `json:"visits,omitempty"` // GET /api/runs/{id} only
 }
 
 // VisitView is one visit of a run, from its journal.
@@ -78,7 +83,7 @@ type VisitView struct {
 func (s *Server) runView(info *rundir.RunInfo) *RunView {
 	v := &RunView{ID: info.ID, Flow: info.Flow, Status: string(info.Status), Trigger: s.trigger(info.ID), Started: info.Started,
 		Ended: info.Ended, WallMS: info.WallMS, Usage: info.Usage, Error: info.Failure, Resumable: info.Resumable, Why: info.Why, Dir: info.Dir,
-		Overspend: info.Overspend}
+		Overspend: info.Overspend, ForkedFrom: info.ForkedFrom}
 	if a, _ := s.runs.get(info.ID); a != nil {
 		v.Status, v.Resumable, v.Why = string(rundir.StatusRunning), false, "it is running"
 		v.Live = a.liveVisits()

@@ -11,6 +11,7 @@
 //	flow worker --temporal HOST:PORT
 //	flow delegate AGENT TASK
 //	flow runs | show [RUN] | tail RUN [VISIT] | gc
+//	flow fork RUN --at VISIT [--input …] [--assign AGENT=M] [--set VISIT=VALUE]
 //	flow diff RUN RUN [--json]
 //	flow gate FILE --inputs TASKS (--min-success P | --baseline SWEEP [--reuse]) [--junit FILE] [--json]
 //	flow agents [FILE]
