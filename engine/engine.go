@@ -65,7 +65,7 @@ type Options struct {
 	// Repos are the commits the run started at, by repository (the
 	// snapshot's Repos): where isolated scopes begin. The host that
 	// records the snapshot sets them.
-	Repos map[string]string
+	Repos      map[string]string
 	ForkedFrom *record.Fork // a fork's origin (flow fork), on its start fact
 	// Notes are said as the run starts, after its start event (a
 	// resume's: what changed, what was ended).
