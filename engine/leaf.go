@@ -168,7 +168,7 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 	case errors.Is(err, errBudget):
 		return reply{}, &Failure{Kind: schema.FailBudget, Message: errBudget.Error()}
 	case errors.Is(err, ErrUnavailable):
-		return reply{}, &Failure{Kind: schema.FailUnavailable, Message: unavailableMessage(err)}
+		return reply{}, &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	case errors.Is(err, record.ErrRateLimit):
 		return reply{}, record.RateLimited(err)
 	case err != nil:
@@ -271,7 +271,7 @@ func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map
 	case errors.Is(err, errTimeout):
 		o.fail = &Failure{Kind: schema.FailTimeout, Message: errTimeout.Error()}
 	case err != nil:
-		o.fail = &Failure{Kind: schema.FailUnavailable, Message: unavailableMessage(err)}
+		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	default:
 		o.output = map[string]any{"passed": res.Passed, "exit": res.Exit, "report": res.Report}
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/flowrun/flow/engine/record"
@@ -156,17 +155,3 @@ var ErrUnavailable = errUnavailable{}
 type errUnavailable struct{}
 
 func (errUnavailable) Error() string { return "unavailable" }
-
-// unavailableMessage is err's text without the leading "unavailable: "
-// an error wrapping ErrUnavailable starts with: the failure's kind says it
-// already (no "unavailable: unavailable:").
-func unavailableMessage(err error) string {
-	msg := err.Error()
-	for {
-		rest, ok := strings.CutPrefix(msg, ErrUnavailable.Error()+": ")
-		if !ok {
-			return msg
-		}
-		msg = rest
-	}
-}

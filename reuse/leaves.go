@@ -62,7 +62,7 @@ func (l *Leaves) miss(visit string, m Miss) error {
 	if m.Diff != "" {
 		msg += "\n" + m.Diff
 	}
-	return fmt.Errorf("%w: %s", engine.ErrUnavailable, msg)
+	return unavailable("%s", msg)
 }
 
 // Turn answers t from the recording of its key, else runs it. A visit in
@@ -151,18 +151,18 @@ func answer(h hit, t *engine.Turn) (*engine.TurnResult, error) {
 	} else { // a typed answer is handed on as JSON, a string too
 		b, err := json.Marshal(f.Output)
 		if err != nil {
-			return nil, fmt.Errorf("%w: the recorded answer of %s: %w", engine.ErrUnavailable, f.Visit, err)
+			return nil, unavailable("the recorded answer of %s: %w", f.Visit, err)
 		}
 		res.Output = string(b)
 	}
 	if f.File != "" {
 		src := h.rec.locate(f.File)
 		if src == "" {
-			return nil, fmt.Errorf("%w: the recorded answer file of %s, %s, is not inside the recording %s", engine.ErrUnavailable, f.Visit, f.File, h.rec.Dir)
+			return nil, unavailable("the recorded answer file of %s, %s, is not inside the recording %s", f.Visit, f.File, h.rec.Dir)
 		}
 		dst := filepath.Join(t.Home, filepath.Base(f.File))
 		if err := copyFile(src, dst); err != nil {
-			return nil, fmt.Errorf("%w: the recorded answer file of %s: %w", engine.ErrUnavailable, f.Visit, err)
+			return nil, unavailable("the recorded answer file of %s: %w", f.Visit, err)
 		}
 		res.File = dst
 	}
