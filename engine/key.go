@@ -53,7 +53,7 @@ func chained(sess *session, k *flows.VisitKey) {
 // offered is the key a leaf seam may answer a turn from a recording
 // with: none for a node that says `reuse: never`. A command's key is
 // always handed on, with Command.Reuse saying whether its node allows it
-// (`flow test --stub-commands` answers every command by key).
+// (`flow test` answers every command by key unless --live-commands).
 func offered(n *flows.Node, k *flows.VisitKey) *flows.VisitKey {
 	if n.Reuse == flows.ReuseNever {
 		return nil

@@ -2,7 +2,6 @@ package reuse
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/delegate"
@@ -23,10 +22,10 @@ func delegateAgain(ctx context.Context, h hit, t *engine.Turn) error {
 	for _, c := range h.rec.kids[h.fact.Visit] {
 		reply, err := delegate.Call(ctx, t.Delegate.Socket, t.Delegate.Token, c.agent, c.task)
 		if err != nil {
-			return fmt.Errorf("%w: %s: repeating its recorded delegate call to %s (%s): %w", engine.ErrUnavailable, t.Visit, c.agent, c.path, err)
+			return unavailable("%s: repeating its recorded delegate call to %s (%s): %w", t.Visit, c.agent, c.path, err)
 		}
 		if reply.Error != "" && c.ok {
-			return fmt.Errorf("%w: %s: its recorded delegate call to %s (%s) has no answer now: %s", engine.ErrUnavailable, t.Visit, c.agent, c.path, reply.Error)
+			return unavailable("%s: its recorded delegate call to %s (%s) has no answer now: %s", t.Visit, c.agent, c.path, reply.Error)
 		}
 	}
 	return nil

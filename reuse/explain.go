@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rogpeppe/go-internal/diff"
+
 	"github.com/flowrun/flow/flows"
 )
 
@@ -72,16 +74,20 @@ func promptMiss(was, now string) Miss {
 			break
 		}
 	}
-	var d strings.Builder
-	fmt.Fprintf(&d, "--- recorded\n+++ now\n@@ line %d @@\n", i+1)
-	for j := max(0, i-2); j < i; j++ {
-		fmt.Fprintf(&d, " %s\n", b[j])
+	// A real line diff (a unified diff of the two turn texts): only the
+	// lines that differ are marked, with their context.
+	d := string(diff.Diff("recorded", []byte(withNewline(was)), "now", []byte(withNewline(now))))
+	if _, rest, ok := strings.Cut(d, "\n"); ok && strings.HasPrefix(d, "diff ") {
+		d = rest // its "diff recorded now" line: the ---/+++ lines say it
 	}
-	for j := i; j < len(a) && j < i+3; j++ {
-		fmt.Fprintf(&d, "-%s\n", a[j])
+	return Miss{Reason: reason, Diff: strings.TrimRight(d, "\n")}
+}
+
+// withNewline ends s with a newline, so that a diff of two texts does not
+// mark their last lines as differing only by one.
+func withNewline(s string) string {
+	if s == "" || strings.HasSuffix(s, "\n") {
+		return s
 	}
-	for j := i; j < len(b) && j < i+3; j++ {
-		fmt.Fprintf(&d, "+%s\n", b[j])
-	}
-	return Miss{Reason: reason, Diff: strings.TrimRight(d.String(), "\n")}
+	return s + "\n"
 }

@@ -3,7 +3,6 @@ package reuse
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/rundir"
@@ -62,7 +61,7 @@ func setAnswer(t *engine.Turn, v any) (*engine.TurnResult, error) {
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --set %s: %w", engine.ErrUnavailable, t.Visit, err)
+		return nil, unavailable("--set %s: %w", t.Visit, err)
 	}
 	res.Output = string(b)
 	return res, nil
@@ -72,7 +71,7 @@ func setAnswer(t *engine.Turn, v any) (*engine.TurnResult, error) {
 func setCommand(c *engine.Command, v any) (*engine.CommandResult, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%w: --set %s: a run node's output is {passed, exit, report}", engine.ErrUnavailable, c.Visit)
+		return nil, unavailable("--set %s: a run node's output is {passed, exit, report}", c.Visit)
 	}
 	res := &engine.CommandResult{Reused: &rundir.Reused{Run: "--set", Visit: c.Visit}}
 	res.Passed, _ = m["passed"].(bool)

@@ -20,10 +20,14 @@ import (
 type Leaves struct {
 	From *Set
 	Next engine.LeafRunner
-	// Commands runs commands when Next is nil: flow test runs `run:`
-	// nodes for real; nil answers them from the recording too
-	// (--stub-commands), a miss failing closed.
-	Commands engine.Commander
+	// Commands runs commands when Next is nil (flow test): a command whose
+	// node says reuse: never (it must be fresh, such as one that makes a
+	// scratch repository), or every command with LiveCommands
+	// (--live-commands). Any other command is answered from the recording
+	// by its key, a miss failing closed: what a command printed when
+	// recorded (a git log, a wc) is what the test replays.
+	Commands     engine.Commander
+	LiveCommands bool
 
 	mu     sync.Mutex
 	misses []Miss
@@ -58,7 +62,7 @@ func (l *Leaves) miss(visit string, m Miss) error {
 	if m.Diff != "" {
 		msg += "\n" + m.Diff
 	}
-	return fmt.Errorf("%w: %s", engine.ErrUnavailable, msg)
+	return unavailable("%s", msg)
 }
 
 // Turn answers t from the recording of its key, else runs it. A visit in
@@ -96,10 +100,11 @@ func (l *Leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 }
 
 // Command answers c from the recording when its node says reuse: true,
-// else runs it; offline, it runs it for real (Commands), or answers it
-// from the recording whatever its node says (--stub-commands).
+// else runs it; offline (flow test), it answers it from the recording
+// whatever its node says, unless its node says reuse: never (no key) or
+// LiveCommands: then it runs it for real (Commands).
 func (l *Leaves) Command(ctx context.Context, c *engine.Command) (*engine.CommandResult, error) {
-	if l.Next == nil && l.Commands != nil { // flow test: commands run for real
+	if l.Next == nil && l.Commands != nil && (l.LiveCommands || c.Key == nil) { // flow test: this command runs for real
 		return local.Leaves{Commands: l.Commands}.Command(ctx, c)
 	}
 	key := c.Key
@@ -146,18 +151,18 @@ func answer(h hit, t *engine.Turn) (*engine.TurnResult, error) {
 	} else { // a typed answer is handed on as JSON, a string too
 		b, err := json.Marshal(f.Output)
 		if err != nil {
-			return nil, fmt.Errorf("%w: the recorded answer of %s: %w", engine.ErrUnavailable, f.Visit, err)
+			return nil, unavailable("the recorded answer of %s: %w", f.Visit, err)
 		}
 		res.Output = string(b)
 	}
 	if f.File != "" {
 		src := h.rec.locate(f.File)
 		if src == "" {
-			return nil, fmt.Errorf("%w: the recorded answer file of %s, %s, is not inside the recording %s", engine.ErrUnavailable, f.Visit, f.File, h.rec.Dir)
+			return nil, unavailable("the recorded answer file of %s, %s, is not inside the recording %s", f.Visit, f.File, h.rec.Dir)
 		}
 		dst := filepath.Join(t.Home, filepath.Base(f.File))
 		if err := copyFile(src, dst); err != nil {
-			return nil, fmt.Errorf("%w: the recorded answer file of %s: %w", engine.ErrUnavailable, f.Visit, err)
+			return nil, unavailable("the recorded answer file of %s: %w", f.Visit, err)
 		}
 		res.File = dst
 	}

@@ -203,7 +203,7 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 	if err != nil || input == nil {
 		t.Fatalf("the cassette's input: %v %v", input, err)
 	}
-	leaves := &reuse.Leaves{From: set, Commands: run.New()}
+	leaves := &reuse.Leaves{From: set, Commands: run.New(), LiveCommands: true}
 	out, err := local.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: input, Leaves: leaves})
 	if err != nil || !out.OK {
 		t.Fatalf("the replay failed: %v %v %v", err, out.Failure, leaves.Misses())
@@ -215,7 +215,7 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 	// An edited prompt misses, naming the visit, with a diff.
 	edit(t, dir, "big.yaml", "Continue.", "Continue, please.")
 	plan, _ = flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{WorkDir: dir, UserAgentDirs: []string{}})
-	leaves = &reuse.Leaves{From: set, Commands: run.New()}
+	leaves = &reuse.Leaves{From: set, Commands: run.New(), LiveCommands: true}
 	out, err = local.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: input, Leaves: leaves})
 	if err != nil || out.OK {
 		t.Fatalf("an edited prompt replayed: %v", err)

@@ -188,12 +188,9 @@ func Answered(l engine.LeafRunner) LeafOption {
 }
 
 // Replay are leaves that answer every turn from the recording set, and
-// commands for real with the process's command runner unless
-// stubCommands (flow test; docs/reuse-and-tests.md).
-func (r *Runner) Replay(set *reuse.Set, stubCommands bool) *reuse.Leaves {
-	l := &reuse.Leaves{From: set}
-	if !stubCommands {
-		l.Commands = r.commands
-	}
-	return l
+// every command too unless its node says reuse: never; with liveCommands
+// every command runs for real with the process's command runner (flow
+// test; docs/reuse-and-tests.md).
+func (r *Runner) Replay(set *reuse.Set, liveCommands bool) *reuse.Leaves {
+	return &reuse.Leaves{From: set, Commands: r.commands, LiveCommands: liveCommands}
 }

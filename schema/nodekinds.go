@@ -230,7 +230,7 @@ func (s *LoopSpec) field(r *reader, e entry, label string) {
 		if !s.Until.Set() {
 			r.errorf(e.keyN, CodeMissing, "add until: <a guard that says when the loop is done>", "%s has no until", label)
 		}
-		if !s.Max.IsSet {
+		if !s.Max.IsSet && !s.Max.Pos.IsValid() { // a max that is there but not a number is one fault, said by integer
 			r.errorf(e.keyN, CodeBound, "add max: <the most iterations>; reaching it fails `unconverged`", "%s has no max", label)
 		}
 	case "do":
@@ -278,7 +278,7 @@ func (s *MapSpec) require(r *reader, at Pos, label string) {
 	if !s.Items.Set() {
 		r.diags.Add(at, CodeMissing, "give an expression that yields a list, e.g. map: input.files", "%s has an empty map expression", label)
 	}
-	if !s.Max.IsSet {
+	if !s.Max.IsSet && !s.Max.Pos.IsValid() { // a max that is there but not a number is one fault, said by integer
 		r.diags.Add(at, CodeBound, "add max: <the most items>; a longer list fails `too-many` before any item runs", "%s has no max", label)
 	}
 	if s.Do == nil {

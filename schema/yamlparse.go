@@ -59,7 +59,13 @@ func (r *reader) parse(l Limits) ast.Node {
 		} else {
 			msg = err.Error()
 		}
-		r.diags.Add(pos, CodeYAML, "fix the YAML syntax at this position", "%s", msg)
+		hint := "fix the YAML syntax at this position"
+		if msg == msgMappingValue {
+			if p, h, ok := overIndented(r.src, pos); ok {
+				pos, hint = p, h
+			}
+		}
+		r.diags.Add(pos, CodeYAML, hint, "%s", msg)
 		return nil
 	}
 	if len(f.Docs) == 0 || f.Docs[0] == nil || f.Docs[0].Body == nil {

@@ -255,6 +255,7 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 	v.SetDefault("runs_dir", filepath.Join(".flow", "runs"))
 	v.SetDefault("sweeps_dir", filepath.Join(".flow", "sweeps"))
 	v.SetDefault("gates_dir", filepath.Join(".flow", "gates")) // flow gate's trials: sweeps of their own
+	v.SetDefault("tests_dir", filepath.Join(".flow", "tests")) // flow test's runs, apart from runs_dir
 	v.SetDefault("concurrency", 0)
 	v.SetDefault("timeout", "30m") // a turn that nothing else bounds
 	v.SetDefault("project_agents", false)

@@ -139,7 +139,7 @@ var entryPoints = map[string]entryPoint{
 		if out, code := c.flow(dir, env, "test", "--record", flow); code != 0 {
 			return out, code
 		}
-		if err := os.RemoveAll(filepath.Join(dir, ".flow", "runs")); err != nil {
+		if err := os.RemoveAll(filepath.Join(dir, ".flow", "tests")); err != nil { // the recording's run
 			c.t.Fatal(err)
 		}
 		return c.flow(dir, env, "test", flow)
@@ -336,9 +336,11 @@ func (c *conformance) flow(dir string, env []string, args ...string) (string, in
 // runs are the run directories under dir, newest first.
 func (c *conformance) runs(dir string) []string {
 	var out []string
-	infos, _ := rundir.List(filepath.Join(dir, ".flow", "runs"))
-	for _, r := range infos {
-		out = append(out, r.Dir)
+	for _, d := range []string{"tests", "runs"} { // flow test's runs are in .flow/tests, and newer than the recording's
+		infos, _ := rundir.List(filepath.Join(dir, ".flow", d))
+		for _, r := range infos {
+			out = append(out, r.Dir)
+		}
 	}
 	return out
 }

@@ -115,7 +115,7 @@ func TestFlowTestDelegation(t *testing.T) {
 	runs := t.TempDir()
 	test := func() (string, error) {
 		c := o.command(t, bin, moved, "test", "lead.yaml")
-		c.Env = append(c.Env, "FLOW_RUNS_DIR="+runs, "FLOW_DRIVER=exec")
+		c.Env = append(c.Env, "FLOW_TESTS_DIR="+runs, "FLOW_DRIVER=exec") // flow test runs in tests_dir
 		out, err := c.CombinedOutput()
 		return string(out), err
 	}

@@ -2,7 +2,7 @@
 //
 //	flow run FILE [--input JSON | -i key=value …] [--model M] [--timeout D] [--json] [--reuse[=RUN,…]] [--temporal HOST:PORT]
 //	flow resume [RUN]
-//	flow test FILE [--record] [--cassette DIR] [--stub-commands]
+//	flow test FILE [--record] [--cassette DIR] [--live-commands]
 //	flow validate FILE… [--preflight]
 //	flow plan FILE [--mermaid] [--reuse[=RUN,…]]
 //	flow sweep FILE | --resume SWEEP

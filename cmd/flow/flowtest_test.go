@@ -123,20 +123,38 @@ func TestFlowTestOfflineCutsTheNetwork(t *testing.T) {
 	}
 }
 
-// TestFlowTestExamplesOffline replays every example's cassette with the
-// agent CLIs absent from PATH and the network cut (offline), in a copy of
-// the examples at another path than the one they were recorded at, with
-// every agent script of the copy replaced by one that says it was
-// started: each passes and no driver process starts. The examples'
-// commands are stubbed from the cassette (their output, a git log,
-// changes with every commit), except writers': its first command makes
-// the repository its isolated writers work in, where the cassette's
-// recorded changes are made again and landed for real. An edited prompt
-// fails naming its node, with the diff.
+// TestFlowTestExamplesOffline replays every example's cassette exactly as
+// docs/reuse-and-tests.md writes it (flow test examples/NAME.yaml, no
+// flag), with the agent CLIs absent from PATH and the network cut
+// (offline), in a copy of the examples at another path than the one they
+// were recorded at, beside a README.md and a Taskfile.yml that differ from
+// the recorded ones and in a repository whose history is not the recorded
+// one (what count-file, fanout, nightly and release's commands print), with
+// every agent script of the copy replaced by one that says it was started:
+// each passes and no driver process starts. Commands are answered from
+// the cassette by default, except writers' (reuse: never): its first
+// command makes the repository its isolated writers work in, where the
+// cassette's recorded changes are made again and landed for real.
 func TestFlowTestExamplesOffline(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "reuse-and-tests.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := 0
+	for _, l := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(l, "flow test ") && !strings.Contains(l, "--record") {
+			documented++
+			if f := strings.Fields(l); len(f) != 3 || !strings.HasPrefix(f[2], "examples/") {
+				t.Errorf("the doc writes %q: flow test of an example is written flow test examples/NAME.yaml, with no flag, and tested so", l)
+			}
+		}
+	}
+	if documented == 0 {
+		t.Fatal("docs/reuse-and-tests.md writes no flow test command")
 	}
 	o := newOffline(t)
 	clone := filepath.Join(t.TempDir(), "elsewhere", "clone")
@@ -145,6 +163,18 @@ func TestFlowTestExamplesOffline(t *testing.T) {
 	}
 	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples"), filepath.Join(clone, "examples")).CombinedOutput(); err != nil {
 		t.Fatalf("copying the examples: %v\n%s", err, out)
+	}
+	// What the examples' commands read, not as it was when recorded.
+	for _, f := range []string{"README.md", "Taskfile.yml", "go.mod"} {
+		if err := os.WriteFile(filepath.Join(clone, f), []byte("# Not what was recorded\n\nchanged since\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "A history that is not the recorded one"}} {
+		if out, err := exec.Command("git", append([]string{"-C", clone}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
 	}
 	started := filepath.Join(t.TempDir(), "started")
 	scripts, _ := filepath.Glob(filepath.Join(clone, "examples", "agents", "bin", "*"))
@@ -162,13 +192,12 @@ func TestFlowTestExamplesOffline(t *testing.T) {
 	tested := 0
 	for _, f := range files {
 		name := filepath.Base(f)
+		if _, err := os.Stat(strings.TrimSuffix(f, ".yaml") + ".cassette"); err != nil {
+			continue
+		}
 		tested++
 		t.Run(name, func(t *testing.T) {
-			args := []string{"--stub-commands", "examples/" + name}
-			if name == "writers.yaml" {
-				args = args[1:]
-			}
-			out, err := o.flowTest(t, bin, clone, args...)
+			out, err := o.flowTest(t, bin, clone, "examples/"+name)
 			if err != nil || !strings.Contains(out, "passed against") {
 				t.Fatalf("flow test examples/%s: %v\n%s", name, err, out)
 			}
@@ -195,7 +224,7 @@ func TestFlowTestExamplesOffline(t *testing.T) {
 	if err := os.WriteFile(p, []byte(strings.Replace(string(b), old, "Give your verdict now.", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := o.flowTest(t, bin, clone, "--stub-commands", "examples/review.yaml")
+	out, err := o.flowTest(t, bin, clone, "examples/review.yaml")
 	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("flow test with an edited prompt: %v, want exit 1\n%s", err, out)
 	}
@@ -204,6 +233,88 @@ func TestFlowTestExamplesOffline(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the failure does not say %q:\n%s", want, out)
 		}
+	}
+	checkTestFailure(t, out)
+}
+
+// checkTestFailure: a failed flow test never advises flow resume (it would
+// run the agents live), names no failure kind twice, and its diff marks
+// only lines that differ: no line is both removed and added.
+func checkTestFailure(t *testing.T, out string) {
+	t.Helper()
+	if strings.Contains(out, "flow resume") {
+		t.Errorf("a failed flow test advises flow resume:\n%s", out)
+	}
+	if strings.Contains(out, "unavailable: unavailable") {
+		t.Errorf("a failure kind is said twice:\n%s", out)
+	}
+	removed := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") {
+			removed[l[1:]] = true
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++") && removed[l[1:]] {
+			t.Errorf("the diff marks an identical line as differing: %q\n%s", l[1:], out)
+		}
+	}
+}
+
+// TestFlowTestRunsApart: flow test's runs live in .flow/tests, not among
+// the runs: .flow/runs is not made, a bare flow resume finds nothing to
+// resume after a failed test, and flow show lists no run.
+func TestFlowTestRunsApart(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples"), dir).CombinedOutput(); err != nil {
+		t.Fatalf("copying the examples: %v\n%s", err, out)
+	}
+	p := filepath.Join(dir, "examples", "solve.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), "Say whether the answer is right.", "Say now whether the answer is right.", 1)
+	if edited == string(b) {
+		t.Fatal("solve.yaml holds no prompt")
+	}
+	if err := os.WriteFile(p, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := flowBinary(t)
+	flow := func(args ...string) (string, int) {
+		c := exec.Command(bin, args...)
+		c.Dir = dir
+		c.Env = append(os.Environ(), "HOME="+t.TempDir(), "FLOW_RUNS_DIR=", "FLOW_TESTS_DIR=")
+		out, err := c.CombinedOutput()
+		code := 0
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	out, code := flow("test", "examples/solve.yaml")
+	if code != 1 || !strings.Contains(out, "does not match the recording") {
+		t.Fatalf("flow test of an edited flow: exit %d, want 1 and a miss\n%s", code, out)
+	}
+	checkTestFailure(t, out)
+	if !strings.Contains(out, filepath.Join(".flow", "tests")) {
+		t.Errorf("the test run is not in .flow/tests:\n%s", out)
+	}
+	if runs, _ := rundir.List(filepath.Join(dir, ".flow", "runs")); len(runs) != 0 {
+		t.Errorf("flow test left %d run(s) in .flow/runs", len(runs))
+	}
+	if runs, _ := rundir.List(filepath.Join(dir, ".flow", "tests")); len(runs) != 1 {
+		t.Errorf(".flow/tests holds %d run(s), want the test's 1", len(runs))
+	}
+	if out, code := flow("resume"); code == 0 || !strings.Contains(out, "no resumable run") {
+		t.Errorf("a bare flow resume after a failed flow test: exit %d\n%s", code, out)
 	}
 }
 

@@ -141,7 +141,7 @@ func (a *app) gateRunOptions(f gateFlags) (sweep.RunOptions, *reuse.Leaves, erro
 	if err != nil {
 		return opts, nil, err
 	}
-	leaves := r.Replay(set, false)
+	leaves := r.Replay(set, true) // a gate runs its commands for real
 	if opts.Backend, err = a.local(runner.Answered(leaves)); err != nil {
 		return opts, nil, err
 	}

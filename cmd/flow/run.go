@@ -198,7 +198,7 @@ func (a *app) summary(res *engine.Result) {
 		fmt.Fprintf(a.stderr, "\tat %s\n", root.Pos)
 	}
 	fmt.Fprintf(a.stderr, "\trun directory: %s\n", safeText(res.Dir))
-	if info, err := rundir.Inspect(res.Dir); err == nil && info.Resumable {
+	if info, err := rundir.Inspect(res.Dir); err == nil && info.Resumable && !a.isTestRun(res.Dir) {
 		fmt.Fprintf(a.stderr, "resume with `flow resume %s`\n", res.RunID)
 	}
 }

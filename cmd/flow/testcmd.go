@@ -19,7 +19,8 @@ type testFlags struct {
 	runFlags
 	cassette     string
 	record       bool
-	stubCommands bool
+	liveCommands bool
+	stubCommands bool // accepted, the default: commands are answered from the recording
 }
 
 func (a *app) testCmd() *cobra.Command {
@@ -30,9 +31,12 @@ func (a *app) testCmd() *cobra.Command {
 		Long: "Run a flow with no driver process and no network: every agent turn is\n" +
 			"answered from the cassette (or run) by its visit key, and a turn the\n" +
 			"recording does not hold fails the test, naming the visit and the first\n" +
-			"input that differs, with a diff. run: commands run for real unless\n" +
-			"--stub-commands. With --record the flow runs live and its recording is\n" +
-			"kept as the cassette directory (default FILE's name + .cassette).\n" +
+			"input that differs, with a diff. run: commands are answered from the\n" +
+			"recording too (what they printed when recorded), except those whose\n" +
+			"node says reuse: never; --live-commands runs every command for real.\n" +
+			"With --record the flow runs live and its recording is kept as the\n" +
+			"cassette directory (default FILE's name + .cassette). Test runs are\n" +
+			"kept apart from runs, in tests_dir (default .flow/tests).\n" +
 			"Exit 0 if the flow succeeded, 1 if it failed or missed the recording.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,7 +49,9 @@ func (a *app) testCmd() *cobra.Command {
 	fl.StringArrayVarP(&f.inputKV, "set", "i", nil, "one input field, key=value (repeatable)")
 	fl.StringVar(&f.cassette, "cassette", "", "the recording: a cassette directory or a run (default FILE's name + .cassette)")
 	fl.BoolVar(&f.record, "record", false, "run live and keep the recording as the cassette")
-	fl.BoolVar(&f.stubCommands, "stub-commands", false, "answer run: commands from the recording too")
+	fl.BoolVar(&f.liveCommands, "live-commands", false, "run every run: command for real instead of answering it from the recording")
+	fl.BoolVar(&f.stubCommands, "stub-commands", false, "the default: answer run: commands from the recording")
+	_ = fl.MarkHidden("stub-commands") // kept so that scripts written for it still run
 	fl.BoolVar(&f.json, "json", false, "write the event stream as JSON lines")
 	return cmd
 }
@@ -55,7 +61,11 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 	if err != nil {
 		return err
 	}
+	if f.liveCommands && f.stubCommands {
+		return invalid("--live-commands and --stub-commands contradict each other: give one")
+	}
 	runsDir := a.cfg.GetString("runs_dir")
+	testsDir := a.cfg.GetString("tests_dir") // test runs are not runs: never a flow's last run, never resumed
 	cassette := f.cassette
 	if cassette == "" {
 		cassette = strings.TrimSuffix(file, filepath.Ext(file)) + ".cassette"
@@ -76,7 +86,7 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 			return err
 		}
 		err = a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
-			opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings("", 0), runsDir
+			opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings("", 0), testsDir
 			res, err := backend.Start(ctx, plan, opts)
 			if res != nil {
 				dir = res.Dir
@@ -114,10 +124,10 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 	if err != nil {
 		return err
 	}
-	leaves := r.Replay(set, f.stubCommands)
+	leaves := r.Replay(set, f.liveCommands)
 	backend := r.Local(runner.Answered(leaves))
 	err = a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
-		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings("", 0), runsDir
+		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings("", 0), testsDir
 		return backend.Start(ctx, plan, opts)
 	})
 	for _, m := range leaves.Misses() {
@@ -130,4 +140,19 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 		fmt.Fprintf(a.stderr, "flow test: %s passed against %s\n", file, cassette)
 	}
 	return err
+}
+
+// isTestRun says whether dir is a run of flow test (under tests_dir): its
+// failure is never answered with resume, which would run the agents live.
+func (a *app) isTestRun(dir string) bool {
+	tests, err := filepath.Abs(a.cfg.GetString("tests_dir"))
+	if err != nil {
+		return false
+	}
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(tests, d)
+	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
 }

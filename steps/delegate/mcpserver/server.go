@@ -59,5 +59,5 @@ func Run(ctx context.Context, cfg Config, version string) error {
 	if err != nil {
 		return err
 	}
-	return s.Run(ctx, &mcp.StdioTransport{})
+	return s.Run(ctx, stdio())
 }
