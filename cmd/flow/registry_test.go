@@ -121,7 +121,7 @@ func TestValidateListsTheRegisteredDrivers(t *testing.T) {
 	}
 	want := "f.yaml:3:54: driver: unknown driver \"nope\"\n" +
 		"    3 |   - {id: a, agent: {name: x, description: d, driver: nope}, prompt: p}\n" +
-		"      |                                                      ^\n\thint: drivers are pi, claude, codex, openai, exec\n"
+		"      |                                                      ^\n\thint: drivers are pi, claude, codex, openai, native, exec\n"
 	if !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr:\n%s\nwant among it:\n%s", stderr.String(), want)
 	}
