@@ -412,26 +412,7 @@ func TestRunReuseCLI(t *testing.T) {
 // the new one's worktrees and landed on the new run's branch, each note
 // in one commit, in item order.
 func TestReuseWritersLandsAgain(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples"), dir).CombinedOutput(); err != nil {
-		t.Fatalf("copying the examples: %v\n%s", err, out)
-	}
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	bin := flowBinary(t)
-	runs := t.TempDir()
-	flow := func(args ...string) string {
-		t.Helper()
-		out, err := command(bin, dir, runs, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("flow %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	runs, flow := examplesCopy(t)
 	flow("run", "examples/writers.yaml")
 	if out := flow("run", "--reuse", "examples/writers.yaml"); !strings.Contains(out, "reused 4 visit(s)") {
 		t.Fatalf("flow run --reuse did not reuse the 3 writers and the reviewer:\n%s", out)
@@ -441,20 +422,7 @@ func TestReuseWritersLandsAgain(t *testing.T) {
 		t.Fatalf("runs: %v %v", list, err)
 	}
 	second := list[0]
-	facts, err := rundir.ReadJournal(second.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var repo string
-	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Node == "scratch" {
-			out, _ := f.Output.(map[string]any)
-			repo, _ = out["report"].(string)
-		}
-	}
-	if repo == "" {
-		t.Fatalf("the second run made no repository")
-	}
+	repo := scratchRepo(t, second.Dir)
 	git := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()

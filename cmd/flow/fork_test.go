@@ -17,26 +17,7 @@ import (
 // the fork makes a scratch repository of its own, and the reused writers'
 // changes are made again there.
 func TestForkWritersRedoesOneScope(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples"), dir).CombinedOutput(); err != nil {
-		t.Fatalf("copying the examples: %v\n%s", err, out)
-	}
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	bin := flowBinary(t)
-	runs := t.TempDir()
-	flow := func(args ...string) string {
-		t.Helper()
-		out, err := command(bin, dir, runs, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("flow %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	runs, flow := examplesCopy(t)
 	flow("run", "examples/writers.yaml")
 	list, err := rundir.List(runs)
 	if err != nil || len(list) != 1 {
@@ -94,6 +75,33 @@ func TestForkWritersRedoesOneScope(t *testing.T) {
 		if !strings.Contains(landed, note) {
 			t.Errorf("%s did not land on the fork's branch:\n%s", note, landed)
 		}
+	}
+}
+
+// examplesCopy is a copy of examples/ in a directory of its own, with a
+// home and git configuration of the test's, and flow run there with its
+// runs in runs: a failed command fails the test.
+func examplesCopy(t *testing.T) (runs string, flow func(args ...string) string) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples"), dir).CombinedOutput(); err != nil {
+		t.Fatalf("copying the examples: %v\n%s", err, out)
+	}
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	bin := flowBinary(t)
+	runs = t.TempDir()
+	return runs, func(args ...string) string {
+		t.Helper()
+		out, err := command(bin, dir, runs, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("flow %v: %v\n%s", args, err, out)
+		}
+		return string(out)
 	}
 }
 
