@@ -158,7 +158,7 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *liveSlot, req
 	if held {
 		defer d.tree.releaseUnpriced()
 	}
-	path, refusal := d.take(req, func() string { return r.affords(d.kids, req.Agent) })
+	path, refusal := d.take(req, func() string { return r.ledger.Affords(d.kids.meters, req.Agent) })
 	if refusal != "" {
 		return DelegateReply{Error: refusal}
 	}
@@ -337,27 +337,6 @@ func (s *liveSlot) release() {
 	}
 }
 
-// affords says why a child of agent could not start under the budgets of
-// fr, or "": what a turn of it would reserve is reserved and given back,
-// so that a call the budget refuses starts no visit. The child's own
-// turn books again, atomically, as it starts.
-func (r *runner) affords(fr *frame, agent string) string {
-	want, floor, priced := r.ledger.price(agent)
-	h := &hold{visit: "a delegate call", priced: priced, blind: !priced, mu: r.rt.NewLock()}
-	for i, m := range fr.meters {
-		if why := m.reserve(h, want, floor); why != "" {
-			for _, booked := range fr.meters[:i] {
-				booked.settle(h, nil)
-			}
-			return why
-		}
-	}
-	for _, m := range fr.meters {
-		m.settle(h, nil)
-	}
-	return ""
-}
-
 // unpricedTurn keeps a tree under a budget to one child that nothing can
 // price yet: before any turn of the run ended, a child reserves all that
 // is left (book), so a sibling's call would find nothing left. It waits
@@ -369,7 +348,7 @@ func (r *runner) unpricedTurn(ctx context.Context, d *delegator, agent string) (
 	if len(d.kids.meters) == 0 {
 		return false, nil
 	}
-	if _, _, priced := r.ledger.price(agent); priced {
+	if r.ledger.Priced(agent) {
 		return false, nil
 	}
 	t := d.tree
@@ -382,7 +361,7 @@ func (r *runner) unpricedTurn(ctx context.Context, d *delegator, agent string) (
 	if err := t.unpriced.Lock(ctx); err != nil {
 		return false, err
 	}
-	if _, _, priced := r.ledger.price(agent); priced {
+	if r.ledger.Priced(agent) {
 		t.unpriced.Unlock()
 		return false, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowrun/flow/engine/ledger"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/ordered"
@@ -209,7 +210,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	// What the caller prints is as redacted as what the run directory
 	// holds.
 	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(r.secrets(), plain),
-		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.overspends()}
+		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.Overspends()}
 	end := r.rt.Now()
 	wall := end.Sub(start).Milliseconds()
 	// The run's output is made of its visits' outputs, which the journal
@@ -259,7 +260,7 @@ type runner struct {
 	mu       Locker
 	sessions map[record.Scope]*session
 	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
-	ledger   *ledger          // what turns cost, and the budgets they overspent
+	ledger   *ledger.Ledger   // what turns cost, and the budgets they overspent
 	usage    Usage            // what every visit spent, earlier attempts' included
 
 	wt *worktrees // isolated scopes and their repositories (docs/worktrees.md)
