@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowrun/flow/engine/delegation"
 	"github.com/flowrun/flow/engine/ledger"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
@@ -188,7 +189,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	rec := host
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
 		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.Repos),
-		delegates: host.Delegator(), delegators: map[string]*delegator{}, earlierKids: map[string][]earlierChild{}, childStarts: map[string]delegParentStart{}}
+		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock())}
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
 	}
@@ -266,13 +267,12 @@ type runner struct {
 	wt *worktrees // isolated scopes and their repositories (docs/worktrees.md)
 
 	// delegation (docs/delegation.md): the host's Delegator (nil: no turn
-	// may delegate), the visits that may start children, the children an
-	// earlier attempt started by parent, and what a child's start records.
-	delegates   Delegator
-	delegators  map[string]*delegator
-	earlierKids map[string][]earlierChild
-	childStarts map[string]delegParentStart
-	unfinished  map[string][]record.ToolCall // unended turns' tool calls, by visit (toolLog)
+	// may delegate), the visits that may start children, and the children
+	// of this attempt and of earlier ones.
+	delegates  Delegator
+	delegators map[string]*delegator
+	children   *delegation.Registry
+	unfinished map[string][]record.ToolCall // unended turns' tool calls, by visit (toolLog)
 }
 
 // emit writes an event and hands it to OnEvent.

@@ -122,7 +122,7 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 	if err != nil {
 		return reply{}, cancelled(ctx, t.Visit)
 	}
-	defer slot.release()
+	defer slot.Release()
 	b, refused := r.book(ctx, fr, t.Agent.Name, t.Visit)
 	if refused != nil {
 		return reply{}, refused

@@ -31,7 +31,7 @@ func (r *runner) replay(facts []*Fact) (notes []string) {
 		}
 	}
 	for _, f := range facts {
-		r.replayChild(f)
+		r.children.ReplayChild(f)
 		if f.Type == record.FactLand {
 			r.wt.landed[f.Visit] = f
 		}
