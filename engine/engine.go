@@ -11,6 +11,7 @@ import (
 	"github.com/flowrun/flow/engine/delegation"
 	"github.com/flowrun/flow/engine/ledger"
 	"github.com/flowrun/flow/engine/record"
+	"github.com/flowrun/flow/engine/replay"
 	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/ordered"
@@ -191,7 +192,8 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
 		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host),
 		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock())}
-	r.wt = r.newScopes()
+	r.wt, r.journal = r.newScopes(), replay.NewJournal(earlier, host.NewLock())
+	r.keys = r.newKeys()
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
 	}
@@ -262,9 +264,10 @@ type runner struct {
 
 	mu       Locker
 	sessions map[record.Scope]*session
-	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
-	ledger   *ledger.Ledger   // what turns cost, and the budgets they overspent
-	usage    Usage            // what every visit spent, earlier attempts' included
+	journal  *replay.Journal // what earlier attempts recorded (resume)
+	keys     *replay.Keys    // the keys of its leaf visits
+	ledger   *ledger.Ledger  // what turns cost, and the budgets they overspent
+	usage    Usage           // what every visit spent, earlier attempts' included
 
 	wt *worktrees.Scopes // isolated scopes and their repositories (docs/worktrees.md)
 
@@ -274,7 +277,6 @@ type runner struct {
 	delegates  Delegator
 	delegators map[string]*delegator
 	children   *delegation.Registry
-	unfinished map[string][]record.ToolCall // unended turns' tool calls, by visit (toolLog)
 }
 
 // emit writes an event and hands it to OnEvent.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine/record"
+	"github.com/flowrun/flow/engine/replay"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -84,7 +85,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		o.attempts = attempt
 		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: an.OutputSchema,
 			Home: home, WorkDir: r.workDir(fr), Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model),
-			Secrets: r.secrets(), Key: offered(n, o.key), Tools: r.toolLog(path)}
+			Secrets: r.secrets(), Key: replay.Offered(n, o.key), Tools: r.toolLog(path)}
 		answer, fail := r.turn(ctx, fr, t, o, sess)
 		var out any = answer.text
 		if fail == nil && an.Typed {
@@ -260,7 +261,7 @@ func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map
 	o := &outcome{timeout: flows.RunTimeout(n), home: path}
 	c.Timeout = o.timeout
 	o.key = r.visitKey(ctx, fr, n, path, "", "", nil, c)
-	c.Key, c.Reuse = offered(n, o.key), n.Reuse == flows.ReuseAlways
+	c.Key, c.Reuse = replay.Offered(n, o.key), n.Reuse == flows.ReuseAlways
 	res, err := r.leaves.Command(ctx, c)
 	if res != nil {
 		o.worker, o.reused = res.Worker, res.Reused

@@ -57,7 +57,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		}
 		return nodeValue(o)
 	}
-	if prev := r.ended[path]; prev != nil && isLeaf(n) {
+	if prev := r.journal.Ended(path); prev != nil && isLeaf(n) {
 		r.ledger.Charge(fr.meters, prev.Usage) // an earlier attempt's spending counts
 	}
 	fr = fr.withBudget(n.Budget, path)
@@ -65,7 +65,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	// A block that ended well in an earlier attempt is entered again only
 	// to rebuild its value from its children's replays: it is not journaled
 	// (or counted) a second time unless it now ends otherwise.
-	again := r.ended[path]
+	again := r.journal.Ended(path)
 	reentry := again != nil && again.Succeeded() && !isLeaf(n)
 	if !reentry {
 		if err := r.journalStart(n, path, start); err != nil {
