@@ -148,18 +148,28 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 	}
 	r.ledger.Settle(b, spent, errors.Is(err, errBudget))
 	if res != nil {
-		o.usage.Add(res.Usage)
-		if err == nil && res.Status == Completed {
-			r.ledger.Note(t.Agent.Name, res.Usage)
-		}
-		if sess != nil && res.Session != "" {
-			sess.id = res.Session
-		}
-		if res.Worker != "" || res.Reused != nil {
-			o.worker, o.transcript = res.Worker, res.Transcript
-		}
-		o.reused = res.Reused
+		r.took(t, o, sess, res, err)
 	}
+	return turnEnd(ctx, t, res, err)
+}
+
+// took adds what a turn that returned res spent to o, and notes it.
+func (r *runner) took(t *Turn, o *outcome, sess *session, res *TurnResult, err error) {
+	o.usage.Add(res.Usage)
+	if err == nil && res.Status == Completed {
+		r.ledger.Note(t.Agent.Name, res.Usage)
+	}
+	if sess != nil && res.Session != "" {
+		sess.id = res.Session
+	}
+	if res.Worker != "" || res.Reused != nil {
+		o.worker, o.transcript = res.Worker, res.Transcript
+	}
+	o.reused = res.Reused
+}
+
+// turnEnd classifies how a turn ended: its answer, or its failure.
+func turnEnd(ctx context.Context, t *Turn, res *TurnResult, err error) (reply, *Failure) {
 	if ctx.Err() != nil {
 		return reply{}, cancelled(ctx, t.Visit)
 	}
