@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"time"
 
 	"github.com/flowrun/flow/engine/record"
@@ -11,9 +10,10 @@ import (
 	"github.com/flowrun/flow/flows"
 )
 
-// newKeys makes the keys of the run's leaf visits (package engine/replay).
-func (r *runner) newKeys() *replay.Keys {
-	return &replay.Keys{RunDir: filepath.Join(r.opts.RunsDir, r.opts.RunID), RunID: r.opts.RunID, Repeat: r.opts.Repeat,
+// newKeys makes the keys of the leaf visits of the run in dir (package
+// engine/replay).
+func (r *runner) newKeys(dir string) *replay.Keys {
+	return &replay.Keys{RunDir: dir, RunID: r.opts.RunID, Repeat: r.opts.Repeat,
 		Named: r.wt.Named, Now: func() time.Time { return r.rt.Now() },
 		Tree: func(ctx context.Context, dir string) string {
 			if r.workspace == nil {
