@@ -145,16 +145,3 @@ func (r *runner) isChild(path string) bool {
 func (r *runner) takeLive(ctx context.Context) (*delegation.Slot, error) {
 	return delegation.TakeSlot(ctx, r.live, r.rt.NewLock())
 }
-
-// delegatingNode is a node of p that delegates, or nil.
-func delegatingNode(p *flows.Plan) *flows.Node {
-	var found *flows.Node
-	for _, f := range flowsInOrder(p) {
-		flows.EachNode(f.Nodes, func(n *flows.Node) {
-			if an := n.AsAgent(); found == nil && an != nil && an.Delegate != nil {
-				found = n
-			}
-		})
-	}
-	return found
-}

@@ -126,24 +126,11 @@ func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlie
 		}
 	}
 	if host.Workspace() == nil {
-		if n := isolatedNode(plan); n != nil {
+		if n := firstNode(plan, func(n *flows.Node) bool { return n.Isolation }); n != nil {
 			return nil, &RefusedError{Msg: fmt.Sprintf("%s: isolation: worktree needs the run's working copy on this machine; run it with flow run, not on remote workers", n.Pos)}
 		}
 	}
 	return walk(ctx, plan, opts, host, input, earlier, slices.Clip(opts.Notes)...)
-}
-
-// isolatedNode is a node of p with isolation, or nil.
-func isolatedNode(p *flows.Plan) *flows.Node {
-	var found *flows.Node
-	for _, f := range flowsInOrder(p) {
-		flows.EachNode(f.Nodes, func(n *flows.Node) {
-			if found == nil && n.Isolation {
-				found = n
-			}
-		})
-	}
-	return found
 }
 
 // Prepare is the one check of every entry: the input against the flow's
@@ -163,7 +150,7 @@ func (o *Options) Prepare(plan *flows.Plan) (any, error) {
 // check fills in defaults and refuses a run that could not go through.
 func (o *Options) check(plan *flows.Plan) error {
 	if o.Asker == nil {
-		if n := askWithoutDefault(plan); n != nil {
+		if n := firstNode(plan, func(n *flows.Node) bool { an := n.AsAsk(); return an != nil && !an.HasDefault }); n != nil {
 			return &RefusedError{Msg: fmt.Sprintf("%s: ask %q has no default and nobody is at the terminal to answer it; add default: or run it in a terminal", n.Pos, n.ID)}
 		}
 	}
@@ -331,11 +318,12 @@ func checkInput(f *flows.Flow, in any, closed bool) (any, error) {
 	return normalize(f.Input, v), nil
 }
 
-func askWithoutDefault(p *flows.Plan) *flows.Node {
+// firstNode is the first node of p that is, in flows by name, or nil.
+func firstNode(p *flows.Plan, is func(n *flows.Node) bool) *flows.Node {
 	var found *flows.Node
 	for _, f := range flowsInOrder(p) {
 		flows.EachNode(f.Nodes, func(n *flows.Node) {
-			if an := n.AsAsk(); found == nil && an != nil && !an.HasDefault {
+			if found == nil && is(n) {
 				found = n
 			}
 		})
