@@ -27,7 +27,7 @@ type Delegator interface {
 type DelegateHandler func(ctx context.Context, req DelegateRequest) DelegateReply
 
 // noDelegation is the refusal of a plan that delegates on a host that
-// cannot serve delegate calls (a Temporal run).
+// cannot serve delegate calls.
 func noDelegation(n *flows.Node) string {
-	return fmt.Sprintf("%s: node %q delegates, and delegation runs only in this process: run it with flow run, not on Temporal (docs/delegation.md)", n.Pos, n.ID)
+	return fmt.Sprintf("%s: node %q delegates, and this host serves no delegate calls (docs/delegation.md)", n.Pos, n.ID)
 }

@@ -181,6 +181,7 @@ func (r *runner) book(ctx context.Context, fr *frame, agent, visit string) (*boo
 	// bound by its reservation, of all that is left (docs/delegation.md).
 	child := !priced && r.isChild(visit)
 	b.h.blind = blind || child
+	b.h.shares = blind && r.mayDelegate(visit)
 	if !priced && !child {
 		if err := r.ledger.first.Lock(ctx); err != nil {
 			return nil, cancelled(ctx, visit)

@@ -68,6 +68,11 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Opti
 	if err := c.refuseClear(plan, opts); err != nil {
 		return nil, err
 	}
+	if opts.Delegates == nil {
+		// Delegate calls are served on the workers (temporal/delegate.go),
+		// not by a socket of this process.
+		opts.Delegates = onWorkers
+	}
 	w, snap, err := local.Begin(ctx, plan, opts)
 	if err != nil {
 		return nil, err
@@ -268,3 +273,7 @@ func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*en
 	}
 	return m.run(ctx)
 }
+
+// onWorkers is the engine.Options.Delegates of a run on Temporal: this
+// process opens nothing, the workers serve the calls.
+func onWorkers(string) (engine.Delegator, func()) { return nil, func() {} }
