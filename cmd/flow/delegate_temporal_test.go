@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,4 +150,67 @@ func TestTemporalDelegationSurvivesAKilledWorker(t *testing.T) {
 	if err != nil || !strings.Contains(show, "25 with its delegates)") || !strings.Contains(show, "lead/delegate:tester#1") {
 		t.Errorf("flow show does not draw the tree with its total (%v):\n%s", err, show)
 	}
+}
+
+// TestServeTemporalRefusesOnlyWhatCannotRun: flow serve --temporal runs a
+// delegating flow on the workers (its id answers, and the run succeeds),
+// and refuses a flow that cannot run there — an isolated scope whose
+// repository has no remote — with a 400 that says why, before any run
+// exists; flow validate --temporal says the same of each.
+func TestServeTemporalRefusesOnlyWhatCannotRun(t *testing.T) {
+	srv := devserver.Start(t)
+	env := gitEnv(t)
+	dir := repoWith(t, env, map[string]string{
+		"flows/d.yaml":   confDelegateFlow,
+		"flows/iso.yaml": "name: iso\nnodes:\n  - id: w\n    isolation: worktree\n    run: echo hi\n",
+		".gitignore":     ".flow/\n",
+	})
+	bin := flowBinary(t)
+	path := "PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH")
+	startWorkerEnv(t, bin, dir, srv.Address, "served", []string{path})
+	if out, err := flowIn(t, env, dir, "validate", "--temporal", srv.Address, "flows/d.yaml"); err != nil || !strings.Contains(out, "flows/d.yaml: ok") {
+		t.Errorf("flow validate --temporal of a delegating flow: %v\n%s", err, out)
+	}
+	out, err := flowIn(t, env, dir, "validate", "--temporal", srv.Address, "flows/iso.yaml")
+	const why = `isolation: worktree on Temporal needs a remote the workers can reach`
+	if code := exitCode(err); code != 2 || !strings.Contains(out, why) {
+		t.Errorf("flow validate --temporal of an isolated flow without a remote: exit %d\n%s", code, out)
+	}
+
+	s := startServe(t, bin, dir, "--temporal", srv.Address, "--task-queue", "served")
+	code, m := s.call("POST", "/api/flows/iso/runs", "")
+	if msg, _ := m["error"].(string); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(m), why) {
+		t.Errorf("POST /api/flows/iso/runs: %d %v (%s), want 400 saying %q", code, m, msg, why)
+	}
+	if runs, _ := filepath.Glob(filepath.Join(dir, ".flow", "runs", "*")); len(runs) != 0 {
+		t.Errorf("a refused start made run directories: %v", runs)
+	}
+	code, m = s.call("POST", "/api/flows/d/runs", "")
+	id, _ := m["id"].(string)
+	if code != http.StatusAccepted || id == "" {
+		t.Fatalf("POST /api/flows/d/runs: %d %v", code, m)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, m = s.call("GET", "/api/runs/"+id, "")
+		if code != http.StatusOK {
+			t.Fatalf("GET /api/runs/%s: %d %v\n%s", id, code, m, s.stderr.String())
+		}
+		if m["status"] == string(rundir.StatusSucceeded) {
+			break
+		}
+		if m["status"] != string(rundir.StatusRunning) || time.Now().After(deadline) {
+			t.Fatalf("the served delegating run is %v, want it to succeed\n%s", m["status"], s.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, ".flow", "runs", id))
+	if len(runs) != 1 || !journalSays(runs[0], "lead heard: scouted-it") {
+		t.Errorf("the served run's lead did not hear its scout (%v)", runs)
+	}
+}
+
+func journalSays(run, text string) bool {
+	b, _ := os.ReadFile(filepath.Join(run, "journal.jsonl"))
+	return strings.Contains(string(b), text)
 }
