@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/internal/delegatetest"
 	"github.com/flowrun/flow/internal/devserver"
+	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -213,4 +215,61 @@ func TestServeTemporalRefusesOnlyWhatCannotRun(t *testing.T) {
 func journalSays(run, text string) bool {
 	b, _ := os.ReadFile(filepath.Join(run, "journal.jsonl"))
 	return strings.Contains(string(b), text)
+}
+
+// TestTemporalDelegationOnTheOpenAIDriver: an openai lead, whose tool loop
+// flow owns on the worker, delegates to an exec scout and to a helper on
+// its own driver, on Temporal; the scripted model server bills the tree,
+// and what it billed is the run's usage, within the run's budget.
+func TestTemporalDelegationOnTheOpenAIDriver(t *testing.T) {
+	srv := devserver.Start(t)
+	s := modelserver.Start(t)
+	lead := delegatetest.Script("The lead heard both.",
+		delegatetest.Call{Args: `{"agent":"scout","task":"look at A"}`, Marker: "scout-answer-17"},
+		delegatetest.Call{Args: `{"agent":"helper","task":"look at B"}`, Marker: "helper-answer-31"})
+	s.Handle(func(r modelserver.Request) modelserver.Reply {
+		if delegatetest.ToolName(r) == "" { // the helper's turn: it may not delegate
+			return modelserver.Reply{Text: "helper-answer-31 looked at B"}
+		}
+		return lead(r)
+	})
+	const budget = 5000
+	agent := func(name string) string {
+		return "  - {name: " + name + ", description: a " + name + ", driver: openai, model: test-model, base_url: " + s.URL() + "/v1, api_key_env: FLOW_TEST_MODEL_KEY}\n"
+	}
+	flow := fmt.Sprintf("name: f\nbudget: {tokens: %d}\nagents:\n", budget) + agent("lead") + agent("helper") +
+		"  - {name: scout, description: looks, driver: exec, command: [bash, -c, 'task=$(head -1); echo \"scout-answer-17 did: $task\"']}\n" +
+		"nodes:\n  - {id: lead, agent: lead, prompt: Find where the flaky test comes from., delegate: {agents: [scout, helper]}}\n"
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := flowBinary(t)
+	key := []string{"FLOW_TEST_MODEL_KEY=" + cliKey}
+	startWorkerEnv(t, bin, dir, srv.Address, "openai", key)
+	runsDir := t.TempDir()
+	run := exec.Command(bin, "run", "--temporal", srv.Address, "--task-queue", "openai", "f.yaml")
+	run.Dir, run.Env = dir, append(temporalEnv(runsDir), key...)
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("flow run --temporal: %v\n%s", err, out)
+	}
+	runDir, o := runOutcome(t, runsDir)
+	if o.Status != rundir.StatusSucceeded {
+		t.Fatalf("the run is %s", o.Status)
+	}
+	if got := answers(t, runDir); got["lead"] != "The lead heard both." || got["lead/delegate:scout#1"] != "scout-answer-17 did: look at A" ||
+		got["lead/delegate:helper#1"] != "helper-answer-31 looked at B" {
+		t.Errorf("answers = %v", got)
+	}
+	var u struct {
+		Total struct{ Input, Output, CacheRead, CacheWrite int64 } `json:"total"`
+	}
+	b, err := os.ReadFile(filepath.Join(runDir, "usage.json"))
+	if err != nil || json.Unmarshal(b, &u) != nil {
+		t.Fatalf("usage.json: %v\n%s", err, b)
+	}
+	total := u.Total.Input + u.Total.Output + u.Total.CacheRead + u.Total.CacheWrite
+	if billed := s.Billed(); total != billed || billed == 0 || billed > budget {
+		t.Errorf("usage.json's total %d, the server billed %d, the budget is %d", total, billed, budget)
+	}
 }
