@@ -34,8 +34,8 @@ type spend struct {
 // which the driver's progress raises, shared by every meter above it.
 type hold struct {
 	visit  string
-	priced bool   // false: the run's first turn, which nothing could price
-	blind  bool   // its LeafRunner cannot watch it live: its reservation is its bound
+	priced bool // false: the run's first turn, which nothing could price
+	blind  bool // its LeafRunner cannot watch it live: its reservation is its bound
 	// shares: a blind turn that may delegate, whose children reserve from
 	// what it leaves: it takes half of what is left, never all of it.
 	shares bool
