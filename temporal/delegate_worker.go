@@ -3,6 +3,9 @@ package temporal
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"go.temporal.io/sdk/activity"
@@ -20,6 +23,7 @@ type delegateServer struct {
 	mu     sync.Mutex
 	server engine.Delegator
 	close  func()
+	dir    string
 }
 
 // serve opens the delegation of the turn in: what its driver gets, and
@@ -28,7 +32,10 @@ func (a *Activities) serveDelegation(ctx context.Context, in *TurnInput) (*engin
 	if a.Client == nil {
 		return nil, nil, errors.New("this worker has no client to carry delegate calls to the run")
 	}
-	srv := a.delegation()
+	srv, err := a.delegation()
+	if err != nil {
+		return nil, nil, err
+	}
 	info := activity.GetInfo(ctx)
 	wf := info.WorkflowExecution
 	var mu sync.Mutex
@@ -60,7 +67,7 @@ func (a *Activities) serveDelegation(ctx context.Context, in *TurnInput) (*engin
 }
 
 // delegation is the worker's delegation socket, opened once.
-func (a *Activities) delegation() engine.Delegator {
+func (a *Activities) delegation() (engine.Delegator, error) {
 	a.deleg.mu.Lock()
 	defer a.deleg.mu.Unlock()
 	if a.deleg.server == nil {
@@ -68,9 +75,16 @@ func (a *Activities) delegation() engine.Delegator {
 		if len(a.DelegateServer) > 0 {
 			open = local.DelegatesWith(a.DelegateServer)
 		}
-		a.deleg.server, a.deleg.close = open(a.RunsDir)
+		// A directory of this worker's own: workers on one machine may
+		// share a runs directory, and each serves its own turns.
+		dir := filepath.Join(a.RunsDir, ".workers", fmt.Sprintf("worker-%d", os.Getpid()))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		a.deleg.server, a.deleg.close = open(dir)
+		a.deleg.dir = dir
 	}
-	return a.deleg.server
+	return a.deleg.server, nil
 }
 
 // closeDelegation closes the worker's delegation socket, if it opened one.
@@ -79,6 +93,7 @@ func (a *Activities) closeDelegation() {
 	defer a.deleg.mu.Unlock()
 	if a.deleg.close != nil {
 		a.deleg.close()
+		_ = os.Remove(a.deleg.dir) // empty once the socket is gone
 		a.deleg.server, a.deleg.close = nil, nil
 	}
 }

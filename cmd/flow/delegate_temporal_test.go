@@ -59,8 +59,11 @@ func TestTemporalDelegationSurvivesAKilledWorker(t *testing.T) {
 	}
 	bin := filepath.Join(pathDir(env), "flow")
 	path := []string{env[len(env)-2]} // the PATH with the flow binary first
-	w1 := startWorkerEnv(t, bin, dir, srv.Address, "deleg", path)
-	w2 := startWorkerEnv(t, bin, dir, srv.Address, "deleg", path)
+	// The two workers share a runs directory, as two started in one
+	// checkout do: each serves its own turns' calls.
+	shared := t.TempDir()
+	w1 := startWorkerEnv(t, bin, dir, srv.Address, "deleg", path, "--runs-dir", shared)
+	w2 := startWorkerEnv(t, bin, dir, srv.Address, "deleg", path, "--runs-dir", shared)
 	runsDir := t.TempDir()
 	run := exec.Command(bin, "run", "--temporal", srv.Address, "--task-queue", "deleg", "lead.yaml")
 	run.Dir, run.Env = dir, append(temporalEnv(runsDir), path...)
