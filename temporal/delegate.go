@@ -129,6 +129,10 @@ func (d *workflowDelegates) call(w workflow.Context, c DelegateCall) (engine.Del
 	t.live++
 	defer func() { t.live-- }()
 	cw, cancelW := workflow.WithCancel(w)
+	// t.ctx is the walk's (context.WithCancelCause over Background, as
+	// every walk context): a child of it registers with it and starts no
+	// goroutine; it is cancelled only from workflow code (runtime.go).
+	//workflowcheck:ignore the parent is a cancelCtx of the walk: no goroutine starts, cancel runs on one coroutine
 	cctx, cancel := context.WithCancel(t.ctx)
 	t.stops = append(t.stops, func() { cancel(); cancelW() })
 	defer cancel()
