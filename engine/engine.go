@@ -11,6 +11,7 @@ import (
 	"github.com/flowrun/flow/engine/delegation"
 	"github.com/flowrun/flow/engine/ledger"
 	"github.com/flowrun/flow/engine/record"
+	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/ordered"
 	"github.com/flowrun/flow/internal/secret"
@@ -188,8 +189,9 @@ func (o *Options) check(plan *flows.Plan) error {
 func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input any, earlier []*Fact, notes ...string) (*Result, error) {
 	rec := host
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
-		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.Repos),
+		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host),
 		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock())}
+	r.wt = r.newScopes()
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
 	}
@@ -205,7 +207,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	fr := (&frame{rt: host, calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
 	values := map[string]any{"input": input} // the root sequence adds each node's value by id
 	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, values, "")
-	r.closeOwned(ctx, "_flow")
+	r.wt.CloseOwned(ctx, "_flow")
 	shown := filepath.Join(opts.RunsDir, opts.RunID) // as the user named it
 	plain := flows.ShownValue(out)                   // the output as printed and kept: no empty errors
 	// What the caller prints is as redacted as what the run directory
@@ -252,7 +254,7 @@ type runner struct {
 	dir  Recorder
 	// redactor and workspace are the host's (Host.Redactor, Host.Workspace).
 	redactor  *secret.Redactor
-	workspace Workspace
+	workspace worktrees.Workspace
 	blind     bool // the host's turns cannot be watched live (Parts.Blind)
 	rt        Runtime
 	leaves    LeafRunner
@@ -264,7 +266,7 @@ type runner struct {
 	ledger   *ledger.Ledger   // what turns cost, and the budgets they overspent
 	usage    Usage            // what every visit spent, earlier attempts' included
 
-	wt *worktrees // isolated scopes and their repositories (docs/worktrees.md)
+	wt *worktrees.Scopes // isolated scopes and their repositories (docs/worktrees.md)
 
 	// delegation (docs/delegation.md): the host's Delegator (nil: no turn
 	// may delegate), the visits that may start children, and the children

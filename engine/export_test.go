@@ -19,7 +19,8 @@ type ReplayedLedger struct{ l *ledger.Ledger }
 // ReplayLedger replays facts as a resume does, on rt, and returns its
 // ledger.
 func ReplayLedger(rt Runtime, facts []*Fact) ReplayedLedger {
-	r := &runner{rt: rt, mu: rt.NewLock(), sessions: map[rundir.Scope]*session{}, ledger: newLedger(rt), wt: newWorktrees(rt, nil), children: delegation.NewRegistry(rt.NewLock())}
+	r := &runner{rt: rt, mu: rt.NewLock(), sessions: map[rundir.Scope]*session{}, ledger: newLedger(rt), children: delegation.NewRegistry(rt.NewLock())}
+	r.wt = r.newScopes()
 	r.replay(facts)
 	return ReplayedLedger{r.ledger}
 }
