@@ -28,7 +28,7 @@ func (f *frame) withBudget(b *flows.Budget, where string) *frame {
 // book reserves what a turn of agent at visit is expected to spend under
 // every budget above it (ledger.Book). A refusal is a `budget` failure.
 func (r *runner) book(ctx context.Context, fr *frame, agent, visit string) (*ledger.Booking, *record.Failure) {
-	b, why, err := r.ledger.Book(ctx, fr.meters, agent, visit, r.blind, func() bool { return r.isChild(visit) })
+	b, why, err := r.ledger.Book(ctx, fr.meters, agent, visit, r.blind, r.blind && r.mayDelegate(visit), func() bool { return r.isChild(visit) })
 	switch {
 	case err != nil:
 		return nil, cancelled(ctx, visit)

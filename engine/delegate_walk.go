@@ -136,6 +136,17 @@ func (r *runner) childStart(s *record.VisitStarted) {
 	}
 }
 
+// mayDelegate reports whether the turn at path may start children.
+func (r *runner) mayDelegate(path string) bool {
+	if r.delegates == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.delegators[path]
+	return d != nil && d.CanDelegate()
+}
+
 // isChild reports whether the visit at path is a delegated child.
 func (r *runner) isChild(path string) bool {
 	return r.delegates != nil && r.children.IsChild(path)

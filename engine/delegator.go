@@ -27,12 +27,12 @@ type Delegator interface {
 type DelegateHandler func(ctx context.Context, req DelegateRequest) DelegateReply
 
 // RefuseDelegation is the refusal of plan on a host that cannot serve
-// delegate calls (a Temporal run, a local run without Options.Delegates):
+// delegate calls (a local run without Options.Delegates):
 // nil when no node of it delegates.
 func RefuseDelegation(plan *flows.Plan) error {
 	n := firstNode(plan, func(n *flows.Node) bool { an := n.AsAgent(); return an != nil && an.Delegate != nil })
 	if n == nil {
 		return nil
 	}
-	return &RefusedError{Msg: fmt.Sprintf("%s: node %q delegates, and delegation runs only in this process: run it with flow run, not on Temporal (docs/delegation.md)", n.Pos, n.ID)}
+	return &RefusedError{Msg: fmt.Sprintf("%s: node %q delegates, and this host serves no delegate calls (docs/delegation.md)", n.Pos, n.ID)}
 }

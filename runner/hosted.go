@@ -39,6 +39,11 @@ func (h *hosted) Start(ctx context.Context, plan *flows.Plan, opts engine.Option
 	return h.r.traced(ctx, plan.Root.Name, func(ctx context.Context) (*engine.Result, error) { return h.inner.Start(ctx, plan, opts) })
 }
 
+// Check is the inner backend's, with what the process shares filled in.
+func (h *hosted) Check(ctx context.Context, plan *flows.Plan, opts engine.Options) error {
+	return Check(ctx, h.inner, plan, h.r.fill(opts))
+}
+
 func (h *hosted) Resume(ctx context.Context, dir string, opts engine.Options) (*engine.Result, error) {
 	opts = h.r.fill(opts)
 	snap, err := rundir.ReadSnapshot(dir)

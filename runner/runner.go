@@ -101,3 +101,19 @@ func stop(cancel context.CancelCauseFunc, how Stopping, canGoOn bool) {
 	}
 	cancel(ErrStopped)
 }
+
+// Checker is a Backend that can say, before any run exists, that it
+// cannot run a plan (a run on Temporal whose isolated scope has no remote
+// the workers reach): flow serve answers a start with it as a 400.
+type Checker interface {
+	Check(ctx context.Context, plan *flows.Plan, opts engine.Options) error
+}
+
+// Check is b's Checker's word on plan, or nil when b has none: a backend
+// that walks runs here refuses nothing before its run starts.
+func Check(ctx context.Context, b Backend, plan *flows.Plan, opts engine.Options) error {
+	if c, ok := b.(Checker); ok {
+		return c.Check(ctx, plan, opts)
+	}
+	return nil
+}

@@ -85,6 +85,12 @@ func (t *Temporal) Start(ctx context.Context, plan *flows.Plan, opts engine.Opti
 	return t.c.Execute(ctx, plan, opts)
 }
 
+// Check refuses what a run of plan cannot do on Temporal, before any run
+// exists (Checker).
+func (t *Temporal) Check(ctx context.Context, plan *flows.Plan, opts engine.Options) error {
+	return t.c.Check(ctx, plan, opts)
+}
+
 // Resume re-attaches to the run in dir on Temporal (or resumes it in a new
 // workflow execution when it ended resumable); a run that was walked in
 // this process resumes here.

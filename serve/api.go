@@ -146,6 +146,11 @@ func (s *Server) run(id, dir string) (*RunView, error) {
 		return &RunView{ID: id, Flow: a.flow, Status: string(rundir.StatusRunning), Trigger: a.trigger, Started: a.started}, nil
 	}
 	info, err := rundir.Inspect(dir)
+	if err != nil && a != nil {
+		// Started, its journal not written yet (a run on Temporal is
+		// mirrored once its workflow started).
+		return &RunView{ID: id, Flow: a.flow, Status: string(rundir.StatusRunning), Trigger: a.trigger, Started: a.started}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +204,14 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 			field += "." + ve.At
 		}
 		fail(w, http.StatusBadRequest, field, "%v", err)
+		return
+	}
+	// What the backend cannot run (on Temporal: an isolated scope without
+	// a remote the workers reach) is refused here too: no run exists.
+	opts := s.cfg.Engine
+	opts.WorkDir, opts.Input = s.cfg.WorkDir, in
+	if err := runner.Check(r.Context(), s.cfg.Backend, e.Plan, opts); err != nil {
+		fail(w, http.StatusBadRequest, "flow", "%v", err)
 		return
 	}
 	id := rundir.NewRunID(time.Now())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sourcegraph/conc"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/secret"
@@ -49,6 +50,13 @@ type Activities struct {
 	// (1000). The later turns of memory scopes the worker holds come on
 	// top: they can run nowhere else.
 	Concurrency int
+	// Client carries a delegating turn's calls to its run's workflow
+	// (NewWorker sets it); DelegateServer is the argv of the stdio MCP
+	// server CLI drivers start for the delegate tool, default this
+	// program's mcp-delegate.
+	Client         client.Client
+	DelegateServer []string
+	deleg          delegateServer
 }
 
 // Turn runs one agent turn.
@@ -73,6 +81,15 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 	t := &engine.Turn{RunID: in.RunID, Visit: in.Visit, Agent: agent, Model: in.Model, Prompt: in.Prompt, OutputSchema: in.OutputSchema,
 		Home: home, WorkDir: workDir, Timeout: in.Timeout, Session: in.Session,
 		TokensLeft: in.TokensLeft, Progress: hb.progress, Secrets: secrets}
+	if in.Delegate != nil {
+		del, closeDelegation, err := a.serveDelegation(ctx, in)
+		if err != nil {
+			out.Ended = ended(fmt.Errorf("%w: opening the turn's delegation on worker %s: %v", engine.ErrUnavailable, a.Queue, err))
+			return out, nil
+		}
+		defer closeDelegation()
+		t.Delegate = del
+	}
 	start := time.Now()
 	res, err := a.Leaves.Turn(ctx, t)
 	// What the agent's CLI wrote into the home itself, as a local run's

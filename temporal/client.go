@@ -63,11 +63,13 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Opti
 	if wd == "" {
 		wd, _ = os.Getwd()
 	}
-	if err := CheckWorkspace(ctx, plan, wd); err != nil {
+	if err := c.Check(ctx, plan, opts); err != nil {
 		return nil, err // before the run directory: a refused run leaves nothing
 	}
-	if err := c.refuseClear(plan, opts); err != nil {
-		return nil, err
+	if opts.Delegates == nil {
+		// Delegate calls are served on the workers (temporal/delegate.go),
+		// not by a socket of this process.
+		opts.Delegates = onWorkers
 	}
 	w, snap, err := local.Begin(ctx, plan, opts)
 	if err != nil {
@@ -86,6 +88,22 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Opti
 	m := &mirror{c: c, w: w, ref: *snap.Temporal, onEvent: opts.OnEvent, dir: w.Dir(), relay: newRelay(opts.Asker)}
 	m.relay.of(m)
 	return m.run(ctx)
+}
+
+// Check refuses what a run of plan with opts could not do on Temporal,
+// before anything of it exists: an isolated scope whose repository the
+// workers cannot reach (CheckWorkspace), a secret that would reach
+// Temporal's history in clear (refuseClear). Execute checks it first;
+// flow serve --temporal checks it before it answers a start.
+func (c *Client) Check(ctx context.Context, plan *flows.Plan, opts engine.Options) error {
+	wd := opts.WorkDir
+	if wd == "" {
+		wd, _ = os.Getwd()
+	}
+	if err := CheckWorkspace(ctx, plan, wd); err != nil {
+		return err
+	}
+	return c.refuseClear(plan, opts)
 }
 
 // refuseClear refuses, before any run directory is made, a run that would
@@ -269,3 +287,7 @@ func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*re
 	}
 	return m.run(ctx)
 }
+
+// onWorkers is the engine.Options.Delegates of a run on Temporal: this
+// process opens nothing, the workers serve the calls.
+func onWorkers(string) (engine.Delegator, func()) { return nil, func() {} }

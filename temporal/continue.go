@@ -60,14 +60,16 @@ func newContinuer(ctx workflow.Context, limit int) *continuer {
 // coroutine w. Past the limit it waits until w is cancelled (the run
 // stopped), which it returns; the execution continues as new before that
 // otherwise. A leaf that was admitted calls done when its activity ended.
-func (c *continuer) admit(w workflow.Context) error {
+// A delegated child is always admitted: its parent's turn, in flight,
+// waits for it, so the execution cannot drain before it ends anyway.
+func (c *continuer) admit(w workflow.Context, child bool) error {
 	if c == nil || !c.enabled {
 		return nil
 	}
 	if !c.draining && workflow.GetInfo(w).GetCurrentHistoryLength() >= c.limit {
 		c.draining = true
 	}
-	if c.draining {
+	if c.draining && !child {
 		if err := workflow.Await(w, func() bool { return false }); err != nil {
 			return err
 		}

@@ -84,6 +84,9 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 	in := &TurnInput{RunID: t.RunID, Visit: t.Visit, Agent: l.placed(t.Agent), Model: t.Model, Prompt: t.Prompt, OutputSchema: t.OutputSchema,
 		Home: t.Home, WorkDir: t.WorkDir, Timeout: t.Timeout, TokensLeft: t.TokensLeft, KeyEnvs: l.keyEnvs,
 		Scope: l.ws.scopeAt(t.WorkDir)}
+	if t.Delegate != nil {
+		in.Delegate = &TurnDelegation{Agents: t.Delegate.Agents, Token: t.Delegate.Token}
+	}
 	queue, held := l.queue, ""
 	if t.Session != "" {
 		held, in.Session = splitSession(t.Session)
@@ -95,7 +98,7 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 	if n := turnSize(in); n > maxLeafInput {
 		return nil, tooLarge("turn's prompt", n)
 	}
-	if err := l.cont.admit(w); err != nil {
+	if err := l.cont.admit(w, isChild(t.Visit)); err != nil {
 		return nil, settle(ctx, w)
 	}
 	err := untilOpened(w, func() workflow.Future {
@@ -135,7 +138,7 @@ func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.Command
 	if n := commandSize(in); n > maxLeafInput {
 		return nil, tooLarge("command with its environment", n)
 	}
-	if err := l.cont.admit(w); err != nil {
+	if err := l.cont.admit(w, false); err != nil {
 		return nil, settle(ctx, w)
 	}
 	err := untilOpened(w, func() workflow.Future {

@@ -157,6 +157,9 @@ type TurnInput struct {
 	// the worker redacts their values (its own) as a local run does.
 	KeyEnvs []string  `json:"key_envs,omitempty"`
 	Scope   *ScopeRef `json:"scope,omitempty"` // an isolated scope's: the worker makes its working copy
+	// Delegate is set for a turn that may delegate: the worker serves its
+	// calls and carries them to the workflow (temporal/delegate.go).
+	Delegate *TurnDelegation `json:"delegate,omitempty"`
 }
 
 // TurnOutput is how a turn ended on a worker. A turn's own ends (its

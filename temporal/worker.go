@@ -21,6 +21,7 @@ import (
 type Worker struct {
 	shared, own worker.Worker
 	queue, mine string
+	acts        *Activities
 }
 
 // NewWorker returns a worker on queue (DefaultTaskQueue if empty) that
@@ -36,6 +37,9 @@ func NewWorker(c client.Client, queue string, acts *Activities) *Worker {
 	// names when this worker is gone, and what the journal records.
 	mine := fmt.Sprintf("%s@%s-%d-%s", queue, host, os.Getpid(), hex.EncodeToString(b[:]))
 	acts.Queue, acts.Host = mine, host
+	if acts.Client == nil {
+		acts.Client = c
+	}
 	// A run that continued as new replays thousands of ended visits in
 	// its first workflow task, and packs them when it continues again: on
 	// a busy machine that outlasts the SDK's 1 s deadlock detection, which
@@ -51,7 +55,7 @@ func NewWorker(c client.Client, queue string, acts *Activities) *Worker {
 	ownOpts.DisableWorkflowWorker = true
 	own := worker.New(c, mine, ownOpts)
 	register(own, acts)
-	return &Worker{shared: shared, own: own, queue: queue, mine: mine}
+	return &Worker{shared: shared, own: own, queue: queue, mine: mine, acts: acts}
 }
 
 func register(w worker.Worker, acts *Activities) {
@@ -65,6 +69,7 @@ func (w *Worker) Queue() string { return w.mine }
 // Run polls until ctx ends, then stops: running visits get a few seconds
 // to end, then their activities fail and Temporal retries them elsewhere.
 func (w *Worker) Run(ctx context.Context) error {
+	defer w.acts.closeDelegation() // once the workers stopped: no turn is left to call
 	if err := w.own.Start(); err != nil {
 		return fmt.Errorf("starting the worker on %s: %w", w.mine, err)
 	}

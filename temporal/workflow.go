@@ -94,7 +94,11 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	// facts in its state; no redactor (leaves redact on their workers);
 	// its workspace is the repositories' remotes, which every worker
 	// reaches (docs/temporal.md, "Working copies on workers").
-	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: lv, Recorder: rec, Blind: true, Workspace: ws})
+	dels, err := newDelegates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: lv, Recorder: rec, Blind: true, Workspace: ws, Delegator: dels})
 	// The workflow's cancellation stops the walk with the cause a Ctrl-C
 	// gives, from a coroutine: deterministic.
 	//workflowcheck:ignore Background has no Done, so no goroutine starts; stop runs whole on one coroutine

@@ -42,10 +42,9 @@ var matrix = map[string]map[string]string{
 		"reuse": "flow serve takes no --reuse"},
 	"test": {"configured secret": "", "environment secret": "", "traces": "", "reuse": "", "budgets": "", "delegation": "", "rate limiting": "",
 		"preflight": "flow test answers every turn from its cassette, offline: no driver is reached"},
-	"temporal worker": {"configured secret": "", "environment secret": "", "traces": "", "budgets": "", "rate limiting": "",
-		"delegation": "a plan that delegates is refused on Temporal before it starts (docs/temporal.md)",
-		"preflight":  "the visits run on workers, which check nothing before a run they cannot see",
-		"reuse":      "refused on Temporal: workers cannot read this machine's recordings (docs/decisions.md)"},
+	"temporal worker": {"configured secret": "", "environment secret": "", "traces": "", "budgets": "", "rate limiting": "", "delegation": "",
+		"preflight": "the visits run on workers, which check nothing before a run they cannot see",
+		"reuse":     "refused on Temporal: workers cannot read this machine's recordings (docs/decisions.md)"},
 }
 
 const (

@@ -22,14 +22,15 @@ var ErrWithdrawn = errors.New("the booking was withdrawn")
 // every meter above it (meters, outermost first), before it starts. The
 // run's first turn, which nothing prices, may run — one at a time:
 // another unpriced turn waits for it to end, and is priced by it. blind
-// says the host cannot watch the turn live; child says whether the visit
+// says the host cannot watch the turn live, and shares that such a turn
+// may delegate (it leaves its children room); child says whether the visit
 // is a delegated child, asked only of an unpriced turn. A refusal (why
 // the budget has not enough left) books nothing; so does ErrWithdrawn.
-func (l *Ledger) Book(ctx context.Context, meters []*Meter, agent, visit string, blind bool, child func() bool) (b *Booking, refusal string, err error) {
+func (l *Ledger) Book(ctx context.Context, meters []*Meter, agent, visit string, blind, shares bool, child func() bool) (b *Booking, refusal string, err error) {
 	if len(meters) == 0 {
 		return nil, "", nil
 	}
-	b = &Booking{h: &hold{visit: visit, blind: blind, mu: l.newLock()}, meters: meters}
+	b = &Booking{h: &hold{visit: visit, blind: blind, shares: blind && shares, mu: l.newLock()}, meters: meters}
 	want, floor, priced := l.price(agent)
 	// A delegated child does not wait for the run's first turn to price
 	// it: that turn may be its parent, waiting on it. Unpriced, it is

@@ -34,8 +34,11 @@ type spend struct {
 // which the driver's progress raises, shared by every meter above it.
 type hold struct {
 	visit  string
-	priced bool   // false: the run's first turn, which nothing could price
-	blind  bool   // its LeafRunner cannot watch it live: its reservation is its bound
+	priced bool // false: the run's first turn, which nothing could price
+	blind  bool // its LeafRunner cannot watch it live: its reservation is its bound
+	// shares: a blind turn that may delegate, whose children reserve from
+	// what it leaves: it takes half of what is left, never all of it.
+	shares bool
 	mu     Locker // guards live and stopped, which the driver's progress sets
 	live   int64
 	// stopped: its live tokens crossed a budget, and the turn is stopped.
@@ -110,7 +113,8 @@ func (m *Meter) others(h *hold) spend {
 // is nothing, or less than floor, the least a turn of this agent has cost.
 // A turn that cannot be watched live (blind) is bound by its reservation,
 // so it gets at least half of what is left, not less than want — and all
-// of it when it is the run's first, which runs alone.
+// of it when it is the run's first, which runs alone (unless it may
+// delegate: its children run beside it).
 func (m *Meter) reserve(h *hold, want, floor spend) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -124,7 +128,7 @@ func (m *Meter) reserve(h *hold, want, floor spend) string {
 		}
 		r.tokens = want.tokens
 		switch {
-		case h.blind && !h.priced:
+		case h.blind && !h.priced && !h.shares:
 			r.tokens = left
 		case h.blind:
 			r.tokens = max(r.tokens, left/2)

@@ -113,11 +113,11 @@ nodes:
 	if kids != 3 || res.Usage.Tokens() != 40 {
 		t.Errorf("%d children, %d tokens in all; want 3 and 40", kids, res.Usage.Tokens())
 	}
-	// A host that serves no delegate calls (a Temporal workflow's) refuses
-	// the plan before anything runs.
+	// A host that serves no delegate calls refuses the plan before
+	// anything runs.
 	_, err = engine.Walk(context.Background(), plan, engine.Options{RunID: "r1", WorkDir: dir}, noDelegator{enginetest.New()}, nil)
 	var re *engine.RefusedError
-	if !errors.As(err, &re) || !strings.Contains(err.Error(), "not on Temporal") {
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "serves no delegate calls") {
 		t.Errorf("a walk on a host without a Delegator = %v, want it refused", err)
 	}
 }
