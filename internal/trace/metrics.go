@@ -25,7 +25,8 @@ var (
 )
 
 // meters are a run's GenAI client metrics, gen_ai.client.token.usage and
-// gen_ai.client.operation.duration, one record per chat span. A nil
+// gen_ai.client.operation.duration, one record per chat and invoke_agent
+// span. A nil
 // *meters records nothing: no metrics endpoint is set.
 type meters struct {
 	mp       *sdkmetric.MeterProvider
@@ -60,18 +61,22 @@ func newMeters(ctx context.Context, res *resource.Resource, client *http.Client)
 	return &meters{mp: mp, tokens: tokens, duration: duration}, nil
 }
 
-// chat records one chat request: its input tokens (cached ones included)
-// and output tokens, as far as reported, and its duration, with its
-// failure kind as error.type when it failed.
-func (m *meters) chat(model, provider string, u *rundir.Usage, d time.Duration, failed bool, kind string) {
+// record records one operation: its duration, with its failure kind as
+// error.type when it failed, and — for a chat request with usage (u not
+// nil) — its input tokens (cached ones included) and output tokens, as
+// far as reported.
+func (m *meters) record(op genaiconv.OperationNameAttr, model, provider string, u *rundir.Usage, d time.Duration, failed bool, kind string) {
 	if m == nil {
 		return
 	}
 	ctx := context.Background()
-	op, prov := genaiconv.OperationNameChat, genaiconv.ProviderNameAttr(provider)
+	prov := genaiconv.ProviderNameAttr(provider)
 	var attrs []attribute.KeyValue
 	if model != "" {
 		attrs = append(attrs, m.tokens.AttrRequestModel(model))
+	}
+	if u == nil {
+		u = &rundir.Usage{}
 	}
 	if in := inputTokens(u); in != nil {
 		m.tokens.Record(ctx, *in, op, prov, genaiconv.TokenTypeInput, attrs...)

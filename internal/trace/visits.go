@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/flowrun/flow/rundir"
@@ -90,7 +91,7 @@ func (r *Run) visit(f *rundir.Fact, begin time.Time, tools []*rundir.Fact) {
 				chat.SetAttributes(errorType(failKind(f)))
 			}
 			chat.End(oteltrace.WithTimestamp(q.end))
-			r.meters.chat(f.Model, provider, q.usage, q.end.Sub(q.begin), failed && last, failKind(f))
+			r.meters.record(genaiconv.OperationNameChat, f.Model, provider, q.usage, q.end.Sub(q.begin), failed && last, failKind(f))
 		}
 	}
 	for _, tf := range tools {
@@ -111,6 +112,9 @@ func (r *Run) visit(f *rundir.Fact, begin time.Time, tools []*rundir.Fact) {
 		span.SetAttributes(errorType(failKind(f)))
 	}
 	span.End(oteltrace.WithTimestamp(f.Time))
+	if f.Agent != "" {
+		r.meters.record(genaiconv.OperationNameInvokeAgent, f.Model, provider, nil, f.Time.Sub(begin), failed, failKind(f))
+	}
 }
 
 // conversation is the visit's memory session: the id its driver gave the
