@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/rundir"
 )
@@ -64,9 +66,9 @@ func workflows(byTrace map[string][]*jaegerSpan, flow string) int {
 // TestGenAIInJaeger runs, against Jaeger's all-in-one of
 // tools/jaeger/local.yaml, a flow of an OpenAI-compatible agent whose
 // server bills 63 input tokens, 3 of them read from the cache, and of an
-// exec agent that fails; a sweep of two cells; and a run flow serve
+// exec agent that fails, then resumes it; a sweep of two cells; and a run flow serve
 // starts. It reads back, from Jaeger's query API, each attribute the GenAI
-// conventions ask for — the workflow's name, gen_ai.provider.name, the
+// conventions ask for — a trace per run and resume, the workflow's name, gen_ai.provider.name, the
 // model, input tokens with the cache, error.type the failure kind — a
 // trace per sweep cell and one for the served run, each cell's agents
 // with their own run's TRACEPARENT, and the GenAI metrics from Jaeger's
@@ -94,6 +96,11 @@ func TestGenAIInJaeger(t *testing.T) {
 	if out, err := c.CombinedOutput(); err == nil || strings.Contains(string(out), "warning") {
 		t.Fatalf("flow run of a failing flow: %v\n%s", err, out)
 	}
+	c = d.cmd("resume", filepath.Base(runOfFlow(t, d.dir, "genai")))
+	c.Env = append(c.Env, env...)
+	if out, err := c.CombinedOutput(); err == nil || strings.Contains(string(out), "warning") {
+		t.Fatalf("flow resume of the failed run: %v\n%s", err, out)
+	}
 	c = d.cmd("sweep", "cells.yaml", "--model", "alpha,beta")
 	c.Env = append(c.Env, env...)
 	if out, err := c.CombinedOutput(); err != nil || strings.Contains(string(out), "warning") {
@@ -106,7 +113,7 @@ func TestGenAIInJaeger(t *testing.T) {
 	}
 
 	byTrace := jaegerTraces(t, j.query, func(m map[string][]*jaegerSpan) bool {
-		return workflows(m, "genai") == 1 && workflows(m, "cells") == 2 && workflows(m, "served") == 1
+		return workflows(m, "genai") == 2 && workflows(m, "cells") == 2 && workflows(m, "served") == 1
 	})
 	var failKind string
 	for _, f := range journal(t, runOfFlow(t, d.dir, "genai")) {
@@ -211,4 +218,42 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestTemporalWorkersJoinTheTrace: a run started with --temporal under
+// OTEL_EXPORTER_OTLP_ENDPOINT carries its trace context to the worker,
+// which has no tracing of its own configured: the agent the worker runs
+// gets the run span's TRACEPARENT, and the run's trace reaches Jaeger.
+func TestTemporalWorkersJoinTheTrace(t *testing.T) {
+	srv := devserver.Start(t)
+	j := startJaegerFull(t)
+	d := newSweepDir(t, map[string]string{
+		"agents/w.md": "---\nname: w\ndescription: works\ndriver: exec\nmodel: small\ncommand: [./w.sh]\n---\nWork.\n",
+		"agents/w.sh": "#!/usr/bin/env bash\ncat >/dev/null\necho \"$TRACEPARENT\" >> \"$STATE/traceparent\"\n" +
+			"echo 'FLOW_USAGE {\"input\":2,\"output\":1}' >&2\necho done\n",
+		"remote.yaml": "name: remote\nagents: [./agents]\nnodes:\n  - {id: a, agent: w, prompt: x}\n",
+	})
+	startWorkerEnv(t, d.bin, d.dir, srv.Address, "traced", []string{"STATE=" + d.dir, "TRACEPARENT="})
+	c := d.cmd("run", "--temporal", srv.Address, "--task-queue", "traced", "remote.yaml")
+	c.Env = append(c.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+j.otlp, "OTEL_EXPORTER_OTLP_PROTOCOL=", "TRACEPARENT=")
+	if out, err := c.CombinedOutput(); err != nil || strings.Contains(string(out), "traces not sent") {
+		t.Fatalf("flow run --temporal: %v\n%s\n%s", err, out, srv.Log())
+	}
+	byTrace := jaegerTraces(t, j.query, func(m map[string][]*jaegerSpan) bool { return workflows(m, "remote") == 1 })
+	var run *jaegerSpan
+	for _, spans := range byTrace {
+		for _, s := range spans {
+			if s.OperationName == "invoke_workflow remote" {
+				run = s
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(d.dir, "traceparent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "00-" + fmt.Sprintf("%032s", run.TraceID) + "-" + fmt.Sprintf("%016s", run.SpanID) + "-"
+	if tp := strings.TrimSpace(string(b)); !strings.HasPrefix(tp, want) {
+		t.Errorf("the worker's agent had TRACEPARENT %q, want the run span's %s…", tp, want)
+	}
 }
