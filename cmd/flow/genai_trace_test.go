@@ -257,3 +257,50 @@ func TestTemporalWorkersJoinTheTrace(t *testing.T) {
 		t.Errorf("the worker's agent had TRACEPARENT %q, want the run span's %s…", tp, want)
 	}
 }
+
+// TestClaudeTurnInJaeger: a Claude Code turn that calls a tool, traced to
+// Jaeger: an execute_tool span for the call its stream showed and a chat
+// span per request, gen_ai.provider.name anthropic, whose input tokens sum
+// to what the journal's end fact recorded, the cache included.
+func TestClaudeTurnInJaeger(t *testing.T) {
+	t.Parallel()
+	j := startJaegerFull(t)
+	dc := driverByName(t, "claude")
+	s := billedServer(t, dc)
+	env, frontmatter := dc.setup(t, s.URL())
+	agent := "---\nname: helper\ndescription: Helps with the test\ndriver: claude\nmodel: test-model\ntools: read, ls, bash\n" + frontmatter + "---\nYou help, briefly.\n"
+	env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT="+j.otlp, "OTEL_EXPORTER_OTLP_PROTOCOL=", "TRACEPARENT=")
+	run, out, err := flowRun(t, map[string]string{"agents/helper.md": agent, "f.yaml": billedFlow(0), "marker.txt": "x"}, env, "f.yaml")
+	if err != nil || strings.Contains(out, "traces not sent") {
+		t.Fatalf("flow run: %v\n%s", err, out)
+	}
+	u := endUsage(t, run, "look")
+	byTrace := jaegerTraces(t, j.query, func(m map[string][]*jaegerSpan) bool { return workflows(m, "f") == 1 })
+	var tools, chats int
+	var input int64
+	for _, spans := range byTrace {
+		for _, sp := range spans {
+			switch {
+			case strings.HasPrefix(sp.OperationName, "execute_tool "):
+				tools++
+				if sp.tag("gen_ai.provider.name") != "anthropic" || sp.tag("flow.tool.protocol") != "claude" || sp.tag("gen_ai.tool.call.id") == "" {
+					t.Errorf("%s: provider %q, protocol %q, call id %q", sp.OperationName, sp.tag("gen_ai.provider.name"), sp.tag("flow.tool.protocol"), sp.tag("gen_ai.tool.call.id"))
+				}
+			case sp.OperationName == "chat test-model":
+				chats++
+				var n int64
+				fmt.Sscan(sp.tag("gen_ai.usage.input_tokens"), &n)
+				input += n
+				if sp.tag("gen_ai.provider.name") != "anthropic" {
+					t.Errorf("chat: provider %q", sp.tag("gen_ai.provider.name"))
+				}
+			}
+		}
+	}
+	if tools != 1 || chats != 2 {
+		t.Errorf("%d execute_tool and %d chat spans, want 1 and 2 (the call, and the requests before and after it)", tools, chats)
+	}
+	if want := deref(u.Input) + deref(u.CacheRead) + deref(u.CacheWrite); input != want {
+		t.Errorf("the chat spans' input tokens sum to %d; the journal's input with the cache is %d", input, want)
+	}
+}
