@@ -99,8 +99,13 @@ func (h *hosted) wire(opts *engine.Options) error {
 }
 
 // traced runs start inside a trace of flow when the OTLP environment asks
-// for one (docs/tracing.md). A trace that cannot be sent is a warning:
-// the run's outcome does not depend on it.
+// for one (docs/tracing.md): every run started or resumed through a
+// Runner's backend — flow run, resume, test, fork, sweep cells, served
+// runs — comes here. start gets the context holding the run's span: the
+// processes it starts get it as TRACEPARENT (internal/proc), and a
+// Temporal worker through the workflow's headers (temporal.TraceContext).
+// A trace that cannot be sent is a warning: the run's outcome does not
+// depend on it.
 func (r *Runner) traced(ctx context.Context, flow string, start func(context.Context) (*engine.Result, error)) (*engine.Result, error) {
 	if !trace.Enabled() {
 		return start(ctx)
@@ -109,7 +114,7 @@ func (r *Runner) traced(ctx context.Context, flow string, start func(context.Con
 	if err != nil {
 		return nil, &engine.RefusedError{Msg: err.Error()}
 	}
-	res, err := start(ctx)
+	res, err := start(tr.Context())
 	id, dir, ok := "", "", false
 	if res != nil {
 		id, dir, ok = res.RunID, res.Dir, res.OK

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -76,6 +77,14 @@ const TemporalTroubleNote = temporal.TroubleNote
 // with for key: every payload and failure sealed with it.
 func TemporalConverters(key TemporalKey) (converter.DataConverter, converter.FailureConverter) {
 	return temporal.DataConverter(key), temporal.FailureConverter(key)
+}
+
+// TemporalPropagators are the context propagators a client of runs and
+// workers is dialled with: a traced run's span context reaches the
+// workers (docs/tracing.md), whose agents and commands get it as
+// TRACEPARENT.
+func TemporalPropagators() []workflow.ContextPropagator {
+	return []workflow.ContextPropagator{temporal.TraceContext{}}
 }
 
 // Start starts the run workflow and mirrors it until the run ends. With

@@ -71,12 +71,21 @@ func writeFlows(t *testing.T, dir string, files map[string]string) {
 // (unless args give --addr) and waits until it serves.
 func startServe(t *testing.T, bin, dir string, args ...string) *served {
 	t.Helper()
+	return startServeEnv(t, bin, dir, nil, args...)
+}
+
+// startServeEnv is startServe with env added to the server's environment.
+func startServeEnv(t *testing.T, bin, dir string, env []string, args ...string) *served {
+	t.Helper()
 	if !strings.Contains(strings.Join(args, " "), "--addr") {
 		args = append(args, "--addr", "127.0.0.1:0")
 	}
 	s := &served{t: t, stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	s.cmd = exec.Command(bin, append([]string{"serve", "flows"}, args...)...)
 	s.cmd.Dir = dir
+	if env != nil {
+		s.cmd.Env = append(os.Environ(), env...)
+	}
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

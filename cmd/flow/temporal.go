@@ -80,7 +80,7 @@ func (a *app) dialTemporalWaiting(ctx context.Context, f temporalFlags, wait tim
 	for {
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		c, err := client.DialContext(dctx, client.Options{HostPort: f.address, Namespace: f.namespace, Logger: tlog.NewStructuredLogger(logger),
-			DataConverter: data, FailureConverter: failures})
+			DataConverter: data, FailureConverter: failures, ContextPropagators: runner.TemporalPropagators()})
 		cancel()
 		if err == nil {
 			return c, nil

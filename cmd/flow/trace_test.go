@@ -17,54 +17,47 @@ import (
 	"github.com/flowrun/flow/rundir"
 )
 
-// jaegerConfig is the smallest Jaeger v2 all-in-one: OTLP over HTTP in,
-// memory storage, the query API out, every port given.
-const jaegerConfig = `service:
-  extensions: [jaeger_storage, jaeger_query]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_storage:
-    backends:
-      mem:
-        memory:
-          max_traces: 1000
-  jaeger_query:
-    storage:
-      traces: mem
-    http:
-      endpoint: 127.0.0.1:%d
-    grpc:
-      endpoint: 127.0.0.1:%d
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:%d
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: mem
-`
+// jaeger is a Jaeger all-in-one of tools/jaeger/local.yaml — the one
+// docs/tracing.md starts — on free loopback ports.
+type jaeger struct {
+	otlp, query, metrics string
+	env                  []string // the variables that give it its ports
+}
+
+// jaegerEnv picks the free ports of a Jaeger of tools/jaeger/local.yaml.
+func jaegerEnv(t *testing.T) *jaeger {
+	qp, gp, op, mp := freePort(t), freePort(t), freePort(t), freePort(t)
+	return &jaeger{
+		otlp: fmt.Sprintf("http://127.0.0.1:%d", op), query: fmt.Sprintf("http://127.0.0.1:%d", qp),
+		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", mp),
+		env: []string{fmt.Sprintf("JAEGER_QUERY_PORT=%d", qp), fmt.Sprintf("JAEGER_QUERY_GRPC_PORT=%d", gp),
+			fmt.Sprintf("JAEGER_OTLP_PORT=%d", op), fmt.Sprintf("JAEGER_METRICS_PORT=%d", mp)},
+	}
+}
+
+// jaegerLocal is tools/jaeger/local.yaml.
+func jaegerLocal(t *testing.T) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(wd, "..", "..", "tools", "jaeger", "local.yaml")
+}
 
 // startJaeger runs the collector for the test's life and returns its OTLP
 // HTTP endpoint and its query API's base URL, once the API answers.
 func startJaeger(t *testing.T) (otlp, query string) {
+	j := startJaegerFull(t)
+	return j.otlp, j.query
+}
+
+func startJaegerFull(t *testing.T) *jaeger {
 	t.Helper()
 	bin := clitest.Tool(t, "jaeger")
-	qp, gp, op := freePort(t), freePort(t), freePort(t)
-	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, jaegerConfig, qp, gp, op), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	j := jaegerEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config", cfg)
+	cmd := exec.CommandContext(ctx, bin, "--config", jaegerLocal(t))
+	cmd.Env = append(os.Environ(), j.env...)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -72,9 +65,8 @@ func startJaeger(t *testing.T) (otlp, query string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	query = fmt.Sprintf("http://127.0.0.1:%d", qp)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if resp, err := http.Get(query + "/api/services"); err == nil {
+		if resp, err := http.Get(j.query + "/api/services"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				break
@@ -84,7 +76,28 @@ func startJaeger(t *testing.T) (otlp, query string) {
 			t.Fatalf("jaeger's query API did not answer in 60 s:\n%s", log.String())
 		}
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d", op), query
+	return j
+}
+
+// TestLocalJaegerListensOnLoopback: every endpoint of the configuration
+// docs/tracing.md starts Jaeger with is on 127.0.0.1.
+func TestLocalJaegerListensOnLoopback(t *testing.T) {
+	b, err := os.ReadFile(jaegerLocal(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "endpoint:"); ok {
+			n++
+			if !strings.HasPrefix(strings.TrimSpace(v), "127.0.0.1:") {
+				t.Errorf("tools/jaeger/local.yaml listens beyond loopback: %s", line)
+			}
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d endpoints in tools/jaeger/local.yaml, want 4 (OTLP, query HTTP and gRPC, metrics)", n)
+	}
 }
 
 type jaegerSpan struct {
@@ -248,8 +261,10 @@ func TestTracesReachACollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := ledger.Total
-	want := [4]int64{deref(u.Input), deref(u.Output), deref(u.CacheRead), deref(u.CacheWrite)}
-	if sum != want || want != [4]int64{207, 43, 800, 60} {
+	// gen_ai.usage.input_tokens counts the cache too; the ledger's input
+	// does not.
+	want := [4]int64{deref(u.Input) + deref(u.CacheRead) + deref(u.CacheWrite), deref(u.Output), deref(u.CacheRead), deref(u.CacheWrite)}
+	if sum != want || want != [4]int64{207 + 800 + 60, 43, 800, 60} {
 		t.Errorf("the spans' gen_ai.usage sums (input, output, cache read, cache creation) are %v; usage.json says %v", sum, want)
 	}
 	if run.tag("flow.run.id") != filepath.Base(runs[0]) {
@@ -279,24 +294,22 @@ func deref(p *int64) int64 {
 }
 
 // tracingSetup gives docs/tracing.md's Jaeger free ports: the documented
-// .tools/bin/jaeger runs with a configuration of free ones, and the
-// documented localhost:4318 and localhost:16686 are those.
+// command runs with the variables of tools/jaeger/local.yaml set to free
+// ones, and the documented localhost:4318, :16686 and :8889 are those.
 func tracingSetup(t *testing.T, d *docSession) {
 	bin := clitest.Tool(t, "jaeger")
-	qp, gp, op := freePort(t), freePort(t), freePort(t)
-	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, jaegerConfig, qp, gp, op), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d.subst = append(d.subst, ".tools/bin/jaeger", bin+" --config "+cfg,
-		"localhost:4318", fmt.Sprintf("127.0.0.1:%d", op), "localhost:16686", fmt.Sprintf("127.0.0.1:%d", qp))
+	j := jaegerEnv(t)
+	host := func(u string) string { return strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/metrics") }
+	d.subst = append(d.subst, ".tools/bin/jaeger", bin, "tools/jaeger/local.yaml", jaegerLocal(t),
+		"localhost:4318", host(j.otlp), "localhost:16686", host(j.query), "localhost:8889", host(j.metrics))
 	d.env = append(d.env, "TRACEPARENT=", "OTEL_EXPORTER_OTLP_PROTOCOL=")
+	d.env = append(d.env, j.env...)
 }
 
 func tracingSteps(d *docSession) []docStep {
 	t := d.t
 	return []docStep{
-		{line: ".tools/bin/jaeger &", run: func(d *docSession, line string) {
+		{line: ".tools/bin/jaeger --config tools/jaeger/local.yaml &", run: func(d *docSession, line string) {
 			d.start(strings.TrimSuffix(line, " &"))
 			query := "http://" + d.expand("localhost:16686")
 			d.waitFor("jaeger's query API", time.Minute, func() bool {
@@ -318,6 +331,13 @@ func tracingSteps(d *docSession) []docStep {
 			d.waitFor("the run's trace in Jaeger", 30*time.Second, func() bool {
 				out = d.sh(line, 10*time.Second)
 				return strings.Contains(out, `"invoke_workflow count-file"`) && strings.Contains(out, `"invoke_agent summarizer"`)
+			})
+		}},
+		{line: "curl -s http://localhost:8889/metrics | grep gen_ai_client", run: func(d *docSession, line string) {
+			var out string
+			d.waitFor("flow's metrics in Jaeger's Prometheus endpoint", 30*time.Second, func() bool {
+				out = d.sh(line+" || true", 10*time.Second)
+				return strings.Contains(out, "gen_ai_client_operation_duration") && strings.Contains(out, `gen_ai_operation_name="invoke_agent"`)
 			})
 		}},
 	}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultGrace is how long a cancelled process tree has between SIGTERM and
@@ -29,6 +31,9 @@ type Cmd struct {
 	Started func(pid int)
 
 	tag string
+	// traceparent is TRACEPARENT for the program, "" to leave it as the
+	// environment has it.
+	traceparent string
 	// stop cancels the command's own context (Stop); Wait releases it.
 	stop context.CancelCauseFunc
 	// cancelled holds the time of the cancellation in Unix nanoseconds, or 0.
@@ -42,9 +47,23 @@ type Cmd struct {
 // Command returns a Cmd that runs name with arg on behalf of the run runID.
 // Like exec.CommandContext, a name without a slash is looked up in PATH, and
 // the lookup error, if any, is returned by Start.
+//
+// When ctx holds a trace's span (a traced run, docs/tracing.md), the
+// program gets it as TRACEPARENT, in W3C trace context form, so that a
+// program that traces itself joins the run's trace.
 func Command(ctx context.Context, runID, name string, arg ...string) *Cmd {
+	parent := traceparent(ctx)
 	ctx, stop := context.WithCancelCause(ctx)
-	return &Cmd{Cmd: exec.CommandContext(ctx, name, arg...), tag: newTag(runID), stop: stop}
+	return &Cmd{Cmd: exec.CommandContext(ctx, name, arg...), tag: newTag(runID), stop: stop, traceparent: parent}
+}
+
+// traceparent is the W3C traceparent of ctx's span, "" without one.
+func traceparent(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 }
 
 // Stop ends the command's process tree as a cancellation of its context
@@ -62,6 +81,10 @@ func (c *Cmd) Tag() string { return c.tag }
 func (c *Cmd) Start() error {
 	cmd := c.Cmd
 	cmd.Env = withTag(cmd.Env, c.tag)
+	if c.traceparent != "" {
+		// os/exec keeps the last of duplicate entries.
+		cmd.Env = append(cmd.Env, "TRACEPARENT="+c.traceparent)
+	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

@@ -10,15 +10,13 @@ import (
 	"os"
 	"strconv"
 	"time"
-
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 )
 
 // checkEndpoints refuses an OTLP endpoint the SDK would silently replace
 // with its default (https://localhost:4318): each of the standard
 // variables that is set must be an http or https URL with a host.
 func checkEndpoints() error {
-	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
 		s := os.Getenv(v)
 		if s == "" {
 			continue
@@ -37,7 +35,7 @@ func checkEndpoints() error {
 // named and nowhere else. OTEL_EXPORTER_OTLP_TIMEOUT and the certificate
 // variables apply as the SDK reads them (a client of one's own replaces
 // the SDK's reading of them).
-func exporterClient() (otlptracehttp.Option, error) {
+func exporterClient() (*http.Client, error) {
 	timeout := 10 * time.Second
 	if ms, ok := lookup("TIMEOUT"); ok {
 		n, err := strconv.Atoi(ms)
@@ -54,8 +52,7 @@ func exporterClient() (otlptracehttp.Option, error) {
 	if tlsCfg != nil {
 		tr.TLSClientConfig = tlsCfg
 	}
-	c := &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: sameHost}
-	return otlptracehttp.WithHTTPClient(c), nil
+	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: sameHost}, nil
 }
 
 // sameHost follows a collector's redirect only to the same scheme and

@@ -53,7 +53,8 @@ func TestVisitsFromTheJournal(t *testing.T) {
 		conversation string
 		attrs        map[string]int64
 	}{
-		{"chat m1", 1, 2, "", map[string]int64{"gen_ai.usage.input_tokens": 5, "gen_ai.usage.cache_read.input_tokens": 2}},
+		// input_tokens counts the cache: 5 beyond it, 2 read from it.
+		{"chat m1", 1, 2, "", map[string]int64{"gen_ai.usage.input_tokens": 7, "gen_ai.usage.cache_read.input_tokens": 2}},
 		{"invoke_agent w", 1, 2, "s1", nil},
 		{"chat m1", 5, 7, "", map[string]int64{"gen_ai.usage.input_tokens": 1, "gen_ai.usage.output_tokens": 1}},
 		{"invoke_agent w", 5, 7, "flow#w", nil},
@@ -129,5 +130,73 @@ func TestOtherProtocolsAreRefused(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
 	if _, err := Start(context.Background(), "f", nil); err == nil {
 		t.Fatal("grpc was accepted")
+	}
+}
+
+// TestRequestsOfANativeTurn: a native turn's steps carry their answers'
+// usage on their first calls, so its chat spans are one per request —
+// each step's, and the last answer's with the rest of the visit's usage —
+// and sum to the visit's usage; a step without usage leaves one span.
+func TestRequestsOfANativeTurn(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	u := func(in, out int64) *rundir.Usage { return &rundir.Usage{Input: ptr(in), Output: ptr(out)} }
+	end := &rundir.Fact{Type: rundir.FactEnd, Time: at(10), Visit: "fix", Usage: u(100, 30)}
+	tools := []*rundir.Fact{
+		{Type: rundir.FactTool, Time: at(3), Visit: "fix", Tool: &rundir.ToolCall{Turn: "t", Step: 1, Seq: 1, Name: "a", WallMS: 1000, Usage: u(40, 10)}},
+		{Type: rundir.FactTool, Time: at(4), Visit: "fix", Tool: &rundir.ToolCall{Turn: "t", Step: 1, Seq: 2, Name: "b", WallMS: 500}},
+		{Type: rundir.FactTool, Time: at(7), Visit: "fix", Tool: &rundir.ToolCall{Turn: "t", Step: 2, Seq: 3, Name: "c", WallMS: 1000, Usage: u(50, 5)}},
+	}
+	got := requests(end, at(1), tools)
+	want := []struct {
+		begin, end int
+		in, out    int64
+	}{{1, 2, 40, 10}, {4, 6, 50, 5}, {7, 10, 10, 15}}
+	if len(got) != len(want) {
+		t.Fatalf("%d requests, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if !g.begin.Equal(at(w.begin)) || !g.end.Equal(at(w.end)) || *g.usage.Input != w.in || *g.usage.Output != w.out {
+			t.Errorf("request %d: %v–%v in %d out %d, want %d–%d in %d out %d", i, g.begin, g.end, *g.usage.Input, *g.usage.Output, w.begin, w.end, w.in, w.out)
+		}
+	}
+	tools[2].Tool.Usage = nil
+	if got := requests(end, at(1), tools); len(got) != 1 || got[0].usage != end.Usage {
+		t.Errorf("a step without usage: %d requests, want the visit's one", len(got))
+	}
+}
+
+// TestProviderAndErrorType: gen_ai.provider.name per driver (pi's from
+// its model's provider), and a failed visit's error.type is its failure
+// kind, on invoke_agent and chat.
+func TestProviderAndErrorType(t *testing.T) {
+	for _, c := range []struct{ driver, model, want string }{
+		{"claude", "sonnet", "anthropic"}, {"codex", "", "openai"}, {"openai", "m", "openai"}, {"native", "m", "openai"},
+		{"pi", "anthropic/claude-x", "anthropic"}, {"pi", "google/gemini", "gcp.gemini"}, {"pi", "flow/m", "openai"},
+		{"pi", "m", "pi"}, {"exec", "", "exec"}, {"", "", "_OTHER"},
+	} {
+		if got := (provider{driver: c.driver}).name(c.model); got != c.want {
+			t.Errorf("%s with model %q: provider %q, want %q", c.driver, c.model, got, c.want)
+		}
+	}
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	r := &Run{tp: tp, tr: tp.Tracer("test"), providers: map[string]provider{"w": {driver: "claude"}}}
+	r.ctx, r.span = r.tr.Start(context.Background(), "invoke_workflow f")
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.visits([]*rundir.Fact{
+		{Type: rundir.FactStart, Time: t0, Visit: "a"},
+		{Type: rundir.FactEnd, Time: t0.Add(time.Second), Visit: "a", Agent: "w", Model: "sonnet", OK: ptr(false),
+			Error: &rundir.Failure{Kind: "timeout", Message: "slow"}, Usage: &rundir.Usage{Input: ptr[int64](1)}},
+	}, t0)
+	for _, s := range rec.Ended() {
+		attrs := map[string]string{}
+		for _, kv := range s.Attributes() {
+			attrs[string(kv.Key)] = kv.Value.Emit()
+		}
+		if attrs["gen_ai.provider.name"] != "anthropic" || attrs["error.type"] != "timeout" || s.Status().Code != codes.Error {
+			t.Errorf("%s: %v, status %v", s.Name(), attrs, s.Status())
+		}
 	}
 }

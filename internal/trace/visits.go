@@ -5,6 +5,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/flowrun/flow/rundir"
@@ -12,11 +14,12 @@ import (
 
 // visits makes, for every end fact that spent or ran an agent, an
 // `invoke_agent {agent}` span from its start fact to it, with a
-// `chat {model}` child carrying its usage, and returns when the run ended
-// (its last run fact, else fallback). A visit that ran again after a
-// resume has an end fact per attempt, each paired with the start before
-// it. The tool facts of a native turn (docs/native.md) become
-// `execute_tool {tool}` children of the visit's span that ends after them.
+// `chat {model}` child per request carrying its usage, and returns when
+// the run ended (its last run fact, else fallback). A visit that ran again
+// after a resume has an end fact per attempt, each paired with the start
+// before it. The tool facts of a native turn (docs/native.md) become
+// `execute_tool {tool}` children of the visit's span that ends after them,
+// and split its chat span into one per request (request).
 func (r *Run) visits(facts []*rundir.Fact, fallback time.Time) time.Time {
 	starts := map[string][]time.Time{}
 	tools := map[string][]*rundir.Fact{}
@@ -30,6 +33,10 @@ func (r *Run) visits(facts []*rundir.Fact, fallback time.Time) time.Time {
 		case rundir.FactRun:
 			if f.Status != rundir.StatusRunning && !f.Time.IsZero() {
 				end = f.Time
+				r.runFailure = ""
+				if f.Error != nil {
+					r.runFailure = string(f.Error.Kind)
+				}
 			}
 		case rundir.FactEnd:
 			if f.Agent == "" && f.Usage == nil {
@@ -51,47 +58,63 @@ func (r *Run) visits(facts []*rundir.Fact, fallback time.Time) time.Time {
 
 func (r *Run) visit(f *rundir.Fact, begin time.Time, tools []*rundir.Fact) {
 	failed := f.OK != nil && !*f.OK
-	name, op := "invoke_agent "+f.Agent, "invoke_agent"
+	provider := r.providers[f.Agent].name(f.Model)
+	name := "invoke_agent " + f.Agent
 	if f.Agent == "" {
 		name = "visit " + f.Visit
 	}
-	attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", op), attribute.String("flow.visit", f.Visit)}
+	attrs := []attribute.KeyValue{semconv.GenAIOperationNameInvokeAgent, semconv.GenAIProviderNameKey.String(provider),
+		attribute.String("flow.visit", f.Visit)}
 	if f.Agent != "" {
-		attrs = append(attrs, attribute.String("gen_ai.agent.name", f.Agent))
+		attrs = append(attrs, semconv.GenAIAgentName(f.Agent))
+	}
+	if f.Model != "" {
+		attrs = append(attrs, semconv.GenAIRequestModel(f.Model))
 	}
 	if c := conversation(f); c != "" {
-		attrs = append(attrs, attribute.String("gen_ai.conversation.id", c))
+		attrs = append(attrs, semconv.GenAIConversationID(c))
 	}
 	ctx, span := r.tr.Start(r.ctx, name, oteltrace.WithTimestamp(begin), oteltrace.WithSpanKind(oteltrace.SpanKindInternal),
 		oteltrace.WithAttributes(attrs...))
 	if f.Usage != nil {
-		name := "chat " + f.Model
-		if f.Model == "" { // an exec agent without a model
-			name = "chat"
+		reqs := requests(f, begin, tools)
+		for i, q := range reqs {
+			name := "chat " + f.Model
+			if f.Model == "" { // an exec agent without a model
+				name = "chat"
+			}
+			_, chat := r.tr.Start(ctx, name, oteltrace.WithTimestamp(q.begin), oteltrace.WithSpanKind(oteltrace.SpanKindClient),
+				oteltrace.WithAttributes(chatAttrs(f, provider, q.usage)...))
+			last := i == len(reqs)-1
+			if failed && last {
+				chat.SetStatus(codes.Error, r.secrets.Scrub(failure(f)))
+				chat.SetAttributes(errorType(failKind(f)))
+			}
+			chat.End(oteltrace.WithTimestamp(q.end))
+			r.meters.record(genaiconv.OperationNameChat, f.Model, provider, q.usage, q.end.Sub(q.begin), failed && last, failKind(f))
 		}
-		_, chat := r.tr.Start(ctx, name, oteltrace.WithTimestamp(begin), oteltrace.WithSpanKind(oteltrace.SpanKindClient),
-			oteltrace.WithAttributes(chatAttrs(f)...))
-		if failed {
-			chat.SetStatus(codes.Error, r.secrets.Scrub(failure(f)))
-		}
-		chat.End(oteltrace.WithTimestamp(f.Time))
 	}
 	for _, tf := range tools {
 		c := tf.Tool
 		_, ts := r.tr.Start(ctx, "execute_tool "+c.Name, oteltrace.WithTimestamp(tf.Time.Add(-time.Duration(c.WallMS)*time.Millisecond)),
 			oteltrace.WithSpanKind(oteltrace.SpanKindInternal), oteltrace.WithAttributes(
-				attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", c.Name),
-				attribute.String("gen_ai.tool.call.id", c.ID), attribute.String("flow.visit", f.Visit),
+				semconv.GenAIOperationNameExecuteTool, semconv.GenAIProviderNameKey.String(provider),
+				semconv.GenAIToolName(c.Name), semconv.GenAIToolCallID(c.ID), attribute.String("flow.visit", f.Visit),
 				attribute.String("flow.tool.protocol", c.Protocol)))
 		if c.Error {
 			ts.SetStatus(codes.Error, "the tool's result is an error")
+			ts.SetAttributes(errorType("tool_error"))
 		}
 		ts.End(oteltrace.WithTimestamp(tf.Time))
 	}
 	if failed {
 		span.SetStatus(codes.Error, r.secrets.Scrub(failure(f)))
+		span.SetAttributes(errorType(failKind(f)))
 	}
 	span.End(oteltrace.WithTimestamp(f.Time))
+	if f.Agent != "" {
+		r.meters.record(genaiconv.OperationNameInvokeAgent, f.Model, provider, nil, f.Time.Sub(begin), failed, failKind(f))
+	}
 }
 
 // conversation is the visit's memory session: the id its driver gave the
@@ -107,26 +130,30 @@ func conversation(f *rundir.Fact) string {
 	return ""
 }
 
-// chatAttrs are a visit's usage as the GenAI conventions name it; a figure
-// the driver did not report is left out, not sent as 0.
-func chatAttrs(f *rundir.Fact) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"), attribute.String("flow.visit", f.Visit)}
+// chatAttrs are a request's usage as the GenAI conventions name it;
+// a figure the driver did not report is left out, not sent as 0.
+// gen_ai.usage.input_tokens is every input token, cached ones included
+// (the ledger's input leaves the cache out: docs/drivers.md#usage).
+func chatAttrs(f *rundir.Fact, provider string, u *rundir.Usage) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(provider),
+		attribute.String("flow.visit", f.Visit)}
 	if f.Model != "" {
-		attrs = append(attrs, attribute.String("gen_ai.request.model", f.Model))
+		attrs = append(attrs, semconv.GenAIRequestModel(f.Model))
 	}
-	u := f.Usage
+	if in := inputTokens(u); in != nil {
+		attrs = append(attrs, semconv.GenAIUsageInputTokensKey.Int64(*in))
+	}
 	for _, n := range []struct {
-		key string
+		key attribute.Key
 		v   *int64
 	}{
-		{"gen_ai.usage.input_tokens", u.Input},
-		{"gen_ai.usage.output_tokens", u.Output},
-		{"gen_ai.usage.cache_read.input_tokens", u.CacheRead},
-		{"gen_ai.usage.cache_creation.input_tokens", u.CacheWrite},
+		{semconv.GenAIUsageOutputTokensKey, u.Output},
+		{semconv.GenAIUsageCacheReadInputTokensKey, u.CacheRead},
+		{semconv.GenAIUsageCacheCreationInputTokensKey, u.CacheWrite},
 		{"flow.usage.turns", u.Turns},
 	} {
 		if n.v != nil {
-			attrs = append(attrs, attribute.Int64(n.key, *n.v))
+			attrs = append(attrs, n.key.Int64(*n.v))
 		}
 	}
 	if u.Cost != nil {
@@ -138,9 +165,43 @@ func chatAttrs(f *rundir.Fact) []attribute.KeyValue {
 	return attrs
 }
 
+// inputTokens is every input token of u, cached ones included; nil when
+// the driver reported none of them.
+func inputTokens(u *rundir.Usage) *int64 {
+	var n int64
+	any := false
+	for _, p := range []*int64{u.Input, u.CacheRead, u.CacheWrite} {
+		if p != nil {
+			n, any = n+*p, true
+		}
+	}
+	if !any {
+		return nil
+	}
+	return &n
+}
+
 func failure(f *rundir.Fact) string {
 	if f.Error != nil {
 		return string(f.Error.Kind) + ": " + f.Error.Message
 	}
 	return "failed"
+}
+
+// failKind is the failure kind of a failed visit (docs/flow-files.md),
+// "" when its end fact names none.
+func failKind(f *rundir.Fact) string {
+	if f.Error != nil {
+		return string(f.Error.Kind)
+	}
+	return ""
+}
+
+// errorType is error.type: flow's failure kind, else the conventions'
+// _OTHER.
+func errorType(kind string) attribute.KeyValue {
+	if kind == "" {
+		return semconv.ErrorTypeOther
+	}
+	return semconv.ErrorTypeKey.String(kind)
 }

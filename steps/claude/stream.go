@@ -107,10 +107,11 @@ type parser struct {
 	result  *event
 	steps   []transcript.Step
 	tools   map[string]string // tool_use id → tool name, to title the results
+	calls   *agentcli.Calls   // the turn's tool calls, journalled for its trace
 }
 
-func newParser(progress func(engine.Progress)) *parser {
-	return &parser{activity: agentcli.NewActivity(progress), notes: agentcli.NewNotes("claude"), tools: map[string]string{}}
+func newParser(progress func(engine.Progress), calls *agentcli.Calls) *parser {
+	return &parser{activity: agentcli.NewActivity(progress), notes: agentcli.NewNotes("claude"), tools: map[string]string{}, calls: calls}
 }
 
 // Feed reads line n (counted from 1) of the stream.
@@ -143,7 +144,17 @@ func (p *parser) Feed(n int, line []byte) {
 		}
 	case "assistant", "user":
 		p.step(ev.Type, ev.Message)
-		if ev.Type == "user" || ev.Message == nil {
+		if ev.Message == nil {
+			return
+		}
+		if ev.Type == "user" {
+			if ev.ParentTool == "" {
+				for _, b := range ev.Message.Content {
+					if b.Type == "tool_result" {
+						p.calls.Result(b.ToolUseID, b.IsError)
+					}
+				}
+			}
 			return
 		}
 		if u := ev.Message.Usage; u != nil {
@@ -151,6 +162,9 @@ func (p *parser) Feed(n int, line []byte) {
 			// message's id and usage: the ledger counts each message once.
 			// A subagent's calls are billed too.
 			p.ledger.Report(ev.Message.ID, usage.Anthropic(u.Input, u.Output, u.CacheRead, u.CacheWrite))
+			if ev.ParentTool == "" {
+				p.calls.Usage(ev.Message.ID, usage.Anthropic(u.Input, u.Output, u.CacheRead, u.CacheWrite))
+			}
 			p.activity.Tokens = p.ledger.Tokens()
 			p.activity.Update()
 		}
@@ -166,6 +180,7 @@ func (p *parser) Feed(n int, line []byte) {
 			case "tool_use":
 				p.activity.Forget() // the same tool twice is two uses
 				p.activity.Report("using " + b.Name)
+				p.calls.Use(ev.Message.ID, b.ID, b.Name)
 			}
 		}
 	case "result":

@@ -19,7 +19,7 @@ func TestUsageOnceAMessage(t *testing.T) {
 	const billed, started = 5635, (1347 + 1 + 1387 + 40) + (1383 + 1 + 1422 + 40)
 
 	var progress clitest.Progress
-	p := newParser(progress.Record)
+	p := newParser(progress.Record, nil)
 	w := agentcli.NewLineWriter(p.Feed)
 	_, _ = w.Write(stream)
 	w.Flush()
