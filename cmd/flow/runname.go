@@ -26,7 +26,7 @@ func nthLatest(runsDir, name string) (string, bool, error) {
 			return "", true, invalid("%s: %v", name, err)
 		}
 	}
-	runs, err := rundir.List(runsDir)
+	runs, err := rundir.Summaries(runsDir)
 	if err != nil {
 		return "", true, err
 	}
