@@ -29,6 +29,7 @@ type Cmd struct {
 	Started func(pid int)
 
 	tag string
+	run string // the run id, whose groups EndRun ends
 	// stop cancels the command's own context (Stop); Wait releases it.
 	stop context.CancelCauseFunc
 	// cancelled holds the time of the cancellation in Unix nanoseconds, or 0.
@@ -44,7 +45,7 @@ type Cmd struct {
 // the lookup error, if any, is returned by Start.
 func Command(ctx context.Context, runID, name string, arg ...string) *Cmd {
 	ctx, stop := context.WithCancelCause(ctx)
-	return &Cmd{Cmd: exec.CommandContext(ctx, name, arg...), tag: newTag(runID), stop: stop}
+	return &Cmd{Cmd: exec.CommandContext(ctx, name, arg...), tag: newTag(runID), run: runID, stop: stop}
 }
 
 // Stop ends the command's process tree as a cancellation of its context
@@ -77,6 +78,7 @@ func (c *Cmd) Start() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	addGroup(c.run, cmd.Process.Pid)
 	if c.Started != nil {
 		c.Started(cmd.Process.Pid)
 	}
@@ -95,6 +97,7 @@ func (c *Cmd) Wait() error {
 	if at := c.cancelled.Load(); at != 0 {
 		reap(c.Cmd.Process.Pid, exactTag(c.tag), time.Unix(0, at).Add(c.grace()), c.termed)
 	}
+	settleGroup(c.run, c.Cmd.Process.Pid)
 	return err
 }
 
