@@ -12,7 +12,7 @@ import (
 
 // mkRun writes a run of flow under runs that started at and ended with
 // status, closing it as a run does.
-func mkRun(t *testing.T, runs string, at time.Time, flow string, status Status) string {
+func mkRun(t testing.TB, runs string, at time.Time, flow string, status Status) string {
 	t.Helper()
 	w, err := Create(runs, NewRunID(at))
 	if err != nil {
@@ -192,5 +192,37 @@ func TestIndexConcurrentRuns(t *testing.T) {
 	got := same(t, runs)
 	if len(*read) != 0 || len(got) != 32 {
 		t.Errorf("Summaries read %v and found %d runs, want none read of 32", *read, len(got))
+	}
+}
+
+// BenchmarkLatest200 is what flow run --reuse spends finding the run to
+// reuse among 200 earlier runs, 100 of another flow after those of its own:
+// their summaries, no journal (BenchmarkLatest200NoIndex: every journal).
+func BenchmarkLatest200(b *testing.B)        { benchLatest(b, false) }
+func BenchmarkLatest200NoIndex(b *testing.B) { benchLatest(b, true) }
+
+func benchLatest(b *testing.B, noIndex bool) {
+	runs := b.TempDir()
+	t0 := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	for i := range 200 {
+		flow := "f"
+		if i >= 100 {
+			flow = "g"
+		}
+		mkRun(b, runs, t0.Add(time.Duration(i)*time.Second), flow, StatusSucceeded)
+	}
+	for b.Loop() {
+		if noIndex {
+			b.StopTimer()
+			matches, _ := filepath.Glob(filepath.Join(runs, "*", summaryFile))
+			for _, m := range matches {
+				_ = os.Remove(m)
+			}
+			b.StartTimer()
+		}
+		r, err := Latest(runs, func(r *RunInfo) bool { return r.Flow == "f" })
+		if err != nil || r == nil {
+			b.Fatal(r, err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // EndRun ends what a run's steps left — a daemon in the step's process
@@ -77,5 +78,19 @@ func TestEndRunAfterCleanStepsSignalsNothing(t *testing.T) {
 	before := scanned.Load()
 	if n, err := EndRun(run, testGrace); err != nil || n != 0 || kept != 0 || scanned.Load() != before {
 		t.Errorf("EndRun = %d, %v with %d groups kept and %d scans; want nothing", n, err, kept, scanned.Load()-before)
+	}
+}
+
+// BenchmarkEndRunNone is the cost of the end-of-run cleanup when no step
+// left anything, in a subreaper: next to BenchmarkKillTaggedNone, the
+// /proc scan it replaces.
+func BenchmarkEndRunNone(b *testing.B) {
+	if !Subreap() {
+		b.Skip("this kernel refuses PR_SET_CHILD_SUBREAPER")
+	}
+	for b.Loop() {
+		if _, err := EndRun("bench-none", time.Second); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
