@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/flowrun/flow/schema"
 )
@@ -162,7 +163,7 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 			an.Ask = c.template(ds.Ask, sc)
 		}
 		for _, a := range ds.Show {
-			if !addressRE.MatchString(a.Value) || !isNodeAddress(a.Value, sc) {
+			if !addressRE().MatchString(a.Value) || !isNodeAddress(a.Value, sc) {
 				c.diags.Add(a.Pos, schema.CodeReads, "show names nodes that ran before the ask: "+strings.Join(nodeIDs(sc), ", "), "show %q is not a node before this ask", a.Value)
 				continue
 			}
@@ -212,7 +213,7 @@ func (c *checker) agentNode(n *Node, _ *schema.Node, d *schema.AgentSpec, sc *sc
 	}
 	for _, r := range d.Reads {
 		rd := &Read{Address: r.Value, IsNode: isNodeAddress(r.Value, sc)}
-		if !addressRE.MatchString(r.Value) {
+		if !addressRE().MatchString(r.Value) {
 			c.diags.Add(r.Pos, schema.CodeReads, "reads are addresses: input, a node id, x.output.field, loop.previous.id", "%q is not an address", r.Value)
 			continue
 		}
@@ -257,7 +258,9 @@ func (c *checker) unknownAgent(name schema.String) {
 	c.diags.Add(name.Pos, schema.CodeAgent, hint, "unknown agent %q", name.Value)
 }
 
-var addressRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+var addressRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+})
 
 // isNodeAddress reports whether addr names a node value: an id in scope, or
 // <loop>.previous.<id>.
@@ -277,7 +280,7 @@ func isNodeAddress(addr string, sc *scope) bool {
 // declared types; other expressions fall back to what expr inferred.
 func (c *checker) addressType(src string, sc *scope, inferred *schema.Type) *schema.Type {
 	src = strings.TrimSpace(src)
-	if !addressRE.MatchString(src) {
+	if !addressRE().MatchString(src) {
 		return inferred
 	}
 	parts := strings.Split(src, ".")

@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // A value is data only where the script's own parse shows a command that
@@ -101,7 +102,7 @@ var codeVariables = map[string]bool{
 	"PAGER": true, "EDITOR": true, "VISUAL": true, "BROWSER": true, "GIT_CONFIG_PARAMETERS": true, "PROMPT_COMMAND_ARRAY": true,
 }
 
-var assignPrefix = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)(\[[^]]*\])?\+?=`)
+var assignPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)(\[[^]]*\])?\+?=`) })
 
 // commandName is how a command is known: its base name, without the path
 // it was called by (/usr/bin/env, ./bash) or a version suffix (python3.12).
@@ -235,8 +236,8 @@ func (v *verdict) wrapped(ws []word, pos int, cmd string, w wrapper) int {
 	i := pos + 1
 	for ; i < len(ws); i++ {
 		a := ws[i]
-		if cmd == "env" && a.prefix && assignPrefix.MatchString(a.text) {
-			if m := assignPrefix.FindStringSubmatch(a.text); codeVariables[m[1]] {
+		if cmd == "env" && a.prefix && assignPrefix().MatchString(a.text) {
+			if m := assignPrefix().FindStringSubmatch(a.text); codeVariables[m[1]] {
 				v.refuse(ws, i, i+1, "this ${{ }} is assigned to "+m[1]+", which names or holds code that runs")
 			}
 			continue

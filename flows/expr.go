@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
@@ -309,12 +310,14 @@ func typeOfNature(nt *nature.Nature, depth int) *schema.Type {
 
 func (e *Expr) String() string { return fmt.Sprintf("%s (%s)", e.Source, e.Pos) }
 
-var trailingAddress = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\.?$`)
+var trailingAddress = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\.?$`)
+})
 
 // fieldHint suggests the declared field closest to an unknown one, from the
 // address written before it (verdict.output in verdict.output.aproved).
 func (c *checker) fieldHint(before, field string, sc *scope) string {
-	addr := strings.TrimSuffix(trailingAddress.FindString(before), ".")
+	addr := strings.TrimSuffix(trailingAddress().FindString(before), ".")
 	if addr == "" {
 		return ""
 	}

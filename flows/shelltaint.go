@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -28,7 +29,7 @@ type taint struct {
 
 const hintTaint = "give the variable to a command as data (an argument, or \"$1\" after a bash -c script written out), never to code that parses it; code that needs the value reads it from env: (os.environ in Python, process.env in Node)"
 
-var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var shellName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // source is a place where the script gives variables a value: names get
 // it from the nodes in from.
@@ -125,7 +126,7 @@ func readInto(s *syntax.Stmt) (source, bool) {
 				i++ // their operand is not a name (read -a NAME is)
 				continue
 			}
-			if shellName.MatchString(a) {
+			if shellName().MatchString(a) {
 				out.names = append(out.names, a)
 			}
 		}

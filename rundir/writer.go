@@ -262,6 +262,10 @@ func (w *Writer) Close() error {
 		}
 		errs = append(errs, releaseLock(w.dir))
 		w.closeErr = errors.Join(errs...)
+		w.mu.Lock()
+		facts := w.facts[:len(w.facts):len(w.facts)]
+		w.mu.Unlock()
+		indexRun(w.dir, facts, w.secrets)
 	})
 	return w.closeErr
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flowrun/flow/rundir"
@@ -54,13 +55,13 @@ const maxBody = 1 << 20
 // runIDRE matches run ids: flow's own, and those Temporal gives the runs
 // its Schedules start (the action's id and the fire's time,
 // flow-<dir>-<flow>-2026-12-02T01:05:27Z).
-var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
+var runIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`) })
 
 // runDir resolves the {id} of a request to a run: its directory, or a
 // run this server runs or queues. It writes the error itself.
 func (s *Server) runDir(w http.ResponseWriter, r *http.Request) (id, dir string, ok bool) {
 	id = r.PathValue("id")
-	if !runIDRE.MatchString(id) || len(id) > 200 {
+	if !runIDRE().MatchString(id) || len(id) > 200 {
 		fail(w, http.StatusBadRequest, "id", "%q is not a run id", id)
 		return "", "", false
 	}

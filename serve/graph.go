@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
@@ -70,7 +71,7 @@ type nodeStates struct {
 	counts map[string]int // loop: iterations; map: items
 }
 
-var iterRE = regexp.MustCompile(`(#|\[)(\d+)\]?$`)
+var iterRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(#|\[)(\d+)\]?$`) })
 
 func statesOf(visits []VisitView) *nodeStates {
 	ns := &nodeStates{state: map[string]string{}, visits: map[string]int{}, counts: map[string]int{}}
@@ -78,7 +79,7 @@ func statesOf(visits []VisitView) *nodeStates {
 	for _, v := range visits {
 		segs := strings.Split(v.Visit, "/")
 		for i, seg := range segs {
-			if m := iterRE.FindStringSubmatchIndex(seg); m != nil {
+			if m := iterRE().FindStringSubmatchIndex(seg); m != nil {
 				n, _ := strconv.Atoi(seg[m[4]:m[5]])
 				segs[i] = seg[:m[0]]
 				key := strings.Join(segs[:i+1], "/")

@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // markdown renders an agent's output for the page: a small, safe subset
@@ -45,17 +46,17 @@ func markdown(s string) template.HTML {
 		case trimmed == "":
 			flush()
 			closeList()
-		case headingRE.MatchString(trimmed):
+		case headingRE().MatchString(trimmed):
 			flush()
 			closeList()
-			m := headingRE.FindStringSubmatch(trimmed)
+			m := headingRE().FindStringSubmatch(trimmed)
 			n := string(rune('0' + len(m[1])))
 			b.WriteString("<h" + n + ">" + inline(m[2]) + "</h" + n + ">\n")
-		case bulletRE.MatchString(line) || orderedRE.MatchString(line):
+		case bulletRE().MatchString(line) || orderedRE().MatchString(line):
 			flush()
-			kind, m := "ul", bulletRE.FindStringSubmatch(line)
+			kind, m := "ul", bulletRE().FindStringSubmatch(line)
 			if m == nil {
-				kind, m = "ol", orderedRE.FindStringSubmatch(line)
+				kind, m = "ol", orderedRE().FindStringSubmatch(line)
 			}
 			if list != kind {
 				closeList()
@@ -78,12 +79,12 @@ func markdown(s string) template.HTML {
 }
 
 var (
-	headingRE = regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*$`)
-	bulletRE  = regexp.MustCompile(`^\s*[-*+]\s+(.*)$`)
-	orderedRE = regexp.MustCompile(`^\s*\d{1,9}[.)]\s+(.*)$`)
-	boldRE    = regexp.MustCompile(`\*\*([^*]+)\*\*|__([^_]+)__`)
-	italicRE  = regexp.MustCompile(`\*([^*\s][^*]*)\*`)
-	linkRE    = regexp.MustCompile(`\[([^\]]+)\]\((https?://[^\s()]+)\)`)
+	headingRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*$`) })
+	bulletRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*[-*+]\s+(.*)$`) })
+	orderedRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\d{1,9}[.)]\s+(.*)$`) })
+	boldRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\*\*([^*]+)\*\*|__([^_]+)__`) })
+	italicRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\*([^*\s][^*]*)\*`) })
+	linkRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[([^\]]+)\]\((https?://[^\s()]+)\)`) })
 )
 
 // inline renders code spans, bold, italics and http(s) links in one
@@ -106,7 +107,7 @@ func inline(s string) string {
 
 func emphasis(s string) string {
 	s = template.HTMLEscapeString(s)
-	s = linkRE.ReplaceAllString(s, `<a href="$2" rel="nofollow noopener">$1</a>`)
-	s = boldRE.ReplaceAllString(s, "<strong>$1$2</strong>")
-	return italicRE.ReplaceAllString(s, "<em>$1</em>")
+	s = linkRE().ReplaceAllString(s, `<a href="$2" rel="nofollow noopener">$1</a>`)
+	s = boldRE().ReplaceAllString(s, "<strong>$1$2</strong>")
+	return italicRE().ReplaceAllString(s, "<em>$1</em>")
 }

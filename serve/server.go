@@ -340,7 +340,7 @@ func (s *Server) reload() ([]*entry, error) {
 // the API stays stopped.
 func (s *Server) resumeLeft(past pastState) {
 	for _, id := range past.owned {
-		if !runIDRE.MatchString(id) { // serve.jsonl names run ids, not paths
+		if !runIDRE().MatchString(id) { // serve.jsonl names run ids, not paths
 			continue
 		}
 		dir, ok := rundir.Find(s.cfg.RunsDir, id)

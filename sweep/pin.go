@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
@@ -161,12 +162,12 @@ func modelsLine(models map[string]string) string {
 	return "models: {" + strings.Join(parts, ", ") + "}"
 }
 
-var plainModel = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./@+-]*$`)
+var plainModel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./@+-]*$`) })
 
 // yamlScalar writes a model name plain when YAML reads it back as the same
 // string, else double-quoted (a JSON string is a YAML one).
 func yamlScalar(s string) string {
-	if plainModel.MatchString(s) {
+	if plainModel().MatchString(s) {
 		switch strings.ToLower(s) {
 		case "true", "false", "null", "yes", "no", "on", "off", "y", "n":
 		default:

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/internal/proc"
 	"github.com/flowrun/flow/internal/sandbox"
 	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/runner"
@@ -215,6 +216,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		SuggestionsMinimumDistance: 2,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Name() != "serve" && cmd.Name() != "worker" {
+				// Orphans of steps come to this short-lived process, which
+				// ends them at the run's end without a /proc scan.
+				proc.Subreap()
+			}
 			if err := a.startProfile(cmd); err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ func (a *app) runsCmd() *cobra.Command {
 		Short: "List the runs of this directory, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			runs, err := rundir.List(a.cfg.GetString("runs_dir"))
+			runs, err := rundir.Summaries(a.cfg.GetString("runs_dir"))
 			if err != nil {
 				return err
 			}

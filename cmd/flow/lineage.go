@@ -33,7 +33,7 @@ func (a *app) lineage(info *rundir.RunInfo) {
 		}
 		fmt.Fprintln(a.stdout, safeLine(line))
 	}
-	runs, err := rundir.List(a.cfg.GetString("runs_dir"))
+	runs, err := rundir.Summaries(a.cfg.GetString("runs_dir"))
 	if err != nil {
 		return
 	}

@@ -64,7 +64,7 @@ func (a *app) findRun(args []string, resumable bool) (string, error) {
 		}
 		return "", invalid("no run %q in %s", args[0], runsDir)
 	}
-	runs, err := rundir.List(runsDir)
+	runs, err := rundir.Summaries(runsDir)
 	if err != nil {
 		return "", err
 	}

@@ -3,18 +3,19 @@ package main
 import (
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/flowrun/flow/rundir"
 )
 
 // lastRE is how a command line names a run by its age: last is the
 // latest run, last~1 the one before it.
-var lastRE = regexp.MustCompile(`^last(?:~([0-9]+))?$`)
+var lastRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^last(?:~([0-9]+))?$`) })
 
 // nthLatest resolves last and last~N among the runs under runsDir; ok is
 // false when name is not of that form.
 func nthLatest(runsDir, name string) (string, bool, error) {
-	m := lastRE.FindStringSubmatch(name)
+	m := lastRE().FindStringSubmatch(name)
 	if m == nil {
 		return "", false, nil
 	}
@@ -25,7 +26,7 @@ func nthLatest(runsDir, name string) (string, bool, error) {
 			return "", true, invalid("%s: %v", name, err)
 		}
 	}
-	runs, err := rundir.List(runsDir)
+	runs, err := rundir.Summaries(runsDir)
 	if err != nil {
 		return "", true, err
 	}

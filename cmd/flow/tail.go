@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -46,10 +47,10 @@ func nearVisits(facts []*rundir.Fact, visit string) []string {
 	return nil
 }
 
-var iterationRE = regexp.MustCompile(`#\d+|\[\d+\]`)
+var iterationRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`#\d+|\[\d+\]`) })
 
 // bareVisit is a visit path without its iteration and item marks.
-func bareVisit(v string) string { return iterationRE.ReplaceAllString(v, "") }
+func bareVisit(v string) string { return iterationRE().ReplaceAllString(v, "") }
 
 // noVisit is the error of flow tail for a visit the run does not have.
 func noVisit(err error, facts []*rundir.Fact, visit string) error {

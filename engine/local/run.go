@@ -138,8 +138,10 @@ func settings(o *engine.Options) rundir.Settings {
 // attempts when the run resumes.
 func run(ctx context.Context, plan *flows.Plan, opts engine.Options, w *rundir.Writer, earlier []*record.Fact) (res *engine.Result, err error) {
 	defer func() {
-		// A run ends every process it started, daemons a step left included.
-		endLeftovers(opts.RunID)
+		// A run ends every process it started, daemons a step left included:
+		// the groups and the orphans it knows of, no /proc scan in a
+		// subreaper (proc.EndRun).
+		_, _ = proc.EndRun(opts.RunID, proc.DefaultGrace)
 		if cerr := w.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("closing run directory: %w", cerr)
 		}
@@ -205,9 +207,9 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts engine.Opt
 	return run(ctx, plan, opts, w, earlier)
 }
 
-// endLeftovers ends every process still carrying the run's tag: daemons a
-// step left, or what a dead engine's visits were running.
-// It returns how many it found.
+// endLeftovers ends every process still carrying the run's tag that a dead
+// engine left, reparented to init or a subreaper, not to this process: a
+// /proc scan is needed (proc.KillTagged). It returns how many it found.
 func endLeftovers(runID string) int {
 	n, _ := proc.KillTagged(runID, proc.DefaultGrace)
 	return n

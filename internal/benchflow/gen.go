@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -69,4 +73,32 @@ func largeFlow(name string, n int) string {
 `, blk, s(7), s(6), prev, s(5))
 	}
 	return b.String()
+}
+
+// earlierRuns makes the working directory of the --reuse workload under
+// tmp: one.yaml (one `run: ["true"]` node) and other.yaml, n/2 runs of
+// the first and then n - n/2 of the other, so that the run --reuse reuses
+// is behind the other flow's runs.
+func earlierRuns(ctx context.Context, flowBin, tmp string, env []string, n int) (string, error) {
+	wd := filepath.Join(tmp, "reuse")
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		return "", err
+	}
+	for _, name := range []string{"one", "other"} {
+		if err := os.WriteFile(filepath.Join(wd, name+".yaml"), []byte(chainFlow(name, 1)), 0o644); err != nil {
+			return "", err
+		}
+	}
+	for i := range n {
+		file := "one.yaml"
+		if i >= n/2 {
+			file = "other.yaml"
+		}
+		cmd := exec.CommandContext(ctx, flowBin, "run", file)
+		cmd.Dir, cmd.Env = wd, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("flow run %s: %w\n%s", file, err, tail(out, 2000))
+		}
+	}
+	return wd, nil
 }

@@ -15,7 +15,12 @@
 //     the floor spawning 1,000 `true`s 8 at a time;
 //   - validate: `flow validate` of a generated 1,000-node flow (run nodes,
 //     templates and guards that read earlier nodes; no agents), against the
-//     floor starting and exiting (the cost of any Go process).
+//     floor starting and exiting (the cost of any Go process);
+//   - flow --version, against the floor starting and exiting: flow's own
+//     start-up (package init, the runtime's set-up of a large binary);
+//   - --reuse: `flow run --reuse` of a one-node flow in a directory of 200
+//     earlier runs, half of the flow and then half of another, against the
+//     floor spawning one `true`.
 //
 // Then it runs the engine's Go benchmark MapMemory -engine times (0 skips
 // it): the peak heap per item of a 10,000-item map, checked on the median.
@@ -79,13 +84,14 @@ type config struct {
 	strict      bool
 	engine      int
 	temporal    int  // nodes of the chain timed on Temporal (0: skip)
+	reuse       int  // earlier runs before the timed flow run --reuse (0: skip)
 	plain       bool // the dev server with its default settings
 }
 
 // isDefault reports whether the workloads are the sizes docs/performance.md sets its
 // targets for.
 func (c config) isDefault() bool {
-	return c.chain == 100 && c.items == 1000 && c.concurrency == 8 && c.nodes == 1000 && (c.temporal == 50 || c.temporal == 0)
+	return c.chain == 100 && c.items == 1000 && c.concurrency == 8 && c.nodes == 1000 && (c.temporal == 50 || c.temporal == 0) && (c.reuse == 200 || c.reuse == 0)
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -102,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.strict, "strict", false, "exit 1 if a target is missed")
 	fs.IntVar(&c.engine, "engine", 8, "invocations of the engine's Go benchmarks (0: skip them)")
 	fs.IntVar(&c.temporal, "temporal", 50, "nodes of the chain run on a Temporal dev server against the same chain run locally (0: skip; skipped without the Temporal CLI)")
+	fs.IntVar(&c.reuse, "reuse", 200, "earlier runs in the runs directory of the timed flow run --reuse of a one-node flow (0: skip)")
 	fs.BoolVar(&c.plain, "temporal-plain", false, "start the dev server with its default settings, not docs/temporal.md's")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -109,7 +116,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	if c.rounds < 1 || c.chain < 1 || c.items < 1 || c.concurrency < 1 || c.nodes < 10 || c.engine < 0 || c.temporal < 0 {
+	if c.rounds < 1 || c.chain < 1 || c.items < 1 || c.concurrency < 1 || c.nodes < 10 || c.engine < 0 || c.temporal < 0 || c.reuse < 0 {
 		return c, errors.New("-rounds, -chain, -items and -concurrency must be at least 1, -nodes at least 10, -engine at least 0")
 	}
 	return c, nil
@@ -145,7 +152,10 @@ type workload struct {
 	floor []string
 	flow  []string
 
-	vsFloor bool          // flow within targetRatio (and compassRatio) of the floor
+	vsFloor bool          // flow within ratio (and compassRatio) of the floor
+	ratio   float64       // the target of flow / floor when vsFloor
+	maxOver time.Duration // flow's median at most this over the floor's
+	dir     string        // the working directory of every process, if not a fresh one
 	maxRSS  int64         // flow's peak RSS at most this, in bytes
 	maxWall time.Duration // flow's median wall time at most this
 	// maxPer bounds flow's extra time per process over the floor, which
@@ -216,6 +226,7 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, _ []engine
 			floor:   []string{floorBin, "-n", fmt.Sprint(c.chain), "-k", "1", "true"},
 			flow:    []string{flowBin, "run", filepath.Join(dir, "chain.yaml")},
 			vsFloor: true,
+			ratio:   targetChainRatio,
 		},
 		{
 			name:    fmt.Sprintf("map of %d at %d", c.items, c.concurrency),
@@ -223,6 +234,7 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, _ []engine
 			floor:   []string{floorBin, "-n", fmt.Sprint(c.items), "-k", fmt.Sprint(c.concurrency), "true"},
 			flow:    []string{flowBin, "run", filepath.Join(dir, "fan.yaml")},
 			vsFloor: true,
+			ratio:   targetMapRatio,
 			maxRSS:  targetMapRSS,
 		},
 		{
@@ -231,6 +243,27 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, _ []engine
 			flow:    []string{flowBin, "validate", filepath.Join(dir, "large.yaml")},
 			maxWall: targetValidate,
 		},
+		{
+			name:    "flow --version",
+			floor:   []string{floorBin, "-n", "0"},
+			flow:    []string{flowBin, "--version"},
+			maxOver: targetVersionOver,
+		},
+	}
+	if c.reuse > 0 {
+		fmt.Fprintf(log, "making %d earlier runs for --reuse\n", c.reuse)
+		wd, err := earlierRuns(ctx, flowBin, tmp, env, c.reuse)
+		if err != nil {
+			return nil, nil, err
+		}
+		work = append(work, workload{
+			name:    fmt.Sprintf("--reuse, %d runs", c.reuse),
+			procs:   1,
+			floor:   []string{floorBin, "-n", "1", "true"},
+			flow:    []string{flowBin, "run", "--reuse", "one.yaml"},
+			maxWall: targetReuse,
+			dir:     wd,
+		})
 	}
 	if c.temporal > 0 {
 		if cli := temporalCLI(root); cli == "" {
@@ -257,11 +290,11 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, _ []engine
 		fmt.Fprintf(log, "%-22s", w.name)
 		res := result{workload: w}
 		for round := 0; round <= c.rounds; round++ { // round 0 warms up
-			f, err := r.measure(ctx, w.floor)
+			f, err := r.measure(ctx, w.floor, w.dir)
 			if err != nil {
 				return nil, nil, err
 			}
-			g, err := r.measure(ctx, w.flow)
+			g, err := r.measure(ctx, w.flow, w.dir)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -342,7 +375,7 @@ type runner struct {
 // (start to reaped), CPU time and peak RSS. Its output goes to files in that
 // directory, as it would to a log; a non-zero exit is an error showing them.
 // The directory is removed afterwards, outside the timing.
-func (r *runner) measure(ctx context.Context, argv []string) (sample, error) {
+func (r *runner) measure(ctx context.Context, argv []string, dir string) (sample, error) {
 	r.seq++
 	wd := filepath.Join(r.tmp, "work", fmt.Sprint(r.seq))
 	if err := os.MkdirAll(wd, 0o755); err != nil {
@@ -350,12 +383,16 @@ func (r *runner) measure(ctx context.Context, argv []string) (sample, error) {
 	}
 	defer func() { _ = os.RemoveAll(wd) }()
 	out, err := os.Create(filepath.Join(wd, "output.log"))
+	cwd := wd
+	if dir != "" {
+		cwd = dir
+	}
 	if err != nil {
 		return sample{}, err
 	}
 	defer func() { _ = out.Close() }()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = wd, r.env, out, out
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = cwd, r.env, out, out
 	start := time.Now()
 	err = cmd.Run()
 	wall := time.Since(start)

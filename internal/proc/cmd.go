@@ -34,6 +34,7 @@ type Cmd struct {
 	// traceparent is TRACEPARENT for the program, "" to leave it as the
 	// environment has it.
 	traceparent string
+	run         string // the run id, whose groups EndRun ends
 	// stop cancels the command's own context (Stop); Wait releases it.
 	stop context.CancelCauseFunc
 	// cancelled holds the time of the cancellation in Unix nanoseconds, or 0.
@@ -54,7 +55,7 @@ type Cmd struct {
 func Command(ctx context.Context, runID, name string, arg ...string) *Cmd {
 	parent := traceparent(ctx)
 	ctx, stop := context.WithCancelCause(ctx)
-	return &Cmd{Cmd: exec.CommandContext(ctx, name, arg...), tag: newTag(runID), stop: stop, traceparent: parent}
+	return &Cmd{Cmd: exec.CommandContext(ctx, name, arg...), tag: newTag(runID), run: runID, stop: stop, traceparent: parent}
 }
 
 // traceparent is the W3C traceparent of ctx's span, "" without one.
@@ -100,6 +101,7 @@ func (c *Cmd) Start() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	addGroup(c.run, cmd.Process.Pid)
 	if c.Started != nil {
 		c.Started(cmd.Process.Pid)
 	}
@@ -118,6 +120,7 @@ func (c *Cmd) Wait() error {
 	if at := c.cancelled.Load(); at != 0 {
 		reap(c.Cmd.Process.Pid, exactTag(c.tag), time.Unix(0, at).Add(c.grace()), c.termed)
 	}
+	settleGroup(c.run, c.Cmd.Process.Pid)
 	return err
 }
 

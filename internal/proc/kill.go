@@ -104,6 +104,7 @@ func signal(pids []int, sig syscall.Signal) {
 // like a zombie or a kernel thread; those that read empty are read once more
 // after a short pause so that a process exec'ing right now is not missed.
 func scan(match matcher) ([]int, error) {
+	scanned.Add(1)
 	dir, err := os.Open("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("scanning processes: %w", err)

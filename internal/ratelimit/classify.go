@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // QuotaError is returned by Acquire once the key's quota is gone: a quota
@@ -22,22 +23,28 @@ func (e *QuotaError) Error() string { return e.Message }
 // Anthropic's billing_error type and its "credit balance is too low" (sent
 // with a 400). Each is matched as a whole phrase: a word of one ("billing")
 // alone is not a quota.
-var quotaTypes = regexp.MustCompile(`(?i)\binsufficient_quota\b|\bbilling_error\b|credit balance is too low|` +
-	`exceeded your current quota, please check your plan and billing details|quota exceeded\. check your plan and billing details`)
+var quotaTypes = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\binsufficient_quota\b|\bbilling_error\b|credit balance is too low|` +
+		`exceeded your current quota, please check your plan and billing details|quota exceeded\. check your plan and billing details`)
+})
 
 // quotaWord is a quota spoken of in a refusal's body: it means a quota
 // only with a 429 or a 403 (OpenAI's "You exceeded your current quota",
 // Google's RESOURCE_EXHAUSTED "Quota exceeded"). Free text ("billing",
 // "per day") elsewhere says nothing: a 400 about billing_address.country
 // is not a quota.
-var quotaWord = regexp.MustCompile(`(?i)\bquota\b`)
+var quotaWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\bquota\b`) })
 
 // refusalStatus is a 429 or a 403 as a CLI's diagnostics write it.
-var refusalStatus = regexp.MustCompile(`(?i)(status|error|http|code)[^0-9\n]{0,16}\b(429|403)\b`)
+var refusalStatus = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(status|error|http|code)[^0-9\n]{0,16}\b(429|403)\b`)
+})
 
 // limitWords are what a refusal for now looks like in an agent CLI's
 // output: the status, the error types of both APIs, or the words.
-var limitWords = regexp.MustCompile(`(?i)(status|error|http|code)[^0-9\n]{0,16}\b(429|529)\b|rate_limit_error|rate_limit_exceeded|overloaded_error|too many requests|rate limit|rate-limit|server is overloaded|\boverloaded\b`)
+var limitWords = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(status|error|http|code)[^0-9\n]{0,16}\b(429|529)\b|rate_limit_error|rate_limit_exceeded|overloaded_error|too many requests|rate limit|rate-limit|server is overloaded|\boverloaded\b`)
+})
 
 // Classify says how a provider's HTTP answer ended for the limiter: a 429,
 // a 529 or a 503 whose body says overloaded is Limited; a quota (Quota is
@@ -46,8 +53,8 @@ var limitWords = regexp.MustCompile(`(?i)(status|error|http|code)[^0-9\n]{0,16}\
 // quota — never other free text.
 func Classify(status int, body []byte, message string) Answer {
 	text := string(body)
-	quota := quotaTypes.MatchString(text) ||
-		(status == http.StatusTooManyRequests || status == http.StatusForbidden) && quotaWord.MatchString(text)
+	quota := quotaTypes().MatchString(text) ||
+		(status == http.StatusTooManyRequests || status == http.StatusForbidden) && quotaWord().MatchString(text)
 	if quota && status >= 400 {
 		if message == "" {
 			message = strings.TrimSpace(text)
@@ -70,10 +77,10 @@ func Classify(status int, body []byte, message string) Answer {
 func Scan(text string) (line string, quota bool) {
 	for l := range strings.Lines(text) {
 		l = strings.TrimSpace(l)
-		if quotaTypes.MatchString(l) || refusalStatus.MatchString(l) && quotaWord.MatchString(l) {
+		if quotaTypes().MatchString(l) || refusalStatus().MatchString(l) && quotaWord().MatchString(l) {
 			return cut(l), true
 		}
-		if line == "" && limitWords.MatchString(l) {
+		if line == "" && limitWords().MatchString(l) {
 			line = cut(l)
 		}
 	}

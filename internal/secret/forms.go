@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // MinLen is the length below which a value is not taken for a secret: a
@@ -104,7 +105,7 @@ func encodings(s string) []string {
 	}
 	for _, p := range []string{url.QueryEscape(s), url.PathEscape(s)} {
 		add(p)
-		add(lowerHex.ReplaceAllStringFunc(p, strings.ToLower))
+		add(lowerHex().ReplaceAllStringFunc(p, strings.ToLower))
 	}
 	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
 		for shift := range 3 {
@@ -120,7 +121,7 @@ func encodings(s string) []string {
 	return forms
 }
 
-var lowerHex = regexp.MustCompile(`%[0-9A-F]{2}`)
+var lowerHex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`%[0-9A-F]{2}`) })
 
 // jsonForms returns s and the ways JSON encoders write it inside a string,
 // with and without HTML escaping.

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // A Finding is a string that has the shape of a secret, found by Scan in
@@ -29,19 +30,23 @@ type shape struct {
 // The characters a token is made of never include a quote or a backslash,
 // so a shape found in a JSON text never spans an escape, and masking it
 // keeps the JSON valid.
-var shapes = []shape{
-	{kind: "GitHub token", re: regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9]{30,255})\b`)},
-	{kind: "GitHub token", re: regexp.MustCompile(`\b(github_pat_[A-Za-z0-9_]{40,255})\b`)},
-	{kind: "Anthropic key", re: regexp.MustCompile(`\b(sk-ant-[A-Za-z0-9_-]{20,})`)},
-	{kind: "OpenAI key", re: regexp.MustCompile(`\b(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})`), ok: tokenLike},
-	{kind: "AWS access key id", re: regexp.MustCompile(`\b((?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})\b`)},
-	{kind: "AWS secret key", re: regexp.MustCompile(`(?i)aws.{0,24}(?:secret|private).{0,24}?[=:]\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)`)},
-	{kind: "Slack token", re: regexp.MustCompile(`\b(xox[abposre]-[A-Za-z0-9-]{10,})`)},
-	{kind: "JWT", re: regexp.MustCompile(`\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})`)},
-	{kind: "private key", re: regexp.MustCompile(`(-----BEGIN [A-Z ]*PRIVATE KEY-----)`)},
-	{kind: "password in a URL", re: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@"'\\<>]{1,128}:([^\s/@"'\\<>]{3,256})@[A-Za-z0-9\[]`), ok: notPlaceholder},
-	{kind: "high-entropy value", re: regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]{1,64})\s*=\s*["']?([A-Za-z0-9+/_.~=-]{16,512})`)},
-}
+// They are compiled on first use: their counted repetitions make large
+// programs, and package init runs in every flow process, even flow --version.
+var shapes = sync.OnceValue(func() []shape {
+	return []shape{
+		{kind: "GitHub token", re: regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9]{30,255})\b`)},
+		{kind: "GitHub token", re: regexp.MustCompile(`\b(github_pat_[A-Za-z0-9_]{40,255})\b`)},
+		{kind: "Anthropic key", re: regexp.MustCompile(`\b(sk-ant-[A-Za-z0-9_-]{20,})`)},
+		{kind: "OpenAI key", re: regexp.MustCompile(`\b(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})`), ok: tokenLike},
+		{kind: "AWS access key id", re: regexp.MustCompile(`\b((?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})\b`)},
+		{kind: "AWS secret key", re: regexp.MustCompile(`(?i)aws.{0,24}(?:secret|private).{0,24}?[=:]\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)`)},
+		{kind: "Slack token", re: regexp.MustCompile(`\b(xox[abposre]-[A-Za-z0-9-]{10,})`)},
+		{kind: "JWT", re: regexp.MustCompile(`\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})`)},
+		{kind: "private key", re: regexp.MustCompile(`(-----BEGIN [A-Z ]*PRIVATE KEY-----)`)},
+		{kind: "password in a URL", re: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@"'\\<>]{1,128}:([^\s/@"'\\<>]{3,256})@[A-Za-z0-9\[]`), ok: notPlaceholder},
+		{kind: "high-entropy value", re: regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]{1,64})\s*=\s*["']?([A-Za-z0-9+/_.~=-]{16,512})`)},
+	}
+})
 
 // tokenLike says an OpenAI-shaped key has letters and digits, as every
 // key has, and a hyphenated name (sk-learn-and-some-words) does not.
@@ -113,7 +118,7 @@ func entropy(s string) float64 {
 func Scan(text []byte) []Finding {
 	var out []Finding
 	view := unescaped(text)
-	for _, sh := range shapes {
+	for _, sh := range shapes() {
 		for _, m := range sh.re.FindAllSubmatchIndex(view, -1) {
 			start, end := m[0], m[1]
 			if len(m) >= 4 && m[2] >= 0 {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/delegate"
@@ -45,7 +46,7 @@ func textInstructions(tools []string, deleg *engine.Delegation) string {
 }
 
 // fenced finds a ```tool (or ```json) block.
-var fenced = regexp.MustCompile("(?s)```(?:tool|tool_call|json)[ \t]*\n(.*?)\n?```")
+var fenced = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)```(?:tool|tool_call|json)[ \t]*\n(.*?)\n?```") })
 
 // textCall is a tool call written as text.
 type textCall struct {
@@ -59,7 +60,7 @@ type textCall struct {
 // false: the answer calls no tool.
 func parseText(text string, tools []string, last bool) (name, args string, ok bool) {
 	var candidates []string
-	for _, m := range fenced.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range fenced().FindAllStringSubmatchIndex(text, -1) {
 		if last && strings.TrimSpace(text[m[1]:]) != "" {
 			continue
 		}
