@@ -47,6 +47,7 @@ type delegator struct {
 	numbers  map[string]int // the last child number given, by agent
 	repeats  map[[2]string]int
 	recorded []earlierChild // children an earlier attempt started, in order
+	again    *answeredKids  // children this attempt's turns ran (delegate_again.go)
 }
 
 // earlierChild is a child an earlier attempt of the run started.
@@ -135,7 +136,7 @@ func (r *runner) serve(ctx context.Context, d *delegator, slot *liveSlot) (*Dele
 	if err != nil {
 		return nil, nil, &Failure{Kind: schema.FailUnavailable, Message: "opening the turn's delegation: " + err.Error()}
 	}
-	del.Agents = d.tree.spec.Agents
+	del.Agents, del.Restart = d.tree.spec.Agents, d.restart
 	return del, closeFn, nil
 }
 
@@ -163,6 +164,9 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *liveSlot, req
 		return DelegateReply{Error: refusal}
 	}
 	defer d.done()
+	if reply, ok := d.answered(path); ok {
+		return reply // run already by an earlier turn of this attempt
+	}
 	if held {
 		d.tree.mu.Lock()
 		d.tree.holder = path + "/" // the child's subtree: its paths start so
@@ -186,13 +190,13 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *liveSlot, req
 	if fail != nil {
 		// Bounded as an answer is: a failure's message may hold a
 		// program's output.
-		return DelegateReply{Error: UTF8Prefix(fmt.Sprintf("the child %s failed (%s): %s", path, fail.Kind, fail.Message), AnswerLimit)}
+		return d.keep(path, req, DelegateReply{Error: UTF8Prefix(fmt.Sprintf("the child %s failed (%s): %s", path, fail.Kind, fail.Message), AnswerLimit)})
 	}
 	answer := text(v["output"])
 	if file, _ := v["_file"].(string); file != "" {
 		answer += fmt.Sprintf("\n\n[the answer goes on: %d bytes in all, in %s]", v["_size"], file)
 	}
-	return DelegateReply{Answer: answer}
+	return d.keep(path, req, DelegateReply{Answer: answer})
 }
 
 // take books a child of d for req: the ended or started child an earlier
