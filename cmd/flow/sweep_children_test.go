@@ -64,7 +64,7 @@ func TestSweepForecastCountsChildren(t *testing.T) {
 	billed.Store(0)
 
 	out, err := flow("plan", "f.yaml", "--model", "test-model")
-	if err != nil || !strings.Contains(out, "children from 1 earlier run(s): helper on test-model 1 a run, tokens 1000") {
+	if err != nil || !strings.Contains(out, "    children from 1 earlier run(s): helper on test-model 1 a run, tokens 1000, cost unknown\n") {
 		t.Errorf("flow plan does not forecast the lead's children (%v):\n%s", err, out)
 	}
 	out, err = flow("sweep", "f.yaml", "--model", "test-model", "--repeat", "4", "--dry-run")
