@@ -26,6 +26,11 @@ type Delegation struct {
 	// group leader's pid, given as soon as it runs): only it and its
 	// descendants may call (docs/delegation.md). openai calls in flow's process.
 	Bind func(pid int) `json:"-"`
+	// Restart is called by a LeafRunner that repeated the turn's recorded
+	// calls and then runs the turn live after all (package reuse): the
+	// live turn's calls that repeat them are answered by the children
+	// already run, without a turn.
+	Restart func() `json:"-"`
 }
 
 // DelegateRequest is one delegate call, one JSON line on the socket,

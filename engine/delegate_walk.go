@@ -61,7 +61,7 @@ func (r *runner) serve(ctx context.Context, d *delegator, slot *delegation.Slot)
 	if err != nil {
 		return nil, nil, &record.Failure{Kind: schema.FailUnavailable, Message: "opening the turn's delegation: " + err.Error()}
 	}
-	del.Agents = d.Tree.Spec.Agents
+	del.Agents, del.Restart = d.Tree.Spec.Agents, d.Restart
 	return del, closeFn, nil
 }
 
@@ -89,6 +89,9 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *delegation.Sl
 		return DelegateReply{Error: refusal}
 	}
 	defer d.Done()
+	if a, ok := d.Answered(path); ok {
+		return DelegateReply{Answer: a.Text, Error: a.Error} // run already by an earlier turn of this attempt
+	}
 	if held {
 		d.Tree.Hold(path)
 	}
@@ -99,7 +102,9 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *delegation.Sl
 	slot.Lend()
 	v, fail := r.visit(ctx, d.kids, n, nil, path)
 	slot.Reclaim(ctx)
-	return answerOf(path, v, fail)
+	reply := answerOf(path, v, fail)
+	d.Keep(path, req.Agent, req.Task, delegation.Answer{Text: reply.Answer, Error: reply.Error})
+	return reply
 }
 
 // childOf records the child at path of d, for task: what its start fact

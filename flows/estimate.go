@@ -32,6 +32,17 @@ type NodeEstimate struct {
 	Branches []*BranchEstimate
 	// Body is a map's or loop's body, or a called flow's nodes.
 	Body *SequenceEstimate
+	// Delegates are the agents a delegating agent node may start, each
+	// with the model its children's turns resolve to (docs/delegation.md).
+	// Their turns are not in Worst: how many there are, only earlier runs
+	// tell (package sweep forecasts them).
+	Delegates []DelegateEstimate
+}
+
+// DelegateEstimate is an agent a node may delegate to, and its model.
+type DelegateEstimate struct {
+	Agent *Agent
+	Model string
 }
 
 // BranchEstimate is one branch of a choice or parallel.
@@ -66,6 +77,13 @@ func estimateNode(p *Plan, s Settings, c *Calls, n *Node) *NodeEstimate {
 			per = 2 // an answer that does not fit is sent back once
 		}
 		e.Model, e.Timeout = s.ResolveModel(c, ns.Agent), s.ResolveTimeout(c, n)
+		if ns.Delegate != nil {
+			for _, name := range ns.Delegate.Agents {
+				if a := p.Agents[name]; a != nil {
+					e.Delegates = append(e.Delegates, DelegateEstimate{Agent: a, Model: s.ResolveModel(c, a)})
+				}
+			}
+		}
 		e.Turns = per * (ns.Retry + 1)
 		e.Time = time.Duration(e.Turns) * e.Timeout
 	case *RunNode:

@@ -42,24 +42,57 @@ func (d *Dry) Decisions() []Decision {
 	return append([]Decision(nil), d.decisions...)
 }
 
-func (d *Dry) note(x Decision) {
+func (d *Dry) note(x Decision) int {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.decisions = append(d.decisions, x)
-	d.mu.Unlock()
+	return len(d.decisions) - 1
+}
+
+// decide fills in the decision noted at i.
+func (d *Dry) decide(i int, x Decision) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.decisions[i] = x
 }
 
 // Turn answers t from the recording, or with a placeholder. A visit of
 // an isolated scope is reused only if its recorded change still applies
 // to its worktree, which a walk that makes none cannot tell: it is said so.
-func (d *Dry) Turn(_ context.Context, t *engine.Turn) (*engine.TurnResult, error) {
+//
+// A recorded visit that delegated is reused only if its children are:
+// its recorded calls are made again (delegateAgain), each child walked as
+// a visit of its own, and a child that would run makes its parent run
+// too. A parent that runs is assumed to ask again what the recorded visit
+// at its path asked, so that its children are predicted as well.
+func (d *Dry) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
+	i := d.note(Decision{Visit: t.Visit}) // before its children's
 	if t.Key != nil {
 		if h, ok := d.From.lookup(t.Key.Key); ok {
-			d.note(Decision{Visit: t.Visit, Reuse: true, From: h.rec.Name + "/" + h.fact.Visit, Reason: isolatedReuse(t.Key)})
-			return answer(h, t)
+			changed, err := delegateAgain(ctx, h, t)
+			if err != nil {
+				return nil, err
+			}
+			if changed == "" {
+				d.decide(i, Decision{Visit: t.Visit, Reuse: true, From: h.rec.Name + "/" + h.fact.Visit, Reason: isolatedReuse(t.Key)})
+				return answer(h, t)
+			}
+			d.decide(i, Decision{Visit: t.Visit, Reason: changed})
+			return d.placeholder(t), nil
 		}
 	}
 	m := d.From.explain(t.Visit, t.Key, t.Model)
-	d.note(Decision{Visit: t.Visit, Reason: m.Reason})
+	d.decide(i, Decision{Visit: t.Visit, Reason: m.Reason})
+	if h, ok := d.From.nearest(t.Visit); ok {
+		if _, err := delegateAgain(ctx, h, t); err != nil {
+			return nil, err
+		}
+	}
+	return d.placeholder(t), nil
+}
+
+// placeholder stands in for the answer of a turn that will run.
+func (d *Dry) placeholder(t *engine.Turn) *engine.TurnResult {
 	out := fmt.Sprintf(Placeholder, t.Visit)
 	if t.OutputSchema != nil {
 		var s map[string]any
@@ -67,7 +100,7 @@ func (d *Dry) Turn(_ context.Context, t *engine.Turn) (*engine.TurnResult, error
 		b, _ := json.Marshal(zeroOf(s))
 		out = string(b)
 	}
-	return &engine.TurnResult{Status: engine.Completed, Output: out}, nil
+	return &engine.TurnResult{Status: engine.Completed, Output: out}
 }
 
 func isolatedReuse(k *flows.VisitKey) string {

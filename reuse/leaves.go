@@ -73,21 +73,11 @@ func (l *Leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	var why Miss
 	if t.Key != nil {
 		if h, ok := l.From.lookup(t.Key.Key); ok {
-			res, err := answer(h, t)
-			if err == nil && t.Key.Isolated {
-				if err := h.replayChange(ctx, t.WorkDir); err != nil {
-					why, res = unmade(err), nil
-				}
+			res, err := l.recorded(ctx, h, t, &why)
+			if err != nil || res != nil {
+				return res, err
 			}
-			if err == nil && res != nil {
-				err = delegateAgain(ctx, h, t) // its children first, as the recorded visit waited on them
-			}
-			if err != nil {
-				return nil, err
-			}
-			if res != nil {
-				return res, nil
-			}
+			restart(t) // its children ran: a live turn's calls are answered by them
 		}
 	}
 	if l.Next != nil {
@@ -97,6 +87,30 @@ func (l *Leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		why = l.From.explain(t.Visit, t.Key, t.Model)
 	}
 	return nil, l.miss(t.Visit, why)
+}
+
+// recorded answers t from the recorded visit h: its children first, as
+// the recorded visit waited on them (delegateAgain), then its answer — if
+// every child answered as recorded, and, in an isolated scope, its
+// recorded change is made again in the worktree. Else it returns no
+// result and why, and the turn runs live (or offline misses).
+func (l *Leaves) recorded(ctx context.Context, h hit, t *engine.Turn, why *Miss) (*engine.TurnResult, error) {
+	changed, err := delegateAgain(ctx, h, t)
+	if err != nil {
+		return nil, err
+	}
+	if changed != "" {
+		*why = Miss{Reason: changed}
+		return nil, nil
+	}
+	res, err := answer(h, t)
+	if err == nil && t.Key.Isolated {
+		if err := h.replayChange(ctx, t.WorkDir); err != nil {
+			*why = unmade(err)
+			return nil, nil
+		}
+	}
+	return res, err
 }
 
 // Command answers c from the recording when its node says reuse: true,

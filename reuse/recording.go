@@ -31,10 +31,12 @@ type Recording struct {
 }
 
 // child is one delegate call a recorded visit made: the child's path, the
-// agent it started and the task it gave, and whether the child succeeded.
+// agent it started and the task it gave, whether the child succeeded and
+// its answer (what the parent's turn read).
 type child struct {
 	path, agent, task string
 	ok                bool
+	answer            string
 }
 
 // hit is one recorded visit.
@@ -106,6 +108,7 @@ func children(facts []*rundir.Fact) map[string][]child {
 	for _, f := range facts {
 		if p, ok := parent[f.Visit]; ok && f.Type == rundir.FactEnd && f.Succeeded() {
 			kids[p][at[f.Visit]].ok = true
+			kids[p][at[f.Visit]].answer, _ = f.Output.(string)
 		}
 	}
 	return kids

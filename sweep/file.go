@@ -57,6 +57,10 @@ type Cell struct {
 	// Unpriced says the cell started under a budget with no forecast to
 	// reserve: what it spends may carry the sweep over its budget.
 	Unpriced bool `json:"unpriced,omitempty"`
+	// Reserved is what its forecast reserved of the budget when it
+	// started (children of delegating nodes included): an overspend
+	// names the cells that spent more.
+	Reserved *Budget `json:"reserved,omitempty"`
 	// Reruns counts the times it ran again after an infrastructure failure
 	// (rate_limit, unavailable, a killed worker; docs/sweeps.md).
 	Reruns  int      `json:"reruns,omitempty"`

@@ -16,6 +16,7 @@ import (
 type History struct {
 	flow     string
 	runs     []map[string]int         // per run: agent visits by node id
+	kids     []map[childKey]int       // per run: children by delegating node and agent (children.go)
 	perVisit map[agentModel]*visitUse // by agent and model
 }
 
@@ -78,6 +79,7 @@ func (h *History) Add(facts []*rundir.Fact) {
 		}
 	}
 	h.runs = append(h.runs, visits)
+	h.kids = append(h.kids, childCounts(facts))
 }
 
 // Range is a forecast of one quantity: the least, the mean and the most
@@ -147,6 +149,7 @@ func (h *History) Forecast(est *flows.SequenceEstimate) Forecast {
 		}
 		fc.Tokens.addProduct(visits, tokens)
 		fc.Cost.addProduct(visits, cost)
+		h.addChildren(&fc, e)
 	}
 	return fc
 }

@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/flowrun/flow/rundir"
 )
@@ -33,8 +35,12 @@ func overspends(f *File, spent rundir.Usage) []rundir.Overspend {
 	}
 	if o.LimitTokens > 0 || o.LimitCost > 0 {
 		o.Why = "the cells running when the budget ran out spent more than their forecasts (the sweep's budget does not cut a running cell short)"
+		over := overForecast(f)
+		if over != "" {
+			o.Why = over
+		}
 		for _, c := range f.Cells {
-			if c.Unpriced && c.Outcome != nil {
+			if over == "" && c.Unpriced && c.Outcome != nil {
 				o.Why = fmt.Sprintf("cell %d started with no forecast to reserve (no earlier run had priced it), and the cells running beside it spent more than it left", c.Index)
 				break
 			}
@@ -51,4 +57,34 @@ func overspends(f *File, spent rundir.Usage) []rundir.Overspend {
 		}
 	}
 	return out
+}
+
+// overForecast names the cells that spent more than their forecasts
+// reserved, with the first one's figures, or "" when none did.
+func overForecast(f *File) string {
+	var cells []string
+	first := ""
+	for _, c := range f.Cells {
+		if c.Outcome == nil || c.Reserved == nil {
+			continue
+		}
+		u := c.Outcome.Usage
+		switch {
+		case f.Budget.Tokens > 0 && c.Reserved.Tokens > 0 && u.Tokens() > c.Reserved.Tokens:
+			if first == "" {
+				first = fmt.Sprintf("cell %d spent %d tokens, forecast %d", c.Index, u.Tokens(), c.Reserved.Tokens)
+			}
+		case f.Budget.Cost > 0 && c.Reserved.Cost > 0 && u.Cost != nil && *u.Cost > c.Reserved.Cost:
+			if first == "" {
+				first = fmt.Sprintf("cell %d spent $%.4f, forecast $%.4f", c.Index, *u.Cost, c.Reserved.Cost)
+			}
+		default:
+			continue
+		}
+		cells = append(cells, strconv.Itoa(c.Index))
+	}
+	if len(cells) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("cells %s spent more than their forecasts reserved (%s; the sweep's budget does not cut a running cell short)", strings.Join(cells, ", "), first)
 }

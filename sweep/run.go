@@ -190,6 +190,9 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 		r.unpriced++
 	}
 	c.Unpriced = unpriced
+	if reserve != (Budget{}) {
+		c.Reserved = &reserve
+	}
 	if c.Run == "" {
 		c.Run = rundir.NewRunID(time.Now())
 	}

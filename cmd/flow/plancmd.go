@@ -48,8 +48,12 @@ func (a *app) planCmd() *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(planJSON(est))
 			}
+			history, err := a.history(plan.Root.Name)
+			if err != nil {
+				return err
+			}
 			fmt.Fprintf(a.stdout, "%s  (worst case: %d turns, %s)\n", plan.Root.Name, est.Turns, est.Time)
-			printEstimate(a.stdout, est, "  ")
+			printEstimate(a.stdout, est, "  ", childrenLine(history))
 			if sw := plan.Root.Sweep; sw != nil {
 				fmt.Fprintf(a.stdout, "sweep: %s (flow sweep %s runs it; --dry-run forecasts it)\n", sweepText(sw), args[0])
 			}
@@ -133,7 +137,7 @@ func planJSON(seq *flows.SequenceEstimate) []plannedNode {
 	return out
 }
 
-func printEstimate(w io.Writer, seq *flows.SequenceEstimate, indent string) {
+func printEstimate(w io.Writer, seq *flows.SequenceEstimate, indent string, children func(*flows.NodeEstimate) string) {
 	for _, e := range seq.Nodes {
 		n := e.Node
 		resolved := ""
@@ -148,13 +152,14 @@ func printEstimate(w io.Writer, seq *flows.SequenceEstimate, indent string) {
 		if an := n.AsAgent(); an != nil && an.Delegate != nil {
 			d := an.Delegate
 			fmt.Fprintf(w, "%s  delegates to %s: %s (children's turns not counted above)\n", indent, strings.Join(d.Agents, ", "), delegateLimits(d))
+			fmt.Fprintf(w, "%s  %s\n", indent, children(e))
 		}
 		for _, b := range e.Branches {
 			fmt.Fprintf(w, "%s  %s:\n", indent, b.Label)
-			printEstimate(w, b.SequenceEstimate, indent+"    ")
+			printEstimate(w, b.SequenceEstimate, indent+"    ", children)
 		}
 		if e.Body != nil {
-			printEstimate(w, e.Body, indent+"  ")
+			printEstimate(w, e.Body, indent+"  ", children)
 		}
 	}
 }

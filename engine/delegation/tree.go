@@ -45,7 +45,8 @@ type Parent struct {
 	running  int            // children running now
 	numbers  map[string]int // the last child number given, by agent
 	repeats  map[[2]string]int
-	recorded []Child // children an earlier attempt started, in order
+	recorded []Child   // children an earlier attempt started, in order
+	again    *answered // children this attempt's turns ran (again.go)
 }
 
 // NewParent is the visit at path of tree, at depth, with the children

@@ -49,7 +49,8 @@ terminal timezone too-many unavailable unconverged unknown-key visit.end visit.r
 progress shutdown flow.command flow.facts flow.run flow.turn converged iteration iterations file_bytes
 examples approved questions overspend limit_tokens limit_cost
 isolated protocol response max_steps
-set_aside set_aside_by forked_from forks`) {
+set_aside set_aside_by forked_from forks
+reserved`) {
 		flowWords[w] = true
 	}
 }
