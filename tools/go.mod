@@ -1,4 +1,5 @@
-// Tools the checks build, kept out of flow's own go.mod so that their
+// Tools the checks and the tasks build (workflowcheck, go-task,
+// golangci-lint), kept out of flow's own go.mod so that their
 // dependencies never enter flow's build (docs/decisions.md, "A pure
 // walker").
 module github.com/flowrun/flow/tools
