@@ -12,7 +12,7 @@ import (
 // keeps the classic rule (a day matches when its day of the month or its day
 // of the week does, when both are restricted); the minimum of @every is
 // parseCron's (docs/decisions.md, "Cron library").
-var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor | cron.DowOrDom).
+var cronParser = cron.MustNewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor | cron.DowOrDom).
 	WithMinEveryInterval(0)
 
 // cronField is one field's bounds and names.

@@ -228,7 +228,7 @@ func TestE2ECancel(t *testing.T) {
 	for deadline := time.Now().Add(45 * time.Second); len(sleepers(marker)) == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			cancel(nil)
-			<-done
+			_ = <-done
 			t.Fatalf("the tool's command never started: %+v", res)
 		}
 	}

@@ -31,7 +31,7 @@ func session(t *testing.T, cfg Config) *mcp.ClientSession {
 	t.Cleanup(func() {
 		cs.Close()
 		cancel()
-		<-done
+		_ = <-done
 	})
 	return cs
 }
