@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
+	cron "github.com/netresearch/go-cron"
 
 	"github.com/flowrun/flow/schema"
 )
@@ -110,8 +110,9 @@ func (l *loader) schedule(f *Flow, d *schema.Schedule) *Schedule {
 
 const cronHint = `write five fields (minute hour day-of-month month day-of-week, e.g. "0 3 * * *"), a descriptor (@hourly, @daily, @weekly, @monthly, @yearly) or @every <duration> (@every 10m)`
 
-// parseCron reads a cron expression in cron.ParseStandard's language: five
-// fields, the descriptors (@hourly, @daily, …) and @every <duration>. A zone goes in tz:, not in the
+// parseCron reads a cron expression in the standard language (the one
+// robfig/cron's ParseStandard read, see standardFields): five fields, the
+// descriptors (@hourly, @daily, …) and @every <duration>. A zone goes in tz:, not in the
 // expression, and @every takes a duration of at least a second.
 func parseCron(expr string) (cron.Schedule, error) {
 	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
@@ -126,7 +127,11 @@ func parseCron(expr string) (cron.Schedule, error) {
 			return nil, fmt.Errorf("@every takes at least 1s, not %s", rest)
 		}
 	}
-	s, err := cron.ParseStandard(expr)
+	std, err := standardFields(expr)
+	if err != nil {
+		return nil, err
+	}
+	s, err := cronParser.Parse(std)
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "failed to parse "))
 	}

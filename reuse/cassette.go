@@ -152,7 +152,7 @@ func writeFile(path, s string) error {
 		return err
 	}
 	w := bufio.NewWriter(f)
-	w.WriteString(s)
+	_, _ = w.WriteString(s) // a bufio.Writer keeps its first error: Flush returns it
 	if err := w.Flush(); err != nil {
 		f.Close()
 		return err

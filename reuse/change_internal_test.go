@@ -23,9 +23,13 @@ func TestRecordedChangeStaysInTheWorktree(t *testing.T) {
 		t.Fatalf("git init: %v\n%s", err, out)
 	}
 	rec := &Recording{Name: "c", Dir: t.TempDir(), repos: map[string]string{"s": wt}}
-	os.MkdirAll(filepath.Join(rec.Dir, cassetteChanges), 0o755)
+	if err := os.MkdirAll(filepath.Join(rec.Dir, cassetteChanges), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	patch := "diff --git a/../escaped b/../escaped\nnew file mode 100644\n--- /dev/null\n+++ b/../escaped\n@@ -0,0 +1 @@\n+out\n"
-	os.WriteFile(filepath.Join(rec.Dir, cassetteChanges, "v.patch"), []byte(patch), 0o644)
+	if err := os.WriteFile(filepath.Join(rec.Dir, cassetteChanges, "v.patch"), []byte(patch), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ok := true
 	h := hit{rec, &rundir.Fact{Visit: "v", OK: &ok, Worktree: &rundir.Worktree{Scope: "s", Files: []string{"../escaped"}}}}
 	if err := h.replayChange(context.Background(), wt); err == nil {

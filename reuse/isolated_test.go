@@ -76,7 +76,9 @@ func TestReuseLandsIsolatedScopesAgain(t *testing.T) {
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	repo := t.TempDir()
 	gitIn(t, repo, "init", "-q", "-b", "main")
-	os.WriteFile(filepath.Join(repo, "README"), []byte("notes\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	gitIn(t, repo, "add", "-A")
 	gitIn(t, repo, "commit", "-q", "-m", "start")
 
@@ -120,8 +122,12 @@ func TestReuseLandsIsolatedScopesAgain(t *testing.T) {
 	}
 
 	// alpha's recorded change adds a file the repository now holds.
-	os.MkdirAll(filepath.Join(repo, "notes"), 0o755)
-	os.WriteFile(filepath.Join(repo, "notes", "alpha.md"), []byte("someone else's alpha\n"), 0o644)
+	if err := os.MkdirAll(filepath.Join(repo, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "notes", "alpha.md"), []byte("someone else's alpha\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	gitIn(t, repo, "add", "-A")
 	gitIn(t, repo, "commit", "-q", "-m", "alpha by hand")
 	third, ran := runIso(t, repo, first.Dir)

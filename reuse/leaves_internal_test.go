@@ -23,8 +23,12 @@ func TestAnswerFromRecording(t *testing.T) {
 	// The file was written at /elsewhere/runs/r1/home/v/answer.md; the
 	// recording now lives in rec.Dir.
 	moved := filepath.Join(rec.Dir, "home", "v", "answer.md")
-	os.MkdirAll(filepath.Dir(moved), 0o755)
-	os.WriteFile(moved, []byte("the whole answer"), 0o644)
+	if err := os.MkdirAll(filepath.Dir(moved), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(moved, []byte("the whole answer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	long := hit{rec, &rundir.Fact{Visit: "v", OK: &ok, Output: "the wh", File: "/elsewhere/runs/r1/home/v/answer.md", Size: 16}}
 	home := t.TempDir()
 	res, err = answer(long, &engine.Turn{Home: home})
@@ -42,10 +46,16 @@ func TestAnswerFromRecording(t *testing.T) {
 func TestRecordingFilesStayInside(t *testing.T) {
 	ok := true
 	outside := filepath.Join(t.TempDir(), "secret.txt")
-	os.WriteFile(outside, []byte("not yours"), 0o644)
+	if err := os.WriteFile(outside, []byte("not yours"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	rec := &Recording{Name: "c", Dir: t.TempDir()}
-	os.MkdirAll(filepath.Join(rec.Dir, "answers"), 0o755)
-	os.Symlink(outside, filepath.Join(rec.Dir, "answers", "link.md"))
+	if err := os.MkdirAll(filepath.Join(rec.Dir, "answers"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(rec.Dir, "answers", "link.md")); err != nil {
+		t.Fatal(err)
+	}
 	for _, file := range []string{outside, "../" + filepath.Base(filepath.Dir(outside)) + "/secret.txt", "answers/link.md"} {
 		h := hit{rec, &rundir.Fact{Visit: "v", OK: &ok, Output: "x", File: file, Size: 9}}
 		home := t.TempDir()

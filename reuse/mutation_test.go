@@ -180,7 +180,9 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	moved := filepath.Join(t.TempDir(), "another", "clone.cassette")
-	os.MkdirAll(filepath.Dir(moved), 0o755)
+	if err := os.MkdirAll(filepath.Dir(moved), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Rename(kept, moved); err != nil {
 		t.Fatal(err)
 	}

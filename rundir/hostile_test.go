@@ -50,7 +50,7 @@ func TestHostileLockMessagesNamePidAndPath(t *testing.T) {
 			if err := acquireLock(dir); err != nil {
 				t.Fatal(err)
 			}
-			defer releaseLock(dir)
+			defer func() { _ = releaseLock(dir) }()
 		} else {
 			writeLock(t, dir, l)
 		}

@@ -17,8 +17,12 @@ func TestRemoveRunsBefore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Fact(&Fact{Type: FactRun, Time: started, Status: StatusRunning, Flow: "f"})
-		w.Fact(&Fact{Type: FactRun, Time: started, Status: StatusSucceeded, OK: &ok})
+		if err := w.Fact(&Fact{Type: FactRun, Time: started, Status: StatusRunning, Flow: "f"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Fact(&Fact{Type: FactRun, Time: started, Status: StatusSucceeded, OK: &ok}); err != nil {
+			t.Fatal(err)
+		}
 		w.Close()
 	}
 	w, err := Create(runs, "live") // holds its lock: running
@@ -26,7 +30,9 @@ func TestRemoveRunsBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	w.Fact(&Fact{Type: FactRun, Time: time.Now().Add(-72 * time.Hour), Status: StatusRunning, Flow: "f"})
+	if err := w.Fact(&Fact{Type: FactRun, Time: time.Now().Add(-72 * time.Hour), Status: StatusRunning, Flow: "f"}); err != nil {
+		t.Fatal(err)
+	}
 	before, err := ParseOlderThan("24h", time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -32,8 +32,8 @@ var pages = sync.OnceValue(func() *template.Template {
 		"ms": func(ms int64) string {
 			return (time.Duration(ms) * time.Millisecond).Round(10 * time.Millisecond).String()
 		},
-		"tokens":     func(u rundir.Usage) string { return rundir.TokensText(u) },
-		"cost":       func(u rundir.Usage) string { return rundir.CostText(u) },
+		"tokens":     rundir.TokensText,
+		"cost":       rundir.CostText,
 		"pathEscape": url.PathEscape,
 		"short":      short,
 		// zoned is a time in a zone, named: the schedule's zone on a run's page.

@@ -22,8 +22,7 @@ import (
 // is started.
 func (r *runs) start(ctx context.Context, a *active, opts engine.Options) (*engine.Result, error) {
 	s := r.s
-	switch {
-	case a.adopt:
+	if a.adopt {
 		return s.cfg.Backend.Attach(ctx, s.cfg.RunsDir, a.id, opts)
 	}
 	// A run handed to Temporal carries its trigger (memo, search attribute).

@@ -17,7 +17,6 @@ func ReadTasks(path string, keepID bool) ([]Task, error) {
 		return nil, fmt.Errorf("reading tasks: %w", err)
 	}
 	var values []any
-	var lines []int
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 16<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -30,7 +29,6 @@ func ReadTasks(path string, keepID bool) ([]Task, error) {
 			return nil, fmt.Errorf("%s:%d: a task is one JSON value a line: %v", path, line, err)
 		}
 		values = append(values, v)
-		lines = append(lines, line)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)

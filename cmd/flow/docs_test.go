@@ -263,7 +263,7 @@ func readmeSteps(d *docSession) []docStep {
 				t.Fatalf("%s did not say it succeeded:\n%s", line, out)
 			}
 		}},
-		{line: "go tool task test", skip: "it is the suite this test is part of (.ci/run runs it)"},
+		{line: "go -C tools tool task test", skip: "it is the suite this test is part of (.ci/run runs it)"},
 		{line: "go install ./cmd/flow", run: func(d *docSession, line string) {
 			// Installed from the checkout, as a reader does it.
 			dir := d.dir

@@ -398,7 +398,9 @@ func TestRunReuseCLI(t *testing.T) {
 	}
 	p := filepath.Join(dir, "examples", "fanout.yaml")
 	b, _ := os.ReadFile(p)
-	os.WriteFile(p, []byte(strings.Replace(string(b), "Write a short report", "Write a long report", 1)), 0o644)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "Write a short report", "Write a long report", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	plan := flow("plan", "--reuse", "examples/fanout.yaml")
 	if !strings.Contains(plan, "run    report  prompt changed at line 1") || !strings.Contains(plan, "3 of 7 visits reused") {
 		t.Errorf("flow plan --reuse:\n%s", plan)

@@ -106,8 +106,12 @@ func TestHostileCassetteNamesAnotherRepository(t *testing.T) {
 	// The repository elsewhere, whose one commit adds the writer's note.
 	far := repoWith(t, env, map[string]string{"README.md": "far\n"})
 	base := gitCmd(t, env, far, "rev-parse", "HEAD")
-	os.MkdirAll(filepath.Join(far, "notes"), 0o755)
-	os.WriteFile(filepath.Join(far, "notes", "alpha.md"), []byte("from elsewhere\n"), 0o644)
+	if err := os.MkdirAll(filepath.Join(far, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(far, "notes", "alpha.md"), []byte("from elsewhere\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	gitCmd(t, env, far, "add", "-A")
 	gitCmd(t, env, far, "commit", "-q", "-m", "elsewhere")
 	commit := gitCmd(t, env, far, "rev-parse", "HEAD")
@@ -201,15 +205,21 @@ func TestHostileGCLeavesAloneWhatIsNotARun(t *testing.T) {
 	dir := copyExamples(t)
 	runs := filepath.Join(dir, "examples") // runs_dir pointed at the user's files
 	notes := filepath.Join(runs, "notes")
-	os.MkdirAll(notes, 0o755)
+	if err := os.MkdirAll(notes, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(notes, "journal.jsonl"), []byte("Dear diary,\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	mine := filepath.Join(notes, "precious.txt")
-	os.WriteFile(mine, []byte("precious\n"), 0o644)
+	if err := os.WriteFile(mine, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	old := time.Now().Add(-1000 * time.Hour)
 	for _, p := range []string{notes, filepath.Join(runs, "count-file.cassette")} {
-		os.Chtimes(p, old, old)
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
 	}
 	out, err := command(flowBinary(t), dir, runs, "gc", "--older-than", "1h").CombinedOutput()
 	if err != nil {

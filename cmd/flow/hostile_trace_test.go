@@ -149,7 +149,7 @@ func TestHostileTraceExporter(t *testing.T) {
 func grepDir(t *testing.T, dir, s string) []string {
 	t.Helper()
 	var found []string
-	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
 		if err == nil && info.Mode().IsRegular() {
 			if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(s)) {
 				found = append(found, p)

@@ -10,7 +10,7 @@ import (
 	"github.com/flowrun/flow/internal/clitest"
 )
 
-// chromium finds a headless Chromium for page tests. `go tool task deps`
+// chromium finds a headless Chromium for page tests. `go -C tools tool task deps`
 // installs Debian's package where it can; without it the test is Missing.
 func chromium(t *testing.T) string {
 	t.Helper()
@@ -19,7 +19,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	clitest.Missing(t, "no chromium on PATH: install Debian's chromium package (`go tool task deps` does, as root) to run the report page test")
+	clitest.Missing(t, "no chromium on PATH: install Debian's chromium package (`go -C tools tool task deps` does, as root) to run the report page test")
 	return ""
 }
 

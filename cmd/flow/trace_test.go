@@ -234,7 +234,7 @@ func TestTracesReachACollector(t *testing.T) {
 			for i, k := range keys {
 				if v := s.tag(k); v != "" {
 					var n int64
-					fmt.Sscan(v, &n)
+					_, _ = fmt.Sscan(v, &n)
 					sum[i] += n
 				}
 			}

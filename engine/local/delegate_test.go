@@ -65,7 +65,7 @@ func TestDelegationSocket(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("a withdrawn call's handler went on")
 		}
-		<-done
+		<-done //nolint:errcheck // waits for the goroutine to end; its error is not this check
 		// A call in flight when the turn ends is ended with it.
 		withdrawn = make(chan struct{})
 		go func() {
@@ -79,7 +79,7 @@ func TestDelegationSocket(t *testing.T) {
 		default:
 			t.Error("closing the turn returned before its call ended")
 		}
-		<-done
+		<-done //nolint:errcheck // waits for the goroutine to end; its error is not this check
 		reply, err = delegate.Call(ctx, d.Socket, d.Token, "scout", "look")
 		if err != nil || reply.Error == "" {
 			t.Errorf("a call after the turn ended = %+v, %v", reply, err)

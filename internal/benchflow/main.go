@@ -2,7 +2,7 @@
 // flow spawns, and how long `flow validate` takes on a large file: the targets
 // of docs/performance.md.
 //
-//	go run ./internal/benchflow            # or: go tool task bench-flow
+//	go run ./internal/benchflow            # or: go -C tools tool task bench-flow
 //	go run ./internal/benchflow -rounds 11 -strict
 //
 // In one run it builds the flow binary and a floor program (./floor: the
@@ -267,7 +267,7 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, _ []engine
 	}
 	if c.temporal > 0 {
 		if cli := temporalCLI(root); cli == "" {
-			fmt.Fprintln(log, "the Temporal CLI is not installed (go tool task deps): the chain on Temporal is skipped")
+			fmt.Fprintln(log, "the Temporal CLI is not installed (go -C tools tool task deps): the chain on Temporal is skipped")
 		} else {
 			tb, err := startTemporal(ctx, cli, flowBin, tmp, env, c.plain, log)
 			if err != nil {

@@ -21,7 +21,7 @@ import (
 const targetTemporalVisit = 50 * time.Millisecond
 
 // temporalCLI finds the Temporal CLI: on PATH, else in the module's
-// .tools/bin, where `go tool task deps` installs it; "" if neither.
+// .tools/bin, where `go -C tools tool task deps` installs it; "" if neither.
 func temporalCLI(root string) string {
 	if p, err := exec.LookPath("temporal"); err == nil {
 		return p

@@ -28,9 +28,9 @@ func Missing(t testing.TB, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
-// Binary returns the agent CLI name: from PATH (`go tool task test` puts the
+// Binary returns the agent CLI name: from PATH (`go -C tools tool task test` puts the
 // pinned ones there), else from the repository's .tools/node, where
-// `go tool task deps` installs them. Without it the test is Missing.
+// `go -C tools tool task deps` installs them. Without it the test is Missing.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
 	if p, err := exec.LookPath(name); err == nil {
@@ -42,11 +42,11 @@ func Binary(t testing.TB, name string) string {
 			return p
 		}
 	}
-	Missing(t, "%s is not installed: not on PATH nor in .tools/node/node_modules/.bin (run `go tool task deps`)", name)
+	Missing(t, "%s is not installed: not on PATH nor in .tools/node/node_modules/.bin (run `go -C tools tool task deps`)", name)
 	return ""
 }
 
-// Tool returns a program that `go tool task deps` installs into the
+// Tool returns a program that `go -C tools tool task deps` installs into the
 // repository's .tools/bin (the Temporal CLI): from PATH, else from there.
 // Without it the test is Missing.
 func Tool(t testing.TB, name string) string {
@@ -60,7 +60,7 @@ func Tool(t testing.TB, name string) string {
 			return p
 		}
 	}
-	Missing(t, "%s is not installed: not on PATH nor in .tools/bin (run `go tool task deps`)", name)
+	Missing(t, "%s is not installed: not on PATH nor in .tools/bin (run `go -C tools tool task deps`)", name)
 	return ""
 }
 

@@ -75,7 +75,7 @@ func (s *Server) accept() {
 			defer conn.Close()
 			sc := bufio.NewScanner(conn)
 			sc.Buffer(make([]byte, 64<<10), 16<<20)
-			if !sc.Scan() || !sc.Scan() { // the token's line, then the request's
+			if !sc.Scan() || !sc.Scan() { //nolint:staticcheck // SA4000: two reads, the token's line, then the request's
 				return
 			}
 			var req engine.DelegateRequest

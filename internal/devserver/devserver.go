@@ -1,7 +1,7 @@
 // Package devserver starts a Temporal development server for tests: the
 // Temporal CLI's `temporal server start-dev`, in memory, on 127.0.0.1 and
 // ports of its own, ended when the test ends. The CLI is found by
-// clitest.Tool (PATH, else .tools/bin where `go tool task deps` installs
+// clitest.Tool (PATH, else .tools/bin where `go -C tools tool task deps` installs
 // it); without it the test skips, or fails under CI=true.
 //
 // The server itself is never compiled into the module: go.temporal.io/

@@ -23,7 +23,9 @@ func TestChangeAppliesInAnotherRepository(t *testing.T) {
 	base, _ := r.Head(ctx)
 	write(t, src, "f", "a\nB\nc\n")
 	write(t, src, "new.md", "new\n")
-	os.WriteFile(filepath.Join(src, "bin"), []byte{0, 1, 2, 255}, 0o644)
+	if err := os.WriteFile(filepath.Join(src, "bin"), []byte{0, 1, 2, 255}, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	sh(t, src, "git", "add", "-A")
 	sh(t, src, "git", "-c", "user.name=u", "-c", "user.email=u@example.invalid", "commit", "-q", "-m", "change")
 	head, _ := r.Head(ctx)

@@ -147,7 +147,7 @@ func TestCopyWriteErrorDoesNotBlockTheChild(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		c.Stop(errors.New("blocked"))
-		<-done
+		<-done //nolint:errcheck // waits for the goroutine to end; its error is not this check
 		t.Fatal("the child blocked on a pipe nobody read")
 	}
 	if !copier.Finish(time.Now().Add(time.Second)) {

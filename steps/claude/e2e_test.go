@@ -228,7 +228,7 @@ func TestE2ECancel(t *testing.T) {
 	for deadline := time.Now().Add(45 * time.Second); len(sleepers(marker)) == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			cancel(nil)
-			<-done
+			<-done //nolint:errcheck // waits for the goroutine to end; its error is not this check
 			t.Fatalf("the tool's command never started: %+v", res)
 		}
 	}

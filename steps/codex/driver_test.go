@@ -72,7 +72,7 @@ func TestCodexPlainTurn(t *testing.T) {
 		t.Error(err)
 	}
 	clitest.NoKey(t, tn.Home, fakeKey)
-	filepath.Walk(tn.Home, func(p string, info os.FileInfo, err error) error { t.Log(p); return nil })
+	_ = filepath.Walk(tn.Home, func(p string, info os.FileInfo, err error) error { t.Log(p); return nil })
 }
 
 func TestCodexToolCall(t *testing.T) {

@@ -31,7 +31,7 @@ func session(t *testing.T, cfg Config) *mcp.ClientSession {
 	t.Cleanup(func() {
 		cs.Close()
 		cancel()
-		<-done
+		<-done //nolint:errcheck // waits for the goroutine to end; its error is not this check
 	})
 	return cs
 }

@@ -36,7 +36,7 @@ func startWire(t *testing.T, cfg Config) *wire {
 		inW.Close()
 		cancel()
 		outR.Close()
-		<-done
+		<-done //nolint:errcheck // waits for the goroutine to end; its error is not this check
 	})
 	w := &wire{t: t, in: inW, out: bufio.NewScanner(outR)}
 	w.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
