@@ -141,9 +141,9 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 }
 
 // isLeaf reports whether n does its own work, whose outcome the journal
-// keeps whole: an agent turn, a command, a question.
+// keeps whole: an agent turn, a command, a question, a wait.
 func isLeaf(n *flows.Node) bool {
-	return n.Kind == schema.KindAgent || n.Kind == schema.KindRun || n.Kind == schema.KindAsk
+	return n.Kind == schema.KindAgent || n.Kind == schema.KindRun || n.Kind == schema.KindAsk || n.Kind == schema.KindWait
 }
 
 // nodeValue is how a visit appears to the expressions after it:

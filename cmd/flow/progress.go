@@ -64,7 +64,7 @@ func (v *plainView) Event(e *engine.Event) {
 func (v *plainView) Close() {}
 
 func isLeaf(kind schema.Kind) bool {
-	return kind == schema.KindAgent || kind == schema.KindRun || kind == schema.KindAsk
+	return kind == schema.KindAgent || kind == schema.KindRun || kind == schema.KindAsk || kind == schema.KindWait
 }
 
 // eventLine renders an event as one plain line, or "" for events that plain
