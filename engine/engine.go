@@ -94,13 +94,15 @@ type Result struct {
 	Overspend []record.Overspend
 }
 
-// Status is the run's status: succeeded, failed or stopped.
+// Status is the run's status: succeeded, failed, stopped or waiting.
 func (r *Result) Status() record.Status {
 	switch {
 	case r.OK:
 		return record.StatusSucceeded
 	case r.Failure != nil && r.Failure.Root().Kind == schema.FailStopped:
 		return record.StatusStopped
+	case parked(r.Failure):
+		return record.StatusWaiting
 	}
 	return record.StatusFailed
 }
@@ -122,6 +124,11 @@ func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlie
 	if host.Delegator() == nil {
 		if n := delegatingNode(plan); n != nil {
 			return nil, &RefusedError{Msg: noDelegation(n)}
+		}
+	}
+	if host.Waiter() == nil {
+		if n := waitingNode(plan); n != nil {
+			return nil, &RefusedError{Msg: fmt.Sprintf("%s: wait %q needs a host that keeps waits; run it with flow run or flow serve, not on Temporal (docs/waits.md)", n.Pos, n.ID)}
 		}
 	}
 	if host.Workspace() == nil {
@@ -187,6 +194,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	rec := host
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
 		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.Repos),
+		waiter: host.Waiter(), waits: map[string]*Fact{},
 		delegates: host.Delegator(), delegators: map[string]*delegator{}, earlierKids: map[string][]earlierChild{}, childStarts: map[string]delegParentStart{}}
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
@@ -272,6 +280,11 @@ type runner struct {
 	earlierKids map[string][]earlierChild
 	childStarts map[string]delegParentStart
 	unfinished  map[string][]record.ToolCall // unended turns' tool calls, by visit (toolLog)
+
+	// waiter is the host's (Host.Waiter); waits are the waits earlier
+	// attempts journaled, by visit (docs/waits.md).
+	waiter Waiter
+	waits  map[string]*Fact
 }
 
 // emit writes an event and hands it to OnEvent.

@@ -34,6 +34,9 @@ type Host interface {
 	// on a host that cannot: a plan that delegates is then refused before
 	// the walk.
 	Delegator() Delegator
+	// Waiter keeps the run's waits, or is nil on a host that cannot: a
+	// plan that waits is then refused before the walk (docs/waits.md).
+	Waiter() Waiter
 }
 
 // Workspace holds the working copies of a run's isolated scopes.
@@ -123,6 +126,8 @@ type Parts struct {
 	// Delegator serves turns' delegate calls (docs/delegation.md); nil:
 	// no turn on this host may delegate.
 	Delegator Delegator
+	// Waiter keeps the run's waits (docs/waits.md); nil: no node may wait.
+	Waiter Waiter
 }
 
 // hostOf is a Host made of its parts.
@@ -156,4 +161,12 @@ func (h hostOf) Workspace() Workspace {
 		return nil
 	}
 	return h.p.Workspace
+}
+
+// Waiter is nil, not a nil value in an interface, when h has none.
+func (h hostOf) Waiter() Waiter {
+	if h.p.Waiter == nil {
+		return nil
+	}
+	return h.p.Waiter
 }

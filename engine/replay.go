@@ -35,6 +35,9 @@ func (r *runner) replay(facts []*Fact) (notes []string) {
 		if f.Type == record.FactLand {
 			r.wt.landed[f.Visit] = f
 		}
+		if f.Type == record.FactWaiting && f.Wait != nil && r.waits[f.Visit] == nil {
+			r.waits[f.Visit] = f
+		}
 		if f.Type != record.FactEnd {
 			continue
 		}

@@ -23,5 +23,5 @@ func hostOf(rt engine.Runtime, leaves engine.LeafRunner, w *rundir.Writer, del e
 	if rt == nil {
 		rt = Runtime{}
 	}
-	return engine.NewHost(engine.Parts{Runtime: rt, Leaves: leaves, Recorder: w, Redactor: w.Secrets(), Workspace: workspace{w}, Delegator: del})
+	return engine.NewHost(engine.Parts{Runtime: rt, Leaves: leaves, Recorder: w, Redactor: w.Secrets(), Workspace: workspace{w}, Delegator: del, Waiter: waiter{w.Dir()}})
 }
