@@ -95,6 +95,9 @@ func plainLine(e *engine.Event) string {
 		if e.Error != nil && e.Error.Kind == schema.FailChild {
 			return ""
 		}
+		if e.Error != nil && e.Error.Kind == schema.FailWaiting {
+			return fmt.Sprintf("⏸ %s  %s", e.Visit, firstLine(e.Error.Message))
+		}
 		msg := ""
 		if e.Error != nil {
 			msg = fmt.Sprintf("%s: %s", e.Error.Kind, firstLine(e.Error.Message))
