@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 
+	"github.com/flowrun/flow/engine/ledger"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -20,7 +21,7 @@ type frame struct {
 	// its path, the key of its sessions and its home.
 	scopes map[string]string
 	// meters are the budgets above this point, outermost first.
-	meters []*meter
+	meters []*ledger.Meter
 	// scope is the isolated scope this point is in, if any (docs/worktrees.md), and
 	// dir the worktree a leaf works in once it is open: "" is the run's
 	// working directory.

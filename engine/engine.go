@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowrun/flow/engine/delegation"
+	"github.com/flowrun/flow/engine/ledger"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/ordered"
@@ -195,7 +197,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
 		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.Repos),
 		waiter: host.Waiter(), waits: map[string]*Fact{},
-		delegates: host.Delegator(), delegators: map[string]*delegator{}, earlierKids: map[string][]earlierChild{}, childStarts: map[string]delegParentStart{}}
+		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock())}
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
 	}
@@ -217,7 +219,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	// What the caller prints is as redacted as what the run directory
 	// holds.
 	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(r.secrets(), plain),
-		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.overspends()}
+		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.Overspends()}
 	end := r.rt.Now()
 	wall := end.Sub(start).Milliseconds()
 	// The run's output is made of its visits' outputs, which the journal
@@ -267,19 +269,18 @@ type runner struct {
 	mu       Locker
 	sessions map[record.Scope]*session
 	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
-	ledger   *ledger          // what turns cost, and the budgets they overspent
+	ledger   *ledger.Ledger   // what turns cost, and the budgets they overspent
 	usage    Usage            // what every visit spent, earlier attempts' included
 
 	wt *worktrees // isolated scopes and their repositories (docs/worktrees.md)
 
 	// delegation (docs/delegation.md): the host's Delegator (nil: no turn
-	// may delegate), the visits that may start children, the children an
-	// earlier attempt started by parent, and what a child's start records.
-	delegates   Delegator
-	delegators  map[string]*delegator
-	earlierKids map[string][]earlierChild
-	childStarts map[string]delegParentStart
-	unfinished  map[string][]record.ToolCall // unended turns' tool calls, by visit (toolLog)
+	// may delegate), the visits that may start children, and the children
+	// of this attempt and of earlier ones.
+	delegates  Delegator
+	delegators map[string]*delegator
+	children   *delegation.Registry
+	unfinished map[string][]record.ToolCall // unended turns' tool calls, by visit (toolLog)
 
 	// waiter is the host's (Host.Waiter); waits are the waits earlier
 	// attempts journaled, by visit (docs/waits.md).

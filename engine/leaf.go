@@ -122,7 +122,7 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 	if err != nil {
 		return reply{}, cancelled(ctx, t.Visit)
 	}
-	defer slot.release()
+	defer slot.Release()
 	b, refused := r.book(ctx, fr, t.Agent.Name, t.Visit)
 	if refused != nil {
 		return reply{}, refused
@@ -130,7 +130,7 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 	if o.deleg != nil {
 		d, closeDelegation, fail := r.serve(ctx, o.deleg, slot)
 		if fail != nil {
-			r.settle(b, nil, false)
+			r.ledger.Settle(b, nil, false)
 			return reply{}, fail
 		}
 		defer closeDelegation()
@@ -139,17 +139,17 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 	if sess != nil {
 		t.Session = sess.id
 	}
-	t.Watch, t.TokensLeft = b.watch()
+	t.Watch, t.TokensLeft = b.Watch()
 	res, err := r.leaves.Turn(ctx, t)
 	var spent *Usage
 	if res != nil {
 		spent = &res.Usage
 	}
-	r.settle(b, spent, errors.Is(err, errBudget))
+	r.ledger.Settle(b, spent, errors.Is(err, errBudget))
 	if res != nil {
 		o.usage.Add(res.Usage)
 		if err == nil && res.Status == Completed {
-			r.ledger.note(t.Agent.Name, res.Usage)
+			r.ledger.Note(t.Agent.Name, res.Usage)
 		}
 		if sess != nil && res.Session != "" {
 			sess.id = res.Session

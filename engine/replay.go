@@ -31,7 +31,7 @@ func (r *runner) replay(facts []*Fact) (notes []string) {
 		}
 	}
 	for _, f := range facts {
-		r.replayChild(f)
+		r.children.ReplayChild(f)
 		if f.Type == record.FactLand {
 			r.wt.landed[f.Visit] = f
 		}
@@ -43,7 +43,7 @@ func (r *runner) replay(facts []*Fact) (notes []string) {
 		}
 		r.ended[f.Visit] = f
 		r.spent(f.Usage) // every attempt's usage counts, also of visits that run again
-		r.ledger.replay(f)
+		r.ledger.Replay(f)
 		if f.Scope != nil && f.Session != "" {
 			r.session(*f.Scope).id = f.Session
 		}

@@ -49,7 +49,7 @@ type outcome struct {
 func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) (map[string]any, *Failure) {
 	if o, ok := r.replayed(fr, n, vars, path); ok {
 		if isLeaf(n) {
-			r.charge(fr, o.usage)
+			r.ledger.Charge(fr.meters, o.usage)
 		}
 		if o.land != nil { // it ended, and did not land before the engine died
 			r.landLeaf(ctx, fr, n, path, o)
@@ -57,7 +57,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		return nodeValue(o)
 	}
 	if prev := r.ended[path]; prev != nil && isLeaf(n) {
-		r.charge(fr, prev.Usage) // an earlier attempt's spending counts
+		r.ledger.Charge(fr.meters, prev.Usage) // an earlier attempt's spending counts
 	}
 	fr = fr.withBudget(n.Budget, path)
 	start := r.rt.Now()
