@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +15,9 @@ import (
 
 	"github.com/flowrun/flow/rundir"
 )
+
+// zonedRE is a time as the pages write it: dated and zoned.
+var zonedRE = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Za-z0-9+-]+`)
 
 // waitFlow journals each step's run into steps.log: a step before the
 // wait, a slow branch beside it (held until the file go exists), and a
@@ -195,5 +200,75 @@ func TestWaitEventBeforeWait(t *testing.T) {
 	}
 	if log := stepsLog(t, dir); !strings.Contains(log, "after true early") || strings.Count(log, "after") != 1 {
 		t.Fatalf("steps:\n%s", log)
+	}
+}
+
+// TestWaitServeRestart: a run of wait: {for: 4s} under flow serve, the
+// server stopped during the wait and started again, ends by itself, each
+// step once; an event's wait is woken by the API and by its webhook, whose
+// token only the run's page and API show; /metrics counts waiting runs.
+func TestWaitServeRestart(t *testing.T) {
+	bin, dir := flowBinary(t), t.TempDir()
+	writeFlows(t, dir, map[string]string{
+		"pause.yaml": "name: pause\nnodes:\n  - {id: before, run: echo before >> pause.log}\n  - {id: pause, wait: {for: 4s}}\n  - {id: after, run: echo after >> pause.log}\n",
+		"hook.yaml": "name: hook\nnodes:\n  - {id: before, run: echo before >> hook.log}\n" +
+			"  - {id: ci, wait: {event: ci-done}, output: {green: boolean}}\n" +
+			"  - {id: review, wait: {event: review}}\n" +
+			"  - id: after\n    run: echo after \"$G\" >> hook.log\n    env: {G: \"${{ ci.output.green }}\"}\n",
+	})
+	s := startServe(t, bin, dir, "--poll", "200ms")
+	code, m := s.call("POST", "/api/flows/pause/runs", "")
+	if code != http.StatusAccepted {
+		t.Fatalf("starting pause: %d %v", code, m)
+	}
+	pause, _ := m["id"].(string)
+	await(t, 10*time.Second, "the run to wait", func() bool { return runStatus(s, pause) == "waiting" })
+	s.sigterm()
+	s = startServe(t, bin, dir, "--poll", "200ms")
+	await(t, 20*time.Second, "the waiting run to end by itself", func() bool { return runStatus(s, pause) == "succeeded" })
+	if b, _ := os.ReadFile(filepath.Join(dir, "pause.log")); string(b) != "before\nafter\n" {
+		t.Fatalf("steps of the run that waited across a restart:\n%s", b)
+	}
+
+	code, m = s.call("POST", "/api/flows/hook/runs", "")
+	if code != http.StatusAccepted {
+		t.Fatalf("starting hook: %d %v", code, m)
+	}
+	hook, _ := m["id"].(string)
+	await(t, 10*time.Second, "the run to wait", func() bool { return runStatus(s, hook) == "waiting" })
+	if _, page := s.call("GET", "/metrics", ""); !strings.Contains(page["_body"].(string), "flow_runs_waiting 1") {
+		t.Errorf("/metrics does not count the waiting run:\n%s", page["_body"])
+	}
+	if code, m := s.call("POST", "/api/runs/"+hook+"/events/ci-done", `{"green": true}`); code != http.StatusOK {
+		t.Fatalf("POST an event: %d %v", code, m)
+	}
+	if code, m := s.call("POST", "/api/runs/"+hook+"/events/ci-done", `{"green": false}`); code != http.StatusConflict {
+		t.Fatalf("a conflicting delivery: %d %v, want 409", code, m)
+	}
+	var webhook string
+	await(t, 10*time.Second, "the run to wait on its second event", func() bool {
+		_, v := s.call("GET", "/api/runs/"+hook, "")
+		ws, _ := v["waiting"].([]any)
+		if len(ws) != 1 {
+			return false
+		}
+		w, _ := ws[0].(map[string]any)
+		webhook, _ = w["webhook"].(string)
+		return w["event"] == "review" && webhook != ""
+	})
+	_, page := s.call("GET", "/runs/"+hook, "")
+	if body := page["_body"].(string); !strings.Contains(body, "Waiting on <code>event review</code>") || !strings.Contains(body, webhook) || !zonedRE.MatchString(body) {
+		t.Errorf("the run page does not say what the run waits on, since when, and its webhook:\n%s", body)
+	}
+	path := strings.TrimPrefix(webhook, "http://"+strings.TrimPrefix(s.url, "http://"))
+	if code, _ := s.call("POST", path[:len(path)-1]+"0", `"ok"`); code != http.StatusNotFound {
+		t.Errorf("a webhook with a wrong token: %d, want 404", code)
+	}
+	if code, m := s.call("POST", path, `"approved"`); code != http.StatusOK {
+		t.Fatalf("the webhook: %d %v", code, m)
+	}
+	await(t, 20*time.Second, "the run to end", func() bool { return runStatus(s, hook) == "succeeded" })
+	if b, _ := os.ReadFile(filepath.Join(dir, "hook.log")); string(b) != "before\nafter true\n" {
+		t.Fatalf("steps of the run woken by events:\n%s", b)
 	}
 }
