@@ -272,3 +272,63 @@ func TestWaitServeRestart(t *testing.T) {
 		t.Fatalf("steps of the run woken by events:\n%s", b)
 	}
 }
+
+// TestWaitRefusedOnTemporal: waits do not run on Temporal yet; flow
+// validate --temporal says so, at the wait, before anything is made.
+func TestWaitRefusedOnTemporal(t *testing.T) {
+	bin, dir := flowBinary(t), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "deploy.yaml"), []byte(waitFlow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, o := waitFlowCmd(t, bin, dir, "validate", "--temporal", "127.0.0.1:1", "deploy.yaml")
+	if code != exitInvalid || !strings.Contains(o, `deploy.yaml:8:11: wait "deployed" cannot run on Temporal yet`) {
+		t.Fatalf("exit %d, want %d and the refusal at the wait\n%s", code, exitInvalid, o)
+	}
+}
+
+// waitsSetup writes the flow of docs/waits.md, its first yaml block, as
+// deploy.yaml: the page's lines run the flow it shows.
+func waitsSetup(t *testing.T, d *docSession) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "waits.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindSubmatch(b)
+	if m == nil {
+		t.Fatal("docs/waits.md has no yaml block")
+	}
+	if err := os.WriteFile(filepath.Join(d.dir, "deploy.yaml"), m[1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitsSteps(d *docSession) []docStep {
+	t := d.t
+	return []docStep{
+		{line: "flow run deploy.yaml", run: func(d *docSession, line string) {
+			out, code := d.shExit(line, time.Minute)
+			if code != exitWaiting || !strings.Contains(out, "flow signal ") || !strings.Contains(out, "flow resume ") {
+				t.Fatalf("%s: exit %d, want %d, saying how it goes on\n%s", line, code, exitWaiting, out)
+			}
+		}},
+		{line: "flow runs", run: func(d *docSession, line string) {
+			if out := d.sh(line, time.Minute); !strings.Contains(out, "waiting at deployed: waiting on event deploy-done since") || !strings.Contains(out, ", until ") {
+				t.Fatalf("%s:\n%s", line, out)
+			}
+		}},
+		{line: `flow signal last deploy-done --data '{"ok": true, "url": "https://example.com"}'`, run: func(d *docSession, line string) {
+			if out := d.sh(line, time.Minute); !strings.Contains(out, "delivered event deploy-done") {
+				t.Fatalf("%s:\n%s", line, out)
+			}
+		}},
+		{line: "flow resume last", run: func(d *docSession, line string) {
+			if out := d.sh(line, time.Minute); !strings.Contains(out, "succeeded") {
+				t.Fatalf("%s:\n%s", line, out)
+			}
+			b, _ := os.ReadFile(filepath.Join(d.dir, "steps.log"))
+			if string(b) != "built\ndeployed true at https://example.com\n" {
+				t.Fatalf("steps:\n%s", b)
+			}
+		}},
+	}
+}
