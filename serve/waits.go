@@ -120,30 +120,37 @@ func (wk *waker) loop(ctx context.Context) {
 		if look {
 			lastLook = now
 		}
+		wait := wk.next(now)
 		for _, w := range wk.due(now, look) {
-			wk.wake(w)
+			if !wk.wake(w) {
+				wait = 100 * time.Millisecond // a full queue: again in a moment
+				break
+			}
 		}
-		t.Reset(wk.next(now))
+		t.Reset(wait)
 	}
 }
 
-// due takes the runs to wake now off the set: their time came, or (when
-// look says so) one of their events is in their directory.
+// due are the runs to wake now, earliest first: their time came, or
+// (when look says so) one of their events is in their directory. They
+// stay in the set until wake takes them off.
 func (wk *waker) due(now time.Time, look bool) []*waitingRun {
 	wk.mu.Lock()
 	defer wk.mu.Unlock()
 	var out []*waitingRun
-	for id, w := range wk.waiting {
+	for _, w := range wk.waiting {
 		ready := !w.due.IsZero() && !now.Before(w.due)
 		if !ready && look {
 			ready = slices.ContainsFunc(w.events, func(e string) bool { s, _ := rundir.Delivered(w.dir, e); return s != nil })
+			if ready {
+				w.due = now
+			}
 		}
 		if ready {
 			out = append(out, w)
-			delete(wk.waiting, id)
 		}
 	}
-	wk.gauge.Set(float64(len(wk.waiting)))
+	slices.SortFunc(out, func(a, b *waitingRun) int { return a.due.Compare(b.due) })
 	return out
 }
 
@@ -162,15 +169,27 @@ func (wk *waker) next(now time.Time) time.Duration {
 }
 
 // wake resumes w (flow resume's meaning): it goes on from its wait, or
-// waits again and is noted again when it ends.
-func (wk *waker) wake(w *waitingRun) {
-	if a, j := wk.s.runs.get(w.id); a != nil || j != nil {
-		return
+// waits again and is noted again when it ends. It says false when the
+// run queue is full: w stays waiting, and the loop tries again.
+func (wk *waker) wake(w *waitingRun) bool {
+	if a, j := wk.s.runs.get(w.id); a == nil && j == nil {
+		_, err := wk.s.runs.submit(&job{id: w.id, flow: w.flow, trigger: TriggerWake, resumeDir: w.dir})
+		switch {
+		case errors.Is(err, ErrQueueFull):
+			return false
+		case err != nil:
+			wk.s.log.Error("waking", "run", w.id, "err", err)
+		default:
+			wk.s.log.Info("woke a waiting run", "run", w.id, "flow", w.flow)
+		}
 	}
-	wk.s.log.Info("waking a waiting run", "run", w.id, "flow", w.flow)
-	if _, err := wk.s.runs.submit(&job{id: w.id, flow: w.flow, trigger: TriggerWake, resumeDir: w.dir}); err != nil {
-		wk.s.log.Error("waking", "run", w.id, "err", err)
+	wk.mu.Lock()
+	if wk.waiting[w.id] == w {
+		delete(wk.waiting, w.id)
 	}
+	wk.gauge.Set(float64(len(wk.waiting)))
+	wk.mu.Unlock()
+	return true
 }
 
 // wakeOn wakes run id now if it waits for event.
