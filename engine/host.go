@@ -57,7 +57,7 @@ type Parts struct {
 	Delegator Delegator
 	// Waiter keeps the run's waits (docs/waits.md); nil: no node may wait.
 	Waiter Waiter
-	RunDir    string // Host.RunDir
+	RunDir string // Host.RunDir
 }
 
 // hostOf is a Host made of its parts.
