@@ -10,7 +10,6 @@ import (
 	"github.com/flowrun/flow/engine/record"
 )
 
-
 // TestWaitMeanings: a wait for a time ends the run waiting until its time,
 // kept across attempts from when it was first reached; an event's wait
 // takes its data, its default once the timeout passed, and an event that
