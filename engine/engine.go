@@ -174,7 +174,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	rec := host
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
 		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host),
-		waiter: host.Waiter(), waits: map[string]*Fact{},
+		waiter: host.Waiter(), waits: map[string]*record.Fact{},
 		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock())}
 	r.wt, r.journal = r.newScopes(), replay.NewJournal(earlier, host.NewLock())
 	r.keys = r.newKeys(runDir(host, opts.RunID))
@@ -273,7 +273,7 @@ type runner struct {
 	// waiter is the host's (Host.Waiter); waits are the waits earlier
 	// attempts journaled, by visit (docs/waits.md).
 	waiter Waiter
-	waits  map[string]*Fact
+	waits  map[string]*record.Fact
 }
 
 // emit writes an event and hands it to OnEvent.

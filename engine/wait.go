@@ -56,7 +56,7 @@ func (ww *waitWalk) walk(ctx context.Context, vars map[string]any) *outcome {
 	case ctx.Err() != nil:
 		return &outcome{fail: cancelled(ctx, ww.path)}
 	case err != nil:
-		return &outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: fmt.Sprintf("reading the events of %s: %v", ww.path, err)}}
+		return &outcome{fail: &record.Failure{Kind: schema.FailUnavailable, Message: fmt.Sprintf("reading the events of %s: %v", ww.path, err)}}
 	}
 	// An event that came after the wait's end came too late: the end
 	// decided first, whenever the run looks.
@@ -66,12 +66,12 @@ func (ww *waitWalk) walk(ctx context.Context, vars map[string]any) *outcome {
 	if w.Until != nil && !r.rt.Now().Before(*w.Until) {
 		return ww.ended(*w.Until)
 	}
-	return &outcome{fail: &Failure{Kind: schema.FailWaiting, Message: waitingMessage(w)}}
+	return &outcome{fail: &record.Failure{Kind: schema.FailWaiting, Message: waitingMessage(w)}}
 }
 
 // reached is the visit's wait: the one an earlier attempt journaled
 // (its since stays), else a new one, journaled now.
-func (ww *waitWalk) reached(vars map[string]any) (*record.Wait, *Failure) {
+func (ww *waitWalk) reached(vars map[string]any) (*record.Wait, *record.Failure) {
 	r := ww.r
 	if f := r.waits[ww.path]; f != nil {
 		return f.Wait, nil
@@ -88,16 +88,16 @@ func (ww *waitWalk) reached(vars map[string]any) (*record.Wait, *Failure) {
 		}
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
-			return nil, &Failure{Kind: schema.FailCondition, Message: fmt.Sprintf("wait.until %s gave %q, not an RFC 3339 time", ww.wn.Until.Source, s)}
+			return nil, &record.Failure{Kind: schema.FailCondition, Message: fmt.Sprintf("wait.until %s gave %q, not an RFC 3339 time", ww.wn.Until.Source, s)}
 		}
 		w.Until = timeAt(t)
 	case ww.wn.Timeout > 0:
 		w.Until = timeAt(now.Add(ww.wn.Timeout))
 	}
 	if err := r.dir.Fact(record.VisitWaiting{Time: now, Visit: ww.path, Node: ww.n.ID, Wait: *w}.Fact()); err != nil {
-		return nil, &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
+		return nil, &record.Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
-	r.emit(&Event{Time: now, Type: record.EventVisitWaiting, Visit: ww.path, Node: ww.n.ID, Kind: ww.n.Kind, Wait: w})
+	r.emit(&record.Event{Time: now, Type: record.EventVisitWaiting, Visit: ww.path, Node: ww.n.ID, Kind: ww.n.Kind, Wait: w})
 	return w, nil
 }
 
@@ -106,7 +106,7 @@ func (ww *waitWalk) reached(vars map[string]any) (*record.Wait, *Failure) {
 func (ww *waitWalk) delivered(d *Delivery) *outcome {
 	v, err := parseTyped(string(d.Data), ww.n.Output)
 	if err != nil {
-		return &outcome{fail: &Failure{Kind: schema.FailSchema, Message: fmt.Sprintf("the data of event %s does not fit the wait's output: %v", ww.wn.Event, err)}}
+		return &outcome{fail: &record.Failure{Kind: schema.FailSchema, Message: fmt.Sprintf("the data of event %s does not fit the wait's output: %v", ww.wn.Event, err)}}
 	}
 	return &outcome{output: v, answer: &record.Answer{By: d.By, Time: d.Time}}
 }
@@ -118,7 +118,7 @@ func (ww *waitWalk) ended(at time.Time) *outcome {
 		return &outcome{output: at.Format(time.RFC3339)}
 	}
 	if !ww.wn.HasDefault {
-		return &outcome{fail: &Failure{Kind: schema.FailTimeout, Message: fmt.Sprintf("event %s did not come within %s, and the wait has no default", ww.wn.Event, ww.wn.Timeout)}}
+		return &outcome{fail: &record.Failure{Kind: schema.FailTimeout, Message: fmt.Sprintf("event %s did not come within %s, and the wait has no default", ww.wn.Event, ww.wn.Timeout)}}
 	}
 	return &outcome{output: normalize(ww.n.Output, ww.wn.Default), answer: &record.Answer{Time: at, Default: true}}
 }
@@ -136,17 +136,9 @@ func timeAt(t time.Time) *time.Time { return &t }
 
 // waitingNode is a wait node of p, or nil.
 func waitingNode(p *flows.Plan) *flows.Node {
-	var found *flows.Node
-	for _, f := range flowsInOrder(p) {
-		flows.EachNode(f.Nodes, func(n *flows.Node) {
-			if found == nil && n.AsWait() != nil {
-				found = n
-			}
-		})
-	}
-	return found
+	return firstNode(p, func(n *flows.Node) bool { return n.AsWait() != nil })
 }
 
 // parked says a failure is a wait not yet satisfied: no on_fail:
 // continue goes on from it, and the run ends waiting.
-func parked(f *Failure) bool { return f != nil && f.Root().Kind == schema.FailWaiting }
+func parked(f *record.Failure) bool { return f != nil && f.Root().Kind == schema.FailWaiting }
