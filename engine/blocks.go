@@ -89,7 +89,7 @@ func (r *runner) sequence(ctx context.Context, fr *frame, nodes []*flows.Node, v
 		val, fail := r.visit(ctx, fr, n, vars, join(prefix, n.ID))
 		vars[n.ID] = val
 		last = val["output"]
-		if fail != nil && !n.Continue {
+		if fail != nil && (!n.Continue || parked(fail)) {
 			return last, fail
 		}
 	}
@@ -114,6 +114,8 @@ func (r *runner) dispatch(ctx context.Context, fr *frame, n *flows.Node, vars ma
 		return r.call(ctx, fr, n, vars, path)
 	case schema.KindAsk:
 		return r.ask(ctx, n, vars, path)
+	case schema.KindWait:
+		return r.wait(ctx, n, vars, path)
 	}
 	return &outcome{fail: &record.Failure{Kind: schema.FailCondition, Message: "unknown node kind " + string(n.Kind)}}
 }

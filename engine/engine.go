@@ -96,13 +96,15 @@ type Result struct {
 	Overspend []record.Overspend
 }
 
-// Status is the run's status: succeeded, failed or stopped.
+// Status is the run's status: succeeded, failed, stopped or waiting.
 func (r *Result) Status() record.Status {
 	switch {
 	case r.OK:
 		return record.StatusSucceeded
 	case r.Failure != nil && r.Failure.Root().Kind == schema.FailStopped:
 		return record.StatusStopped
+	case parked(r.Failure):
+		return record.StatusWaiting
 	}
 	return record.StatusFailed
 }
@@ -123,6 +125,11 @@ func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlie
 	if host.Delegator() == nil {
 		if err := RefuseDelegation(plan); err != nil {
 			return nil, err
+		}
+	}
+	if host.Waiter() == nil {
+		if n := waitingNode(plan); n != nil {
+			return nil, &RefusedError{Msg: fmt.Sprintf("%s: wait %q needs a host that keeps waits; run it with flow run or flow serve, not on Temporal (docs/waits.md)", n.Pos, n.ID)}
 		}
 	}
 	if host.Workspace() == nil {
@@ -167,6 +174,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	rec := host
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
 		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host),
+		waiter: host.Waiter(), waits: map[string]*record.Fact{},
 		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock())}
 	r.wt, r.journal = r.newScopes(), replay.NewJournal(earlier, host.NewLock())
 	r.keys = r.newKeys(runDir(host, opts.RunID))
@@ -261,6 +269,11 @@ type runner struct {
 	delegates  Delegator
 	delegators map[string]*delegator
 	children   *delegation.Registry
+
+	// waiter is the host's (Host.Waiter); waits are the waits earlier
+	// attempts journaled, by visit (docs/waits.md).
+	waiter Waiter
+	waits  map[string]*record.Fact
 }
 
 // emit writes an event and hands it to OnEvent.

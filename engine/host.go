@@ -32,6 +32,9 @@ type Host interface {
 	// on a host that cannot: a plan that delegates is then refused before
 	// the walk.
 	Delegator() Delegator
+	// Waiter keeps the run's waits, or is nil on a host that cannot: a
+	// plan that waits is then refused before the walk (docs/waits.md).
+	Waiter() Waiter
 	// RunDir is the run's directory as the user named it (events and the
 	// Result say it), or "" on a host that keeps none: the run's id is
 	// said instead.
@@ -52,7 +55,9 @@ type Parts struct {
 	// Delegator serves turns' delegate calls (docs/delegation.md); nil:
 	// no turn on this host may delegate.
 	Delegator Delegator
-	RunDir    string // Host.RunDir
+	// Waiter keeps the run's waits (docs/waits.md); nil: no node may wait.
+	Waiter Waiter
+	RunDir string // Host.RunDir
 }
 
 // hostOf is a Host made of its parts.
@@ -88,4 +93,12 @@ func (h hostOf) Workspace() worktrees.Workspace {
 		return nil
 	}
 	return h.p.Workspace
+}
+
+// Waiter is nil, not a nil value in an interface, when h has none.
+func (h hostOf) Waiter() Waiter {
+	if h.p.Waiter == nil {
+		return nil
+	}
+	return h.p.Waiter
 }

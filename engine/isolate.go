@@ -165,7 +165,7 @@ func outcomeStays(n *flows.Node, fail *record.Failure) bool {
 		return false
 	}
 	switch fail.Kind {
-	case schema.FailStopped, schema.FailCancelled, schema.FailChild:
+	case schema.FailStopped, schema.FailCancelled, schema.FailChild, schema.FailWaiting:
 		return false
 	}
 	return true

@@ -65,6 +65,9 @@ func (r *runner) replay(facts []*record.Fact) (notes []string) {
 	r.wt.Replay(ws, facts)
 	for _, f := range facts {
 		r.children.ReplayChild(f)
+		if f.Type == record.FactWaiting && f.Wait != nil && r.waits[f.Visit] == nil {
+			r.waits[f.Visit] = f
+		}
 		if f.Type != record.FactEnd {
 			continue
 		}

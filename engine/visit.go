@@ -165,9 +165,9 @@ func endFact(n *flows.Node, path string, end time.Time, wall int64, o *outcome) 
 }
 
 // isLeaf reports whether n does its own work, whose outcome the journal
-// keeps whole: an agent turn, a command, a question.
+// keeps whole: an agent turn, a command, a question, a wait.
 func isLeaf(n *flows.Node) bool {
-	return n.Kind == schema.KindAgent || n.Kind == schema.KindRun || n.Kind == schema.KindAsk
+	return n.Kind == schema.KindAgent || n.Kind == schema.KindRun || n.Kind == schema.KindAsk || n.Kind == schema.KindWait
 }
 
 // nodeValue is how a visit appears to the expressions after it:

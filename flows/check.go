@@ -175,6 +175,8 @@ func (c *checker) node(d *schema.Node, sc *scope, ancestors []*schema.Node) *Nod
 			an.Options = append(an.Options, o.Value)
 		}
 		an.Default, an.HasDefault = ds.Default.Value, ds.Default.Set()
+	case *schema.WaitSpec:
+		c.waitNode(n, ds, sc)
 	}
 	c.isolates(n, d, ancestors)
 	n.Reuse = d.Reuse.Value
@@ -328,6 +330,8 @@ func docOutput(d *schema.Node) *schema.Type {
 		return RunOutput
 	case *schema.AskSpec:
 		return schema.StringType
+	case *schema.WaitSpec:
+		return waitOutput(ds)
 	case *schema.LoopSpec:
 		prev := &schema.Type{Kind: schema.TObject}
 		for _, b := range ds.Do {

@@ -38,7 +38,10 @@ type RunInfo struct {
 	// ForkedFrom is where a fork came from (flow fork), nil for a run
 	// that is not one.
 	ForkedFrom *record.Fork `json:"forked_from,omitempty"`
-	Facts      []*Fact      `json:"-"`
+	// Waiting are the waits a run that ended waiting waits on
+	// (docs/waits.md).
+	Waiting []WaitingOn `json:"waiting,omitempty"`
+	Facts   []*Fact     `json:"-"`
 }
 
 // Inspect reads the run in dir.
@@ -93,6 +96,9 @@ func summarize(dir string, facts []*Fact) (*RunInfo, error) {
 	if info.Status == StatusInterrupted && heldByLiveProcess(dir) {
 		info.Status = StatusRunning
 	}
+	if info.Status == StatusWaiting {
+		info.Waiting = waitingOn(facts)
+	}
 	info.Resumable, info.Why = resumable(info)
 	return info, nil
 }
@@ -103,7 +109,7 @@ func resumable(info *RunInfo) (bool, string) {
 		return false, "it is running (another process holds its lock)"
 	case StatusSucceeded:
 		return false, "it succeeded; there is nothing left to run"
-	case StatusInterrupted, StatusStopped:
+	case StatusInterrupted, StatusStopped, StatusWaiting:
 		return true, ""
 	}
 	if info.Failure == nil {

@@ -20,6 +20,9 @@ const (
 	FailBudget      FailKind = "budget"      // the token or cost budget ran out
 	FailRefused     FailKind = "refused"     // the run refused to start the visit (e.g. ask unattended)
 	FailConflict    FailKind = "conflict"    // an isolated scope's changes could not land (docs/worktrees.md)
+	// FailWaiting is a wait whose time or event has not come: the run ends
+	// waiting, and goes on when it is resumed (docs/waits.md).
+	FailWaiting FailKind = "waiting"
 )
 
 // QuotaPrefix starts the message of a `rate_limit` failure whose cause will
@@ -31,7 +34,7 @@ const QuotaPrefix = "quota exhausted: "
 var FailKinds = []FailKind{
 	FailProvider, FailRateLimit, FailTimeout, FailSchema, FailStopped, FailCancelled, FailChild,
 	FailUnconverged, FailCondition, FailTooMany, FailUnavailable, FailBudget, FailRefused,
-	FailConflict,
+	FailConflict, FailWaiting,
 }
 
 // Resumable reports whether a run that failed with this kind may be resumed.

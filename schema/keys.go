@@ -5,12 +5,13 @@ package schema
 var (
 	flowKeys = []string{"name", "description", "input", "model", "models", "timeout", "budget", "concurrency",
 		"agents", "project_agents", "schedule", "sweep", "nodes"}
-	nodeKindKeys = []string{"agent", "run", "choice", "parallel", "map", "loop", "flow", "ask"}
+	nodeKindKeys = []string{"agent", "run", "choice", "parallel", "map", "loop", "flow", "ask", "wait"}
 	nodeKeys     = append(append([]string{"id"}, nodeKindKeys...),
 		"prompt", "reads", "output", "memory", "retry", "timeout", "on_fail", "budget", "env",
 		"fail_fast", "max", "concurrency", "do", "input", "options", "default", "show",
 		"isolation", "land", "repo", "reuse", "delegate", "sandbox")
 	loopKeys     = []string{"until", "max"}
+	waitKeys     = []string{"for", "until", "event", "timeout", "default"}
 	budgetKeys   = []string{"tokens", "cost"}
 	scheduleKeys = []string{"cron", "tz", "input", "overlap", "catchup"}
 	sweepKeys    = []string{"models", "assign", "inputs", "params", "repeat", "score", "baseline"}
@@ -25,6 +26,7 @@ func Keys() map[string][]string {
 		"flow":     flowKeys,
 		"node":     nodeKeys,
 		"loop":     loopKeys,
+		"wait":     waitKeys,
 		"budget":   budgetKeys,
 		"schedule": scheduleKeys,
 		"sweep":    sweepKeys,

@@ -21,6 +21,7 @@ const (
 	KindLoop     Kind = "loop"
 	KindFlow     Kind = "flow"
 	KindAsk      Kind = "ask"
+	KindWait     Kind = "wait"
 )
 
 // kindKeys says which keys besides id, budget and on_fail each kind takes.
@@ -33,6 +34,7 @@ var kindKeys = map[Kind][]string{
 	KindLoop:     {"loop", "do", "isolation", "land", "repo"},
 	KindFlow:     {"flow", "input", "isolation", "land", "repo"},
 	KindAsk:      {"ask", "options", "default", "timeout", "show"},
+	KindWait:     {"wait", "output"},
 }
 
 var commonNodeKeys = []string{"id", "budget", "on_fail"}
@@ -57,7 +59,7 @@ type Node struct {
 	Timeout Duration // agent: one turn; run: the command; ask: the wait for an answer
 
 	// Spec is the kind's own fields: *AgentSpec, *RunSpec, *ChoiceSpec,
-	// *ParallelSpec, *MapSpec, *LoopSpec, *CallSpec or *AskSpec, as Kind
+	// *ParallelSpec, *MapSpec, *LoopSpec, *CallSpec, *AskSpec or *WaitSpec, as Kind
 	// says; nil only when the node has no kind.
 	Spec NodeSpec
 }

@@ -35,6 +35,8 @@ func newSpec(k Kind) NodeSpec {
 		return &CallSpec{}
 	case KindAsk:
 		return &AskSpec{}
+	case KindWait:
+		return &WaitSpec{}
 	}
 	return nil
 }

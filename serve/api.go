@@ -86,7 +86,7 @@ func (s *Server) apiFlows(w http.ResponseWriter, r *http.Request) {
 
 // statuses are the words GET /api/runs?status= takes.
 var statuses = []string{statusQueued, string(rundir.StatusRunning), string(rundir.StatusSucceeded), string(rundir.StatusFailed),
-	string(rundir.StatusStopped), string(rundir.StatusInterrupted)}
+	string(rundir.StatusStopped), string(rundir.StatusInterrupted), string(rundir.StatusWaiting)}
 
 func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()

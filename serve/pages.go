@@ -189,6 +189,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/runs/{id}/resume", s.apiResume)
 	mux.HandleFunc("GET /api/asks", s.apiAsks)
 	mux.HandleFunc("POST /api/runs/{id}/asks/{visit...}", s.apiAnswer)
+	mux.HandleFunc("POST /api/runs/{id}/events/{name}", s.apiEvent)
+	mux.HandleFunc("POST /hooks/runs/{id}/events/{name}/{token}", s.hookEvent)
 	// The page's forms post to page routes; the same handlers read a form
 	// there and JSON under /api/.
 	mux.HandleFunc("POST /flows/{name}/runs", s.apiStart)

@@ -188,6 +188,9 @@ func (r *runs) execute(ctx context.Context, a *active) {
 	if status == rundir.StatusStopped && stopBy == "shutdown" {
 		s.record(Record{Type: RecordShutdown, Flow: a.flow, Run: a.id})
 	}
+	if status == rundir.StatusWaiting {
+		s.waker.noteDir(a.id)
+	}
 }
 
 // finished takes an ended run off the active set, starts the next queued

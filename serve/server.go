@@ -84,6 +84,7 @@ type Server struct {
 	asks    *asks
 	hub     *hub
 	metrics *metrics
+	waker   *waker // wakes waiting runs (docs/waits.md)
 	state   *stateLog
 	// schedules are the backend's schedules of the directory's flows
 	// (Temporal Schedules), if it keeps them; the scheduler then fires
@@ -153,6 +154,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Log, catalog: newCatalog(cfg.Dir, cfg.Load), hub: newHub(), metrics: newMetrics(),
 		triggers: map[string]string{}, ready: make(chan struct{})}
 	s.asks = newAsks(s.changed)
+	s.waker = newWaker(s)
 	if cfg.Backend == nil {
 		s.cfg.Backend = runner.Local{Load: cfg.Load}
 	}
@@ -229,6 +231,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	s.record(Record{Type: RecordServe, PID: os.Getpid(), Addr: s.Addr()})
 	s.resumeLeft(past)
+	s.waker.scan()
 	s.sched.catchup(past.lastFire, time.Now())
 
 	httpCtx, endHTTP := context.WithCancel(context.WithoutCancel(ctx))
@@ -243,6 +246,7 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Go(func() { served <- srv.Serve(ln) })
 	wg.Go(func() { s.sched.loop(loops) })
 	wg.Go(func() { s.watch(loops) })
+	wg.Go(func() { s.waker.loop(loops) })
 	if s.schedules != nil {
 		wg.Go(func() { s.adoptFired(loops) })
 	}

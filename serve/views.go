@@ -51,9 +51,10 @@ type RunView struct {
 	// forks made of this run (the run page only).
 	ForkedFrom *record.Fork `json:"forked_from,omitempty"`
 	Forks      []string     `json:"forks,omitempty"`
-	Live       []LiveVisit  `json:"live,omitempty"`   // visits running now
-	Asks       []*Ask       `json:"asks,omitempty"`   // questions it waits on
-	Visits     []VisitView  `json:"visits,omitempty"` // GET /api/runs/{id} only
+	Live       []LiveVisit  `json:"live,omitempty"`    // visits running now
+	Asks       []*Ask       `json:"asks,omitempty"`    // questions it waits on
+	Waiting    []WaitView   `json:"waiting,omitempty"` // the waits of a waiting run (docs/waits.md)
+	Visits     []VisitView  `json:"visits,omitempty"`  // GET /api/runs/{id} only
 }
 
 // VisitView is one visit of a run, from its journal.
@@ -89,6 +90,9 @@ func (s *Server) runView(info *rundir.RunInfo) *RunView {
 		v.Live = a.liveVisits()
 	}
 	v.Asks = s.asks.list(info.ID)
+	if info.Status == rundir.StatusWaiting && v.Status == string(rundir.StatusWaiting) {
+		v.Waiting = s.waitViews(info)
+	}
 	return v
 }
 

@@ -98,7 +98,7 @@ func scoreRun(o *Outcome, dir string, score *flows.Score) {
 func nodeUses(facts []*rundir.Fact) (uses []NodeUse, attempts, empty int) {
 	at := map[[3]string]int{}
 	for _, f := range facts {
-		if f.Type != rundir.FactEnd || (f.Kind != schema.KindAgent && f.Kind != schema.KindRun && f.Kind != schema.KindAsk) {
+		if f.Type != rundir.FactEnd || (f.Kind != schema.KindAgent && f.Kind != schema.KindRun && f.Kind != schema.KindAsk && f.Kind != schema.KindWait) {
 			continue
 		}
 		key := [3]string{f.Node, f.Agent, f.Model}

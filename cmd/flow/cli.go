@@ -242,7 +242,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		c.Flags().Bool("project-agents", false, "load the repository's own agents (.flow/agents, .pi/agents, .claude/agents)")
 		root.AddCommand(c)
 	}
-	root.AddCommand(a.schemaCmd(), a.runsCmd(), a.showCmd(), a.tailCmd(), a.gcCmd(), a.workerCmd(), a.delegateCmd(), a.diffCmd())
+	root.AddCommand(a.schemaCmd(), a.runsCmd(), a.showCmd(), a.tailCmd(), a.gcCmd(), a.workerCmd(), a.delegateCmd(), a.diffCmd(), a.signalCmd())
 	// cobra adds these when it executes; added now, their arguments are
 	// checked as every other command's.
 	addExamples(root)

@@ -2,6 +2,7 @@
 //
 //	flow run FILE [--input JSON | -i key=value …] [--model M] [--timeout D] [--json] [--reuse[=RUN,…]] [--temporal HOST:PORT]
 //	flow resume [RUN]
+//	flow signal RUN EVENT [--data JSON|@FILE]
 //	flow test FILE [--record] [--cassette DIR] [--live-commands]
 //	flow validate FILE… [--preflight]
 //	flow plan FILE [--mermaid] [--reuse[=RUN,…]]
@@ -20,7 +21,8 @@
 // (and the hidden mcp-delegate, which Claude Code and Codex start.)
 //
 // Exit codes: 0 the run succeeded, 1 it failed, 2 the flow or the command
-// line is invalid, 130 interrupted; flow gate exits 3 when a task is
+// line is invalid, 4 the run waits (a wait: node, docs/waits.md; flow
+// resume goes on), 130 interrupted; flow gate exits 3 when a task is
 // inconclusive and none failed. Configuration comes from flags, FLOW_*
 // environment variables, .flow/config.yaml and ~/.config/flow/config.yaml,
 // in that order (spf13/viper); flow files themselves are never read through

@@ -228,6 +228,7 @@ func TestDocsRunAsWritten(t *testing.T) {
 		}},
 		{"docs/tracing.md", tracingSteps, tracingSetup},
 		{"docs/fork-and-diff.md", forkDiffSteps, func(*testing.T, *docSession) {}},
+		{"docs/waits.md", waitsSteps, waitsSetup},
 	}
 	for _, p := range pages {
 		t.Run(p.file, func(t *testing.T) {

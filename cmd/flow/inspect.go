@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/schema"
 )
 
 func (a *app) runsCmd() *cobra.Command {
@@ -50,6 +51,11 @@ func (a *app) runsCmd() *cobra.Command {
 			}
 			if err := tw.Flush(); err != nil {
 				return err
+			}
+			for _, r := range runs {
+				for _, w := range r.Waiting {
+					fmt.Fprintf(a.stdout, "%s waiting at %s: %s\n", safeLine(r.ID), w.Visit, waitText(w.Wait))
+				}
 			}
 			for _, r := range runs {
 				if r.Status == rundir.StatusCorrupt {
@@ -98,7 +104,10 @@ func (a *app) showCmd() *cobra.Command {
 				fmt.Fprintln(a.stdout, safeLine(line))
 			}
 			a.lineage(info)
-			if info.Failure != nil {
+			for _, w := range info.Waiting {
+				fmt.Fprintf(a.stdout, "waiting at %s: %s\n", w.Visit, waitText(w.Wait))
+			}
+			if info.Failure != nil && info.Status != rundir.StatusWaiting {
 				root := info.Failure.Root()
 				fmt.Fprintf(a.stdout, "failed at %s: %s: %s\n", root.Visit, root.Kind, safeLine(firstLine(root.Message)))
 			}
@@ -143,6 +152,8 @@ func visitRows(facts []*rundir.Fact) []string {
 				mark, detail = "-", "skipped"
 			case e.Succeeded():
 				mark, detail = "✓", outputStart(e.Output)
+			case e.Error != nil && e.Error.Kind == schema.FailWaiting:
+				mark, detail = "⏸", firstLine(e.Error.Message)
 			default:
 				mark, detail = "✗", fmt.Sprintf("%s: %s", e.Error.Kind, firstLine(e.Error.Message))
 			}

@@ -192,6 +192,8 @@ func describeNode(n *flows.Node) string {
 		return "flow " + ns.Callee
 	case *flows.AskNode:
 		return "ask " + quoteShort(ns.Question)
+	case *flows.WaitNode:
+		return describeWait(ns)
 	}
 	return string(n.Kind)
 }
@@ -225,7 +227,7 @@ func (m *mermaidWriter) sequence(nodes []*flows.Node, prefix, indent string) {
 	for _, n := range nodes {
 		id := mermaidID(prefix, n.ID)
 		switch n.Kind {
-		case schema.KindAgent, schema.KindRun, schema.KindAsk, schema.KindFlow:
+		case schema.KindAgent, schema.KindRun, schema.KindAsk, schema.KindWait, schema.KindFlow:
 			fmt.Fprintf(m.w, "%s%s[\"%s: %s\"]\n", indent, id, n.ID, strings.ReplaceAll(describeNode(n), `"`, "'"))
 		default:
 			fmt.Fprintf(m.w, "%ssubgraph %s [\"%s: %s\"]\n", indent, id, n.ID, strings.ReplaceAll(describeNode(n), `"`, "'"))

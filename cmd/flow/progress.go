@@ -65,7 +65,7 @@ func (v *plainView) Event(e *record.Event) {
 func (v *plainView) Close() {}
 
 func isLeaf(kind schema.Kind) bool {
-	return kind == schema.KindAgent || kind == schema.KindRun || kind == schema.KindAsk
+	return kind == schema.KindAgent || kind == schema.KindRun || kind == schema.KindAsk || kind == schema.KindWait
 }
 
 // eventLine renders an event as one plain line, or "" for events that plain
@@ -95,6 +95,9 @@ func plainLine(e *record.Event) string {
 		}
 		if e.Error != nil && e.Error.Kind == schema.FailChild {
 			return ""
+		}
+		if e.Error != nil && e.Error.Kind == schema.FailWaiting {
+			return fmt.Sprintf("⏸ %s  %s", e.Visit, firstLine(e.Error.Message))
 		}
 		msg := ""
 		if e.Error != nil {

@@ -169,6 +169,8 @@ func (a *app) execute(ctx context.Context, asJSON bool, backend runner.Backend, 
 		return nil
 	case res.Status() == rundir.StatusStopped:
 		return &exitError{code: exitInterrupted}
+	case res.Status() == rundir.StatusWaiting:
+		return &exitError{code: exitWaiting}
 	}
 	return &exitError{code: exitFailed}
 }
@@ -190,6 +192,10 @@ func (a *app) summary(res *engine.Result) {
 			}
 			fmt.Fprintln(a.stdout, s)
 		}
+		return
+	}
+	if res.Status() == rundir.StatusWaiting {
+		a.waitingSummary(res)
 		return
 	}
 	root := res.Failure.Root()

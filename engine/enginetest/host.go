@@ -38,6 +38,7 @@ type Host struct {
 
 	delegates map[string]engine.DelegateHandler // open delegations, by token
 	served    int
+	delivered map[string]*engine.Delivery // events delivered to the run, by name
 }
 
 // New returns a Host whose clock reads Epoch.

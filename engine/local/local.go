@@ -24,5 +24,5 @@ func hostOf(rt engine.Runtime, leaves engine.LeafRunner, w *rundir.Writer, del e
 	if rt == nil {
 		rt = Runtime{}
 	}
-	return engine.NewHost(engine.Parts{Runtime: rt, Leaves: leaves, Recorder: w, Redactor: w.Secrets(), Workspace: workspace{w}, Delegator: del, RunDir: dir})
+	return engine.NewHost(engine.Parts{Runtime: rt, Leaves: leaves, Recorder: w, Redactor: w.Secrets(), Workspace: workspace{w}, Delegator: del, RunDir: dir, Waiter: waiter{w.Dir()}})
 }

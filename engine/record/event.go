@@ -42,4 +42,6 @@ type Event struct {
 	Message  string      `json:"message,omitempty"`
 	// Overspend, on run.end, is the run end fact's.
 	Overspend []Overspend `json:"overspend,omitempty"`
+	// Wait, on visit.waiting, is what the visit waits for.
+	Wait *Wait `json:"wait,omitempty"`
 }

@@ -101,6 +101,9 @@ type Fact struct {
 	Parent string `json:"parent,omitempty"`
 	// Tool is a tool fact's call and result (docs/native.md).
 	Tool *ToolCall `json:"tool,omitempty"`
+	// Wait is a waiting fact's: what the visit waits for, since and until
+	// when (docs/waits.md).
+	Wait *Wait `json:"wait,omitempty"`
 
 	// Run facts.
 	RunID  string `json:"run,omitempty"`
