@@ -59,10 +59,6 @@ func (c *Client) queue() string {
 // then waits for its end. If this process dies, the workflow goes on:
 // Attach (flow resume) continues the mirror.
 func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
-	wd := opts.WorkDir
-	if wd == "" {
-		wd, _ = os.Getwd()
-	}
 	if err := c.Check(ctx, plan, opts); err != nil {
 		return nil, err // before the run directory: a refused run leaves nothing
 	}

@@ -289,7 +289,9 @@ func TestClaudeTurnInJaeger(t *testing.T) {
 			case sp.OperationName == "chat test-model":
 				chats++
 				var n int64
-				fmt.Sscan(sp.tag("gen_ai.usage.input_tokens"), &n)
+				if _, err := fmt.Sscan(sp.tag("gen_ai.usage.input_tokens"), &n); err != nil {
+					t.Errorf("chat: input tokens %q: %v", sp.tag("gen_ai.usage.input_tokens"), err)
+				}
 				input += n
 				if sp.tag("gen_ai.provider.name") != "anthropic" {
 					t.Errorf("chat: provider %q", sp.tag("gen_ai.provider.name"))

@@ -193,7 +193,7 @@ func TestProviderAndErrorType(t *testing.T) {
 	for _, s := range rec.Ended() {
 		attrs := map[string]string{}
 		for _, kv := range s.Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		if attrs["gen_ai.provider.name"] != "anthropic" || attrs["error.type"] != "timeout" || s.Status().Code != codes.Error {
 			t.Errorf("%s: %v, status %v", s.Name(), attrs, s.Status())
