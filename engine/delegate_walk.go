@@ -128,9 +128,13 @@ const delegNodePrefix = "delegate:"
 // serve opens the delegation of one turn of d's visit; slot is the turn's
 // place under the run's cap on live turns, which it lends to its children
 // while it waits for them.
-func (r *runner) serve(ctx context.Context, d *delegator, slot *liveSlot) (*Delegation, func(), *Failure) {
+func (r *runner) serve(ctx context.Context, d *delegator, slot *liveSlot, ts *turnStop) (*Delegation, func(), *Failure) {
 	del, closeFn, err := r.delegates.Serve(ctx, d.path, func(ctx context.Context, req DelegateRequest) DelegateReply {
-		return r.delegate(ctx, d, slot, req)
+		reply := r.delegate(ctx, d, slot, req)
+		if ts.afterCall(ctx) {
+			reply = DelegateReply{Error: "the turn was stopped: nothing is left of its budget (" + reply.Error + ")"}
+		}
+		return reply
 	})
 	if err != nil {
 		return nil, nil, &Failure{Kind: schema.FailUnavailable, Message: "opening the turn's delegation: " + err.Error()}

@@ -127,25 +127,10 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 	if refused != nil {
 		return reply{}, refused
 	}
-	if o.deleg != nil {
-		d, closeDelegation, fail := r.serve(ctx, o.deleg, slot)
-		if fail != nil {
-			r.settle(b, nil, false)
-			return reply{}, fail
-		}
-		defer closeDelegation()
-		t.Delegate = d
+	res, fail, err := r.leaf(ctx, t, o, b, slot, sess)
+	if fail != nil {
+		return reply{}, fail
 	}
-	if sess != nil {
-		t.Session = sess.id
-	}
-	t.Watch, t.TokensLeft = b.watch()
-	res, err := r.leaves.Turn(ctx, t)
-	var spent *Usage
-	if res != nil {
-		spent = &res.Usage
-	}
-	r.settle(b, spent, errors.Is(err, errBudget))
 	if res != nil {
 		o.usage.Add(res.Usage)
 		if err == nil && res.Status == Completed {
@@ -183,6 +168,38 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 		return reply{}, &Failure{Kind: schema.FailProvider, Message: msg}
 	}
 	return reply{text: res.Output, file: res.File, size: res.Size}, nil
+}
+
+// leaf runs t through the LeafRunner, serving its delegate calls, and
+// settles its booking with what it spent. A delegate call that found
+// nothing left of a budget ends the turn (turnStop): its error is then
+// errBudget.
+func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *booking, slot *liveSlot, sess *session) (*TurnResult, *Failure, error) {
+	tctx, ts := startTurn(ctx, b)
+	if o.deleg != nil {
+		d, closeDelegation, fail := r.serve(tctx, o.deleg, slot, ts)
+		if fail != nil {
+			ts.end(tctx)
+			r.settle(b, nil, false)
+			return nil, fail, nil
+		}
+		defer closeDelegation()
+		t.Delegate = d
+	}
+	if sess != nil {
+		t.Session = sess.id
+	}
+	t.Watch, t.TokensLeft = b.watch()
+	res, err := r.leaves.Turn(tctx, t)
+	if ts.end(tctx) && ctx.Err() == nil {
+		err = errBudget
+	}
+	var spent *Usage
+	if res != nil {
+		spent = &res.Usage
+	}
+	r.settle(b, spent, errors.Is(err, errBudget))
+	return res, nil, err
 }
 
 // typed parses and validates a typed answer, whole (the LeafRunner hands

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"context"
+	"errors"
+)
+
+// turnStop lets a delegate call end the turn that made it: a parent whose
+// call comes back — answered, failed or refused — when nothing is left of
+// a budget above it must not send the request that would read the reply
+// (docs/delegation.md, "Limits are refusals"). The turn then fails
+// `budget` with what it spent.
+type turnStop struct {
+	b     *booking
+	stop  context.CancelCauseFunc
+	ended chan struct{} // closed once the turn's LeafRunner returned
+}
+
+// startTurn is ctx for one turn that a delegate call may stop, and its
+// turnStop; end is called once the LeafRunner returned.
+func startTurn(ctx context.Context, b *booking) (context.Context, *turnStop) {
+	tctx, stop := context.WithCancelCause(ctx)
+	return tctx, &turnStop{b: b, stop: stop, ended: make(chan struct{})}
+}
+
+// end closes the turn's context and reports whether a delegate call
+// stopped it for a budget.
+func (s *turnStop) end(tctx context.Context) bool {
+	close(s.ended)
+	stopped := errors.Is(context.Cause(tctx), errBudget)
+	s.stop(nil)
+	return stopped
+}
+
+// afterCall ends the parent's turn when nothing is left of a budget above
+// it, before the reply reaches it: the call's reply is held until the
+// turn's process is gone (or the call is withdrawn), so the turn never
+// sends another request. It reports whether it stopped the turn.
+func (s *turnStop) afterCall(ctx context.Context) bool {
+	if s == nil || s.b == nil || !s.b.exhausted() {
+		return false
+	}
+	s.b.h.stop()
+	s.stop(errBudget)
+	select {
+	case <-s.ended:
+	case <-ctx.Done():
+	}
+	return true
+}
+
+// exhausted reports whether nothing is left of a budget above the turn:
+// what ended turns spent (its children's among them), what the other
+// running turns hold and what the turn itself spent so far reach a bound.
+func (b *booking) exhausted() bool {
+	for _, m := range b.meters {
+		if m.exhausted(b.h) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *meter) exhausted(h *hold) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	held := m.others(h)
+	if m.limit.Tokens > 0 && m.limit.Tokens-m.tokens-held.tokens-h.liveTokens() <= 0 {
+		return true
+	}
+	return m.limit.Cost > 0 && m.limit.Cost-m.cost-held.cost <= 0
+}
