@@ -34,18 +34,15 @@ func (s *turnStop) end(tctx context.Context) bool {
 
 // afterCall ends the parent's turn when nothing is left of a budget above
 // it, before the reply reaches it: the call's reply is held until the
-// turn's process is gone (or the call is withdrawn), so the turn never
-// sends another request. It reports whether it stopped the turn.
-func (s *turnStop) afterCall(ctx context.Context) bool {
+// turn's LeafRunner returned, its process gone, so the turn never sends
+// another request. It reports whether it stopped the turn.
+func (s *turnStop) afterCall() bool {
 	if s == nil || s.b == nil || !s.b.exhausted() {
 		return false
 	}
 	s.b.h.stop()
 	s.stop(errBudget)
-	select {
-	case <-s.ended:
-	case <-ctx.Done():
-	}
+	<-s.ended
 	return true
 }
 

@@ -131,7 +131,7 @@ const delegNodePrefix = "delegate:"
 func (r *runner) serve(ctx context.Context, d *delegator, slot *liveSlot, ts *turnStop) (*Delegation, func(), *Failure) {
 	del, closeFn, err := r.delegates.Serve(ctx, d.path, func(ctx context.Context, req DelegateRequest) DelegateReply {
 		reply := r.delegate(ctx, d, slot, req)
-		if ts.afterCall(ctx) {
+		if ts.afterCall() {
 			reply = DelegateReply{Error: "the turn was stopped: nothing is left of its budget (" + reply.Error + ")"}
 		}
 		return reply
