@@ -70,6 +70,10 @@ type Options struct {
 	// Notes are said as the run starts, after its start event (a
 	// resume's: what changed, what was ended).
 	Notes []string
+	// Killed is what a resumed run's killed attempts had reported
+	// spending, by visit (rundir.Killed): a visit that runs again counts
+	// it, marked partial (docs/resume-and-budgets.md).
+	Killed map[string]int64
 
 	// Delegates opens the delegation server of a run in this process, in
 	// its run directory (local.Delegates), and returns it with what closes

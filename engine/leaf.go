@@ -77,7 +77,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	home := r.dir.Home(homePath)
 	o.home = homePath
 	o.key = r.visitKey(ctx, fr, n, path, o.model, prompt, sess, nil)
-	o.usage = &Usage{}
+	o.usage = r.killedUsage(fr, path)
 	o.deleg = r.delegation(fr, n, path)
 	delay := r.opts.Backoff
 	for attempt := 1; ; attempt++ {

@@ -1,0 +1,15 @@
+package engine
+
+// killedUsage is the usage a visit at path starts with: what its killed
+// attempts had reported spending before the engine died (Options.Killed),
+// marked partial, and counted against every budget above it, as any
+// earlier attempt's usage is (docs/resume-and-budgets.md).
+func (r *runner) killedUsage(fr *frame, path string) *Usage {
+	n := r.opts.Killed[path]
+	if n <= 0 {
+		return &Usage{}
+	}
+	u := &Usage{Input: &n, Partial: true}
+	r.charge(fr, u)
+	return u
+}
