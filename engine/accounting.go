@@ -10,6 +10,6 @@ func (r *runner) killedUsage(fr *frame, path string) *Usage {
 		return &Usage{}
 	}
 	u := &Usage{Input: &n, Partial: true}
-	r.charge(fr, u)
+	r.ledger.Charge(fr.meters, u)
 	return u
 }

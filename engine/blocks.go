@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 
+	"github.com/flowrun/flow/engine/ledger"
+	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -20,20 +22,29 @@ type frame struct {
 	// its path, the key of its sessions and its home.
 	scopes map[string]string
 	// meters are the budgets above this point, outermost first.
-	meters []*meter
+	meters []*ledger.Meter
 	// scope is the isolated scope this point is in, if any (docs/worktrees.md), and
 	// dir the worktree a leaf works in once it is open: "" is the run's
 	// working directory.
-	scope  *wtScope
+	scope  *worktrees.Scope
 	dir    string
 	branch string // the worktree's branch
 	// gates are the places in the landing orders above this point.
-	gates []gate
+	gates []worktrees.Gate
 }
 
-func (f *frame) inScope(sc *wtScope) *frame {
+func (f *frame) inScope(sc *worktrees.Scope) *frame {
 	cp := *f
 	cp.scope, cp.dir, cp.branch = sc, "", ""
+	return &cp
+}
+
+func (f *frame) withGate(o *worktrees.Order, i int) *frame {
+	if o == nil {
+		return f
+	}
+	cp := *f
+	cp.gates = worktrees.With(f.gates, o, i)
 	return &cp
 }
 
@@ -137,7 +148,7 @@ func (r *runner) choice(ctx context.Context, fr *frame, n *flows.Node, vars map[
 // tasks not started yet are skipped. Each task, skipped or not, finishes
 // its place in ord (nil: the block lands nothing). It returns each task's
 // failure by index.
-func (r *runner) block(ctx context.Context, count, limit int, failFast bool, ord *order, task func(ctx context.Context, i int) *Failure) []*Failure {
+func (r *runner) block(ctx context.Context, count, limit int, failFast bool, ord *worktrees.Order, task func(ctx context.Context, i int) *Failure) []*Failure {
 	fails := make([]*Failure, count)
 	var cause error
 	if failFast {
@@ -146,13 +157,13 @@ func (r *runner) block(ctx context.Context, count, limit int, failFast bool, ord
 	started := make([]bool, count)
 	r.rt.Group(ctx, count, limit, cause, func(ctx context.Context, i int) bool {
 		started[i] = true
-		defer ord.finish(i)
+		defer ord.Finish(i)
 		fails[i] = task(ctx, i)
 		return fails[i] != nil
 	})
 	for i, ran := range started {
 		if !ran { // skipped by fail_fast: tasks start in order, so no started one waits for it
-			ord.finish(i)
+			ord.Finish(i)
 		}
 	}
 	return fails
@@ -207,18 +218,18 @@ func (r *runner) parallel(ctx context.Context, fr *frame, n *flows.Node, vars ma
 
 // orderOf is the landing order of a map or parallel visit, or nil when
 // nothing below it is isolated.
-func (r *runner) orderOf(n *flows.Node, count int) *order {
+func (r *runner) orderOf(n *flows.Node, count int) *worktrees.Order {
 	if !n.Isolates {
 		return nil
 	}
-	return newOrder(r.rt, count)
+	return r.wt.NewOrder(count)
 }
 
 // isolated runs item (or branch) i of a map or parallel at path, in its
 // place in ord: in a scope of its own when the block is isolated, which
 // lands in its turn. It returns the body's output, the scope's x.worktree
 // (nil when the block is not isolated) and the failure.
-func (r *runner) isolated(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string, ord *order, i int, body func(fr *frame) (any, *Failure)) (any, map[string]any, *Failure) {
+func (r *runner) isolated(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string, ord *worktrees.Order, i int, body func(fr *frame) (any, *Failure)) (any, map[string]any, *Failure) {
 	gfr := fr.withGate(ord, i)
 	if !n.Isolation {
 		out, fail := body(gfr)
@@ -230,7 +241,7 @@ func (r *runner) isolated(ctx context.Context, fr *frame, n *flows.Node, vars ma
 		return nil, flows.NoWorktree(), fail
 	}
 	out, fail := body(gfr.inScope(sc))
-	wt, lfail := r.endScope(ctx, gfr, n, sc, fail == nil, path)
+	wt, lfail := r.wt.EndScope(ctx, gfr.gates, !n.Continue, sc, fail == nil, path)
 	if fail == nil && lfail != nil {
 		lfail.Pos, fail = n.Pos, lfail
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+
+	"github.com/flowrun/flow/engine/ledger"
 )
 
 // turnStop lets a delegate call end the turn that made it: a parent whose
@@ -11,14 +13,14 @@ import (
 // (docs/delegation.md, "Limits are refusals"). The turn then fails
 // `budget` with what it spent.
 type turnStop struct {
-	b     *booking
+	b     *ledger.Booking
 	stop  context.CancelCauseFunc
 	ended chan struct{} // closed once the turn's LeafRunner returned
 }
 
 // startTurn is ctx for one turn that a delegate call may stop, and its
 // turnStop; end is called once the LeafRunner returned.
-func startTurn(ctx context.Context, b *booking) (context.Context, *turnStop) {
+func startTurn(ctx context.Context, b *ledger.Booking) (context.Context, *turnStop) {
 	tctx, stop := context.WithCancelCause(ctx)
 	return tctx, &turnStop{b: b, stop: stop, ended: make(chan struct{})}
 }
@@ -37,33 +39,11 @@ func (s *turnStop) end(tctx context.Context) bool {
 // turn's LeafRunner returned, its process gone, so the turn never sends
 // another request. It reports whether it stopped the turn.
 func (s *turnStop) afterCall() bool {
-	if s == nil || s.b == nil || !s.b.exhausted() {
+	if s == nil || s.b == nil || !s.b.Exhausted() {
 		return false
 	}
-	s.b.h.stop()
 	s.stop(errBudget)
 	<-s.ended
 	return true
 }
 
-// exhausted reports whether nothing is left of a budget above the turn:
-// what ended turns spent (its children's among them), what the other
-// running turns hold and what the turn itself spent so far reach a bound.
-func (b *booking) exhausted() bool {
-	for _, m := range b.meters {
-		if m.exhausted(b.h) {
-			return true
-		}
-	}
-	return false
-}
-
-func (m *meter) exhausted(h *hold) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	held := m.others(h)
-	if m.limit.Tokens > 0 && m.limit.Tokens-m.tokens-held.tokens-h.liveTokens() <= 0 {
-		return true
-	}
-	return m.limit.Cost > 0 && m.limit.Cost-m.cost-held.cost <= 0
-}

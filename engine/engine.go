@@ -8,7 +8,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowrun/flow/engine/delegation"
+	"github.com/flowrun/flow/engine/ledger"
 	"github.com/flowrun/flow/engine/record"
+	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/ordered"
 	"github.com/flowrun/flow/internal/secret"
@@ -190,8 +193,9 @@ func (o *Options) check(plan *flows.Plan) error {
 func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input any, earlier []*Fact, notes ...string) (*Result, error) {
 	rec := host
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
-		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host), wt: newWorktrees(host, opts.Repos),
-		delegates: host.Delegator(), delegators: map[string]*delegator{}, earlierKids: map[string][]earlierChild{}, childStarts: map[string]delegParentStart{}}
+		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host),
+		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock())}
+	r.wt = r.newScopes()
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
 	}
@@ -207,13 +211,13 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	fr := (&frame{rt: host, calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
 	values := map[string]any{"input": input} // the root sequence adds each node's value by id
 	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, values, "")
-	r.closeOwned(ctx, "_flow")
+	r.wt.CloseOwned(ctx, "_flow")
 	shown := filepath.Join(opts.RunsDir, opts.RunID) // as the user named it
 	plain := flows.ShownValue(out)                   // the output as printed and kept: no empty errors
 	// What the caller prints is as redacted as what the run directory
 	// holds.
 	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(r.secrets(), plain),
-		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.overspends()}
+		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.Overspends()}
 	end := r.rt.Now()
 	wall := end.Sub(start).Milliseconds()
 	// The run's output is made of its visits' outputs, which the journal
@@ -254,7 +258,7 @@ type runner struct {
 	dir  Recorder
 	// redactor and workspace are the host's (Host.Redactor, Host.Workspace).
 	redactor  *secret.Redactor
-	workspace Workspace
+	workspace worktrees.Workspace
 	blind     bool // the host's turns cannot be watched live (Parts.Blind)
 	rt        Runtime
 	leaves    LeafRunner
@@ -263,19 +267,18 @@ type runner struct {
 	mu       Locker
 	sessions map[record.Scope]*session
 	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
-	ledger   *ledger          // what turns cost, and the budgets they overspent
+	ledger   *ledger.Ledger   // what turns cost, and the budgets they overspent
 	usage    Usage            // what every visit spent, earlier attempts' included
 
-	wt *worktrees // isolated scopes and their repositories (docs/worktrees.md)
+	wt *worktrees.Scopes // isolated scopes and their repositories (docs/worktrees.md)
 
 	// delegation (docs/delegation.md): the host's Delegator (nil: no turn
-	// may delegate), the visits that may start children, the children an
-	// earlier attempt started by parent, and what a child's start records.
-	delegates   Delegator
-	delegators  map[string]*delegator
-	earlierKids map[string][]earlierChild
-	childStarts map[string]delegParentStart
-	unfinished  map[string][]record.ToolCall // unended turns' tool calls, by visit (toolLog)
+	// may delegate), the visits that may start children, and the children
+	// of this attempt and of earlier ones.
+	delegates  Delegator
+	delegators map[string]*delegator
+	children   *delegation.Registry
+	unfinished map[string][]record.ToolCall // unended turns' tool calls, by visit (toolLog)
 }
 
 // emit writes an event and hands it to OnEvent.

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/flowrun/flow/rundir"
+import (
+	"github.com/flowrun/flow/engine/delegation"
+	"github.com/flowrun/flow/engine/ledger"
+	"github.com/flowrun/flow/rundir"
+)
 
 // This file hands the tests of package engine_test what they look into.
 // They walk on the hosts (engine/local imports engine, so its tests
@@ -10,25 +14,25 @@ import "github.com/flowrun/flow/rundir"
 var JSONFence = jsonFence
 
 // ReplayedLedger is the budget ledger a resume rebuilds from a journal.
-type ReplayedLedger struct{ l *ledger }
+type ReplayedLedger struct{ l *ledger.Ledger }
 
 // ReplayLedger replays facts as a resume does, on rt, and returns its
 // ledger.
 func ReplayLedger(rt Runtime, facts []*Fact) ReplayedLedger {
-	r := &runner{rt: rt, mu: rt.NewLock(), sessions: map[rundir.Scope]*session{}, ledger: newLedger(rt), wt: newWorktrees(rt, nil)}
+	r := &runner{rt: rt, mu: rt.NewLock(), sessions: map[rundir.Scope]*session{}, ledger: newLedger(rt), children: delegation.NewRegistry(rt.NewLock())}
+	r.wt = r.newScopes()
 	r.replay(facts)
 	return ReplayedLedger{r.ledger}
 }
 
 // Smallest is the agent's smallest turn in tokens.
-func (r ReplayedLedger) Smallest(agent string) int64 { return r.l.smallest(agent) }
+func (r ReplayedLedger) Smallest(agent string) int64 { return r.l.Smallest(agent) }
 
 // Typical is the agent's typical turn in tokens.
-func (r ReplayedLedger) Typical(agent string) int64 { return r.l.typical(agent) }
+func (r ReplayedLedger) Typical(agent string) int64 { return r.l.Typical(agent) }
 
 // Price is what the ledger reserves for the agent's next turn and the
 // least it needs, in tokens, and whether it could price it.
 func (r ReplayedLedger) Price(agent string) (want, floor int64, priced bool) {
-	w, f, ok := r.l.price(agent)
-	return w.tokens, f.tokens, ok
+	return r.l.TokenPrice(agent)
 }

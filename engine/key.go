@@ -21,13 +21,11 @@ func (r *runner) visitKey(ctx context.Context, fr *frame, n *flows.Node, path, m
 	if abs, err := filepath.Abs(run); err == nil {
 		roots[abs] = "<run>"
 	}
-	r.wt.mu.Lock()
-	for _, dn := range r.wt.named {
+	for _, dn := range r.wt.Named() {
 		if _, ok := roots[dn[0]]; !ok {
 			roots[dn[0]] = dn[1]
 		}
 	}
-	r.wt.mu.Unlock()
 	in := flows.KeyInput{Path: path, Model: model, Prompt: prompt, Repeat: r.opts.Repeat, Roots: roots}
 	if sess != nil {
 		in.Chain = sess.chain

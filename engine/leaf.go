@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowrun/flow/engine/delegation"
+	"github.com/flowrun/flow/engine/ledger"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
@@ -122,7 +124,7 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 	if err != nil {
 		return reply{}, cancelled(ctx, t.Visit)
 	}
-	defer slot.release()
+	defer slot.Release()
 	b, refused := r.book(ctx, fr, t.Agent.Name, t.Visit)
 	if refused != nil {
 		return reply{}, refused
@@ -134,7 +136,7 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 	if res != nil {
 		o.usage.Add(res.Usage)
 		if err == nil && res.Status == Completed {
-			r.ledger.note(t.Agent.Name, res.Usage)
+			r.ledger.Note(t.Agent.Name, res.Usage)
 		}
 		if sess != nil && res.Session != "" {
 			sess.id = res.Session
@@ -174,13 +176,13 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 // settles its booking with what it spent. A delegate call that found
 // nothing left of a budget ends the turn (turnStop): its error is then
 // errBudget.
-func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *booking, slot *liveSlot, sess *session) (*TurnResult, *Failure, error) {
+func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *ledger.Booking, slot *delegation.Slot, sess *session) (*TurnResult, *Failure, error) {
 	tctx, ts := startTurn(ctx, b)
 	if o.deleg != nil {
 		d, closeDelegation, fail := r.serve(tctx, o.deleg, slot, ts)
 		if fail != nil {
 			ts.end(tctx)
-			r.settle(b, nil, false)
+			r.ledger.Settle(b, nil, false)
 			return nil, fail, nil
 		}
 		defer closeDelegation()
@@ -189,7 +191,7 @@ func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *booking, slot
 	if sess != nil {
 		t.Session = sess.id
 	}
-	t.Watch, t.TokensLeft = b.watch()
+	t.Watch, t.TokensLeft = b.Watch()
 	res, err := r.leaves.Turn(tctx, t)
 	if ts.end(tctx) && ctx.Err() == nil {
 		err = errBudget
@@ -198,7 +200,7 @@ func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *booking, slot
 	if res != nil {
 		spent = &res.Usage
 	}
-	r.settle(b, spent, errors.Is(err, errBudget))
+	r.ledger.Settle(b, spent, errors.Is(err, errBudget))
 	return res, nil, err
 }
 

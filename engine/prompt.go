@@ -142,7 +142,7 @@ func (r *runner) turnText(fr *frame, n *flows.Node, vars map[string]any) (string
 	}
 	fmt.Fprintf(&b, "\n\nWorking directory: %s\n", r.workDir(fr))
 	if fr.branch != "" {
-		fmt.Fprintf(&b, "It is a git worktree of its own, on branch %s: change files there. flow commits what you change and lands it on %s when this work ends; you need not commit.\n", fr.branch, r.integration())
+		fmt.Fprintf(&b, "It is a git worktree of its own, on branch %s: change files there. flow commits what you change and lands it on %s when this work ends; you need not commit.\n", fr.branch, r.wt.Integration())
 	}
 	return b.String(), nil
 }

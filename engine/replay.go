@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
@@ -22,25 +21,15 @@ func (r *runner) replay(facts []*Fact) (notes []string) {
 	if r.workspace != nil {
 		notes = r.workspace.Confine(ws)
 	}
-	for _, w := range ws {
-		r.wt.earlier[w.Scope] = w
-		// A memory scope's worktree goes when its owner ends, also when
-		// every visit of it replays.
-		if owner, _, memory := strings.Cut(w.Scope, "@"); memory && w.Path != "" && !w.Removed {
-			r.scope(w.Scope, "", "", true, owner)
-		}
-	}
+	r.wt.Replay(ws, facts)
 	for _, f := range facts {
-		r.replayChild(f)
-		if f.Type == record.FactLand {
-			r.wt.landed[f.Visit] = f
-		}
+		r.children.ReplayChild(f)
 		if f.Type != record.FactEnd {
 			continue
 		}
 		r.ended[f.Visit] = f
 		r.spent(f.Usage) // every attempt's usage counts, also of visits that run again
-		r.ledger.replay(f)
+		r.ledger.Replay(f)
 		if f.Scope != nil && f.Session != "" {
 			r.session(*f.Scope).id = f.Session
 		}
@@ -92,7 +81,7 @@ func (r *runner) replayLanding(fr *frame, n *flows.Node, vars map[string]any, pa
 		}
 		return
 	}
-	lf := r.earlierLanding(path)
+	lf := r.wt.EarlierLanding(path)
 	if lf == nil || lf.Worktree == nil || lf.Worktree.Land == record.LandConflict && !n.Continue {
 		sc, fail := r.scopeFor(fr, n, vars, path)
 		if fail != nil {

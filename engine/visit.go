@@ -8,6 +8,7 @@ import (
 	"github.com/expr-lang/expr"
 
 	"github.com/flowrun/flow/engine/record"
+	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -33,7 +34,7 @@ type outcome struct {
 	// of an isolated leaf still to land once its end is journaled.
 	worktree any
 	wt       *record.Worktree
-	land     *wtScope
+	land     *worktrees.Scope
 	// worker and transcript say where a remote LeafRunner ran the leaf
 	// and left its transcript; "" in this process.
 	worker, transcript string
@@ -49,7 +50,7 @@ type outcome struct {
 func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) (map[string]any, *Failure) {
 	if o, ok := r.replayed(fr, n, vars, path); ok {
 		if isLeaf(n) {
-			r.charge(fr, o.usage)
+			r.ledger.Charge(fr.meters, o.usage)
 		}
 		if o.land != nil { // it ended, and did not land before the engine died
 			r.landLeaf(ctx, fr, n, path, o)
@@ -57,7 +58,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		return nodeValue(o)
 	}
 	if prev := r.ended[path]; prev != nil && isLeaf(n) {
-		r.charge(fr, prev.Usage) // an earlier attempt's spending counts
+		r.ledger.Charge(fr.meters, prev.Usage) // an earlier attempt's spending counts
 	}
 	fr = fr.withBudget(n.Budget, path)
 	start := r.rt.Now()
@@ -90,7 +91,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 			}
 			ok := true
 			r.emit(&Event{Type: record.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok})
-			r.closeOwned(ctx, path)
+			r.wt.CloseOwned(ctx, path)
 			return nodeValue(o)
 		}
 		// It ends otherwise this time: journaled as a visit of its own.
@@ -136,7 +137,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		o.worktree = flows.ZeroWorktree(n, 0)
 	}
 	r.emit(&Event{Time: end, Type: record.EventVisitEnd, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
-	r.closeOwned(ctx, path)
+	r.wt.CloseOwned(ctx, path)
 	return nodeValue(o)
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/internal/gitwork"
 )
 
@@ -32,7 +33,7 @@ type workspace struct {
 	scopes  map[string]*ScopeRef // by worktree path
 }
 
-var _ engine.Workspace = (*workspace)(nil)
+var _ worktrees.Workspace = (*workspace)(nil)
 
 func newWorkspace(runID, workDir, queue string, timing Timing) *workspace {
 	return &workspace{runID: runID, workDir: workDir, queue: queue, timing: timing,
@@ -114,7 +115,7 @@ func (ws *workspace) step(ctx context.Context, name string, in, out any) error {
 // OpenRepo resolves dir's repository on a worker (its remote, its top
 // directory in the run's terms), and makes the run's branch on the
 // remote at base(top), or at the worker's checkout's head.
-func (ws *workspace) OpenRepo(ctx context.Context, runID, dir string, base func(top string) string) (engine.Repo, error) {
+func (ws *workspace) OpenRepo(ctx context.Context, runID, dir string, base func(top string) string) (worktrees.Repo, error) {
 	var res RepoOutput
 	if err := ws.step(ctx, RepoActivity, &RepoInput{RunID: runID, WorkDir: ws.workDir, Dir: dir}, &res); err != nil {
 		return nil, err
@@ -189,20 +190,20 @@ func (r *remoteRepo) BranchHead(ctx context.Context, branch string) (string, boo
 // Merge lands commit on the run's branch on the remote, once: the scope
 // is the message's Flow-Scope trailer, by which a retried landing finds
 // the one it made before.
-func (r *remoteRepo) Merge(ctx context.Context, commit, visit, msg string) (engine.LandResult, error) {
+func (r *remoteRepo) Merge(ctx context.Context, commit, visit, msg string) (worktrees.LandResult, error) {
 	in := &LandInput{URL: r.url, RunID: r.ws.runID, Scope: trailer(msg, "Flow-Scope"), Integration: gitwork.IntegrationBranch(r.ws.runID),
 		Commit: commit, Visit: visit, Msg: msg}
 	var out LandOutput
 	if err := r.ws.step(ctx, LandActivity, in, &out); err != nil {
-		return engine.LandResult{}, err
+		return worktrees.LandResult{}, err
 	}
-	return engine.LandResult{Conflicts: out.Conflicts, Onto: out.Onto, Head: out.Head}, nil
+	return worktrees.LandResult{Conflicts: out.Conflicts, Onto: out.Onto, Head: out.Head}, nil
 }
 
 // Rebase is not done on workers: CheckWorkspace refuses land: rebase on
 // Temporal before the run.
-func (r *remoteRepo) Rebase(context.Context, string, string) (engine.LandResult, error) {
-	return engine.LandResult{}, errors.New("land: rebase does not run on Temporal workers; use land: merge")
+func (r *remoteRepo) Rebase(context.Context, string, string) (worktrees.LandResult, error) {
+	return worktrees.LandResult{}, errors.New("land: rebase does not run on Temporal workers; use land: merge")
 }
 
 // trailer is the value of the trailer key in msg, or "".

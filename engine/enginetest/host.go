@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/internal/secret"
 )
 
@@ -231,7 +232,7 @@ func (h *Host) Finish(output any) error {
 func (h *Host) Redactor() *secret.Redactor { return nil }
 
 // Workspace is nil: isolated scopes are refused on this host.
-func (h *Host) Workspace() engine.Workspace { return nil }
+func (h *Host) Workspace() worktrees.Workspace { return nil }
 
 // Blind is false: the walker's watch reaches the scripted turns.
 func (h *Host) Blind() bool { return false }

@@ -6,9 +6,10 @@ import (
 	"sync"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/worktrees"
 )
 
-// Workspace is an in-memory engine.Workspace: working copies that are
+// Workspace is an in-memory worktrees.Workspace: working copies that are
 // names, commits that are counters, and a log of every step the walker
 // asked of it, so that a test sees what the walker decides about
 // isolated scopes (when each opens, checkpoints and lands) without git.
@@ -23,7 +24,7 @@ type Workspace struct {
 	n     int
 }
 
-var _ engine.Workspace = (*Workspace)(nil)
+var _ worktrees.Workspace = (*Workspace)(nil)
 
 // WithWorkspace is h with ws as its workspace.
 func WithWorkspace(h *Host, ws *Workspace) engine.Host { return withWorkspace{h, ws} }
@@ -33,7 +34,7 @@ type withWorkspace struct {
 	ws *Workspace
 }
 
-func (w withWorkspace) Workspace() engine.Workspace { return w.ws }
+func (w withWorkspace) Workspace() worktrees.Workspace { return w.ws }
 
 // Steps are the steps asked so far, in order: "open DIR", "make BRANCH",
 // "checkpoint VISIT", "remove BRANCH", "merge VISIT", "rebase VISIT".
@@ -70,7 +71,7 @@ func (r *memRepo) Tree(context.Context) string                              { re
 func (r *memRepo) BranchHead(context.Context, string) (string, bool, error) { return "", false, nil }
 
 // OpenRepo opens dir as a repository whose top is dir itself.
-func (w *Workspace) OpenRepo(_ context.Context, runID, dir string, base func(string) string) (engine.Repo, error) {
+func (w *Workspace) OpenRepo(_ context.Context, runID, dir string, base func(string) string) (worktrees.Repo, error) {
 	w.log("open %s", dir)
 	at := base(dir)
 	if at == "" {
@@ -99,22 +100,22 @@ func (r *memRepo) RemoveWorktree(_ context.Context, _, branch string, _ bool) er
 	return nil
 }
 
-func (r *memRepo) Merge(_ context.Context, commit, visit, _ string) (engine.LandResult, error) {
+func (r *memRepo) Merge(_ context.Context, commit, visit, _ string) (worktrees.LandResult, error) {
 	r.w.log("merge %s", visit)
 	return r.land(commit, visit)
 }
 
-func (r *memRepo) Rebase(_ context.Context, _, visit string) (engine.LandResult, error) {
+func (r *memRepo) Rebase(_ context.Context, _, visit string) (worktrees.LandResult, error) {
 	r.w.log("rebase %s", visit)
 	return r.land("", visit)
 }
 
-func (r *memRepo) land(commit, visit string) (engine.LandResult, error) {
+func (r *memRepo) land(commit, visit string) (worktrees.LandResult, error) {
 	if r.w.Conflicts != nil && r.w.Conflicts(visit) {
-		return engine.LandResult{Conflicts: []string{visit + ".txt"}}, nil
+		return worktrees.LandResult{Conflicts: []string{visit + ".txt"}}, nil
 	}
 	if commit == "" { // a rebase makes the scope's commits again
 		commit = r.w.commit()
 	}
-	return engine.LandResult{Onto: r.w.commit(), Head: commit}, nil
+	return worktrees.LandResult{Onto: r.w.commit(), Head: commit}, nil
 }

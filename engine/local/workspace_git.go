@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/internal/gitwork"
 )
 
@@ -28,7 +28,7 @@ func (workspace) ScopeBranch(runID, scope string) string {
 
 // OpenRepo opens the repository of dir and makes the run's integration
 // branch there.
-func (workspace) OpenRepo(ctx context.Context, runID, dir string, base func(top string) string) (engine.Repo, error) {
+func (workspace) OpenRepo(ctx context.Context, runID, dir string, base func(top string) string) (worktrees.Repo, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	g, err := gitwork.Open(ctx, dir)
@@ -99,20 +99,20 @@ func (r *localRepo) BranchHead(ctx context.Context, branch string) (string, bool
 	return head, ok, noGit(err)
 }
 
-func (r *localRepo) Merge(ctx context.Context, commit, visit, msg string) (engine.LandResult, error) {
+func (r *localRepo) Merge(ctx context.Context, commit, visit, msg string) (worktrees.LandResult, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	return landResult(r.git.Merge(ctx, gitwork.IntegrationBranch(r.run), commit, gitwork.RunIdentity(r.run, visit), msg))
 }
 
-func (r *localRepo) Rebase(ctx context.Context, path, visit string) (engine.LandResult, error) {
+func (r *localRepo) Rebase(ctx context.Context, path, visit string) (worktrees.LandResult, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	return landResult(r.git.Rebase(ctx, path, gitwork.IntegrationBranch(r.run), gitwork.RunIdentity(r.run, visit)))
 }
 
-func landResult(l gitwork.Landing, err error) (engine.LandResult, error) {
-	return engine.LandResult{Conflicts: l.Conflicts, Onto: l.Onto, Head: l.Head}, noGit(err)
+func landResult(l gitwork.Landing, err error) (worktrees.LandResult, error) {
+	return worktrees.LandResult{Conflicts: l.Conflicts, Onto: l.Onto, Head: l.Head}, noGit(err)
 }
 
 // bounded gives a step that no stop can end (ctx has no Done) the bound
@@ -125,10 +125,10 @@ func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // noGitError is an error of git that says it cannot be used at all
-// (gitwork.ErrNoGit): it is engine.ErrNoWorkspace to the walker.
+// (gitwork.ErrNoGit): it is worktrees.ErrNoWorkspace to the walker.
 type noGitError struct{ error }
 
-func (e noGitError) Is(target error) bool { return target == engine.ErrNoWorkspace }
+func (e noGitError) Is(target error) bool { return target == worktrees.ErrNoWorkspace }
 func (e noGitError) Unwrap() error        { return e.error }
 
 func noGit(err error) error {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/internal/gitwork"
 )
 
@@ -27,15 +27,15 @@ func TestLocalGitStepsAreBoundOnlyWhenNoStopCanEndThem(t *testing.T) {
 	}
 }
 
-// git that cannot be used at all is engine.ErrNoWorkspace to the walker, in its
+// git that cannot be used at all is worktrees.ErrNoWorkspace to the walker, in its
 // own words; any other git error is not.
 func TestNoGitIsNoWorkspace(t *testing.T) {
 	err := noGit(fmt.Errorf("%w: git is not installed", gitwork.ErrNoGit))
-	if !errors.Is(err, engine.ErrNoWorkspace) || !errors.Is(err, gitwork.ErrNoGit) || err.Error() != "git is not available: git is not installed" {
+	if !errors.Is(err, worktrees.ErrNoWorkspace) || !errors.Is(err, gitwork.ErrNoGit) || err.Error() != "git is not available: git is not installed" {
 		t.Errorf("noGit = %v", err)
 	}
-	if other := noGit(errors.New("merge failed")); errors.Is(other, engine.ErrNoWorkspace) {
-		t.Errorf("%v is engine.ErrNoWorkspace", other)
+	if other := noGit(errors.New("merge failed")); errors.Is(other, worktrees.ErrNoWorkspace) {
+		t.Errorf("%v is worktrees.ErrNoWorkspace", other)
 	}
 	if noGit(nil) != nil {
 		t.Error("noGit(nil) is not nil")

@@ -1,12 +1,10 @@
-package engine
+package worktrees
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
@@ -14,37 +12,39 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// worktrees are a run's isolated scopes (docs/worktrees.md) and the repositories they
-// are in. Its maps are guarded by mu; each repository and scope guards its
-// own state.
-type worktrees struct {
+// Scopes are a run's isolated scopes (docs/worktrees.md) and the
+// repositories they are in. Its maps are guarded by mu; each repository
+// and scope guards its own state.
+type Scopes struct {
+	h      Host
 	mu     Locker
-	repos  map[string]*wtRepo  // by the directory a scope named
-	scopes map[string]*wtScope // by scope name
+	repos  map[string]*repo  // by the directory a scope named
+	scopes map[string]*Scope // by scope name
 	// starts maps a repository's top-level directory to the commit the run
 	// started at (the snapshot's Repos).
 	starts map[string]string
 	// earlier is what earlier attempts recorded of each scope, and landed
 	// the last land fact of each visit (resume).
 	earlier map[string]*record.Worktree
-	landed  map[string]*Fact
+	landed  map[string]*record.Fact
 	// owned are the memory scopes by the path of the visit whose end ends
 	// them.
-	owned map[string][]*wtScope
+	owned map[string][]*Scope
 	// named names each opened repository's directories by its content, for
 	// the visit keys of the turns that name them (see visitKey): pairs of
 	// directory and name, a slice so that the walk never ranges over a map.
 	named [][2]string
 }
 
-func newWorktrees(rt Runtime, starts map[string]string) *worktrees {
-	return &worktrees{mu: rt.NewLock(), repos: map[string]*wtRepo{}, scopes: map[string]*wtScope{}, starts: starts,
-		earlier: map[string]*record.Worktree{}, landed: map[string]*Fact{}, owned: map[string][]*wtScope{}}
+// New is a run's scopes, none made yet, on h.
+func New(h Host) *Scopes {
+	return &Scopes{h: h, mu: h.NewLock(), repos: map[string]*repo{}, scopes: map[string]*Scope{}, starts: h.Starts,
+		earlier: map[string]*record.Worktree{}, landed: map[string]*record.Fact{}, owned: map[string][]*Scope{}}
 }
 
-// wtRepo is one repository, opened on first use: its integration branch
+// repo is one repository, opened on first use: its integration branch
 // flow/<run-id> is made then, at the commit the run started from.
-type wtRepo struct {
+type repo struct {
 	dir  string
 	mu   Mutex // guards the rest; held while the repository is opened
 	done bool
@@ -52,11 +52,11 @@ type wtRepo struct {
 	err  error
 }
 
-// wtScope is one isolated scope: an isolated visit, a map item, a parallel
+// Scope is one isolated scope: an isolated visit, a map item, a parallel
 // branch, a loop or a flow call, or a memory scope's agent. Its worktree is
 // made when the first visit in it runs, not before: a scope a resume
 // replays whole needs none.
-type wtScope struct {
+type Scope struct {
 	name    string
 	land    string // merge | rebase | none
 	memory  bool   // a memory scope's: kept across its visits
@@ -68,7 +68,7 @@ type wtScope struct {
 	use Mutex
 
 	mu     Locker // guards the rest
-	repo   *wtRepo
+	repo   *repo
 	branch string
 	path   string
 	open   bool // made (again) in this attempt
@@ -81,22 +81,22 @@ type wtScope struct {
 	landed record.Landing // how its last landing went
 }
 
-// integration is the run's integration branch in every repository.
-func (r *runner) integration() string { return r.workspace.IntegrationBranch(r.opts.RunID) }
+// Integration is the run's integration branch in every repository.
+func (s *Scopes) Integration() string { return s.h.Workspace.IntegrationBranch(s.h.RunID) }
 
-// scope returns the scope named name, made on first use with what earlier
+// Get returns the scope named name, made on first use with what earlier
 // attempts recorded of it.
-func (r *runner) scope(name, land, repoDir string, memory bool, owner string) *wtScope {
-	r.wt.mu.Lock()
-	defer r.wt.mu.Unlock()
-	if sc := r.wt.scopes[name]; sc != nil {
+func (s *Scopes) Get(name, land, repoDir string, memory bool, owner string) *Scope {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sc := s.scopes[name]; sc != nil {
 		if sc.land == "" { // made by replay, before its node said how it lands
 			sc.land, sc.repoDir = land, repoDir
 		}
 		return sc
 	}
-	sc := &wtScope{mu: r.rt.NewLock(), use: r.rt.NewMutex(), name: name, land: land, memory: memory, owner: owner, repoDir: repoDir}
-	if rec := r.wt.earlier[name]; rec != nil {
+	sc := &Scope{mu: s.h.NewLock(), use: s.h.NewMutex(), name: name, land: land, memory: memory, owner: owner, repoDir: repoDir}
+	if rec := s.earlier[name]; rec != nil {
 		sc.branch, sc.path, sc.base, sc.head, sc.gone = rec.Branch, rec.Path, rec.Base, rec.Commit, rec.Removed
 		sc.made = rec.Path != ""
 		sc.files = slices.Clone(rec.Files)
@@ -105,56 +105,23 @@ func (r *runner) scope(name, land, repoDir string, memory bool, owner string) *w
 			sc.repoDir = rec.Repo
 		}
 	}
-	r.wt.scopes[name] = sc
+	s.scopes[name] = sc
 	if memory {
-		r.wt.owned[owner] = append(r.wt.owned[owner], sc)
+		s.owned[owner] = append(s.owned[owner], sc)
 	}
 	return sc
 }
 
-// scopeFor returns the scope of an isolated node's visit at path: the
-// visit's own, or for an agent with memory the memory scope's.
-func (r *runner) scopeFor(fr *frame, n *flows.Node, vars map[string]any, name string) (*wtScope, *Failure) {
-	dir, err := r.repoDir(n, vars)
-	if err != nil {
-		return nil, &Failure{Kind: schema.FailCondition, Message: err.Error()}
-	}
-	if an := n.AsAgent(); an != nil && an.Memory != "" {
-		owner := fr.scopes[an.Memory]
-		return r.scope(owner+"@"+an.Agent.Name, n.Land, dir, true, owner), nil
-	}
-	return r.scope(name, n.Land, dir, false, ""), nil
-}
-
-// repoDir is the directory whose repository an isolated node works in.
-func (r *runner) repoDir(n *flows.Node, vars map[string]any) (string, error) {
-	if n.Repo == nil {
-		return r.opts.WorkDir, nil
-	}
-	s, err := render(n.Repo, vars)
-	if err != nil {
-		return "", err
-	}
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "", fmt.Errorf("repo: %s gave an empty directory", n.Repo.Source)
-	}
-	if !filepath.IsAbs(s) {
-		s = filepath.Join(r.opts.WorkDir, s)
-	}
-	return s, nil
-}
-
 // repo opens the repository of dir once per run: the commit to make
 // worktrees from, and the integration branch there.
-func (r *runner) repo(ctx context.Context, dir string) (*wtRepo, error) {
-	r.wt.mu.Lock()
-	rp := r.wt.repos[dir]
+func (s *Scopes) repo(ctx context.Context, dir string) (*repo, error) {
+	s.mu.Lock()
+	rp := s.repos[dir]
 	if rp == nil {
-		rp = &wtRepo{mu: r.rt.NewMutex(), dir: dir}
-		r.wt.repos[dir] = rp
+		rp = &repo{mu: s.h.NewMutex(), dir: dir}
+		s.repos[dir] = rp
 	}
-	r.wt.mu.Unlock()
+	s.mu.Unlock()
 	if err := rp.mu.Lock(ctx); err != nil {
 		return nil, err
 	}
@@ -162,7 +129,7 @@ func (r *runner) repo(ctx context.Context, dir string) (*wtRepo, error) {
 	if rp.done {
 		return rp, rp.err
 	}
-	err := rp.init(ctx, r)
+	err := rp.init(ctx, s)
 	if err != nil && ctx.Err() != nil {
 		return rp, err // not kept: a later visit may try again
 	}
@@ -173,13 +140,13 @@ func (r *runner) repo(ctx context.Context, dir string) (*wtRepo, error) {
 // init opens the repository at the commit the run started from there:
 // the snapshot's, else the one an earlier attempt recorded, else (a
 // repository the run made, or named by an expression) its head.
-func (rp *wtRepo) init(ctx context.Context, r *runner) error {
-	g, err := r.workspace.OpenRepo(ctx, r.opts.RunID, rp.dir, func(top string) string {
-		base := r.wt.starts[top]
-		r.wt.mu.Lock()
-		defer r.wt.mu.Unlock()
-		for _, scope := range ordered.Keys(r.wt.earlier) {
-			if rec := r.wt.earlier[scope]; base == "" && rec.Repo == top && rec.Base != "" {
+func (rp *repo) init(ctx context.Context, s *Scopes) error {
+	g, err := s.h.Workspace.OpenRepo(ctx, s.h.RunID, rp.dir, func(top string) string {
+		base := s.starts[top]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, scope := range ordered.Keys(s.earlier) {
+			if rec := s.earlier[scope]; base == "" && rec.Repo == top && rec.Base != "" {
 				base = rec.Base
 			}
 		}
@@ -193,26 +160,26 @@ func (rp *wtRepo) init(ctx context.Context, r *runner) error {
 		// A repository the run made at a fresh path each time (a
 		// temporary directory) is named in a key by what it holds.
 		name := "<repo:" + tree[:12] + ">"
-		r.wt.mu.Lock()
-		r.wt.named = append(r.wt.named, [2]string{rp.dir, name}, [2]string{g.Top(), name})
-		r.wt.mu.Unlock()
+		s.mu.Lock()
+		s.named = append(s.named, [2]string{rp.dir, name}, [2]string{g.Top(), name})
+		s.mu.Unlock()
 	}
 	return nil
 }
 
-// open makes sure the scope's worktree is there and clean at the scope's
+// Open makes sure the scope's worktree is there and clean at the scope's
 // last recorded commit, and returns its directory: made on first use,
 // found by its recorded path on a resume (or made again if it is gone),
 // its branch moved back to what the journal holds.
-func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
+func (s *Scopes) Open(ctx context.Context, sc *Scope) (string, *record.Failure) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.open {
 		return sc.path, nil
 	}
-	rp, err := r.repo(ctx, sc.repoDir)
+	rp, err := s.repo(ctx, sc.repoDir)
 	if err != nil {
-		return "", gitFailure(ctx, sc.name, err)
+		return "", s.gitFailure(ctx, sc.name, err)
 	}
 	sc.repo = rp
 	if sc.base == "" {
@@ -222,29 +189,29 @@ func (r *runner) open(ctx context.Context, sc *wtScope) (string, *Failure) {
 		sc.head = sc.base
 	}
 	if sc.path == "" {
-		sc.path = r.workspace.Worktree(sc.name)
+		sc.path = s.h.Workspace.Worktree(sc.name)
 	}
-	if err := r.workspace.ReadyWorktree(sc.path); err != nil {
-		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
+	if err := s.h.Workspace.ReadyWorktree(sc.path); err != nil {
+		return "", &record.Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	if sc.branch == "" {
-		sc.branch = r.workspace.ScopeBranch(r.opts.RunID, sc.name)
+		sc.branch = s.h.Workspace.ScopeBranch(s.h.RunID, sc.name)
 	}
 	if err := rp.git.MakeWorktree(ctx, sc.path, sc.branch, sc.head); err != nil {
-		return "", gitFailure(ctx, sc.name, err)
+		return "", s.gitFailure(ctx, sc.name, err)
 	}
 	sc.open, sc.made, sc.gone = true, true, false
 	rec := &record.Worktree{Scope: sc.name, Repo: rp.git.Top(), Path: sc.path, Branch: sc.branch, Base: sc.base, Commit: sc.head}
-	if err := r.dir.Fact(record.WorktreeMade{Time: r.rt.Now(), Worktree: rec}.Fact()); err != nil {
-		return "", &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
+	if err := s.h.Fact(record.WorktreeMade{Time: s.h.Now(), Worktree: rec}.Fact()); err != nil {
+		return "", &record.Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	}
 	return sc.path, nil
 }
 
-// checkpoint commits what a visit changed in the scope's worktree, so that
+// Checkpoint commits what a visit changed in the scope's worktree, so that
 // a resume finds the scope as the journal left it. A stop does not cut it
 // short (Repo).
-func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*record.Worktree, error) {
+func (s *Scopes) Checkpoint(ctx context.Context, sc *Scope, visit string) (*record.Worktree, error) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	since := sc.head
@@ -265,14 +232,14 @@ func (r *runner) checkpoint(ctx context.Context, sc *wtScope, visit string) (*re
 }
 
 // remove removes the scope's worktree, and its branch once it landed.
-func (r *runner) remove(ctx context.Context, sc *wtScope, dropBranch bool) error {
+func (s *Scopes) remove(ctx context.Context, sc *Scope, dropBranch bool) error {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.gone || !sc.made {
 		return nil
 	}
 	ctx = context.WithoutCancel(ctx) // a stop does not cut it short (Repo)
-	rp, err := r.repo(ctx, sc.repoDir)
+	rp, err := s.repo(ctx, sc.repoDir)
 	if err != nil {
 		return err
 	}
@@ -280,24 +247,47 @@ func (r *runner) remove(ctx context.Context, sc *wtScope, dropBranch bool) error
 		return fmt.Errorf("removing the worktree of %s: %w", sc.name, err)
 	}
 	sc.gone, sc.open = true, false
-	return r.dir.Fact(record.WorktreeRemoved{Time: r.rt.Now(), Scope: sc.name}.Fact())
+	return s.h.Fact(record.WorktreeRemoved{Time: s.h.Now(), Scope: sc.name}.Fact())
 }
 
-// value is how a scope appears as x.worktree.
-func (sc *wtScope) value(landed bool) map[string]any {
+// Value is how a scope appears as x.worktree.
+func (sc *Scope) Value(landed bool) map[string]any {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	return flows.WorktreeValue(sc.branch, sc.head, sc.files, landed)
 }
 
 // gitFailure is a git step that failed: `unavailable`, or how ctx ended.
-func gitFailure(ctx context.Context, scope string, err error) *Failure {
+func (s *Scopes) gitFailure(ctx context.Context, scope string, err error) *record.Failure {
 	if ctx.Err() != nil {
-		return cancelled(ctx, "")
+		return s.h.Cancelled(ctx, "")
 	}
 	msg := fmt.Sprintf("isolating %s: %v", scope, err)
 	if errors.Is(err, ErrNoWorkspace) {
 		msg = err.Error()
 	}
-	return &Failure{Kind: schema.FailUnavailable, Message: msg}
+	return &record.Failure{Kind: schema.FailUnavailable, Message: msg}
+}
+
+// Memory says the scope is a memory scope's: kept across its visits.
+func (sc *Scope) Memory() bool { return sc.memory }
+
+// Use makes a memory scope's worktree serve one visit at a time, from its
+// first change to its checkpoint.
+func (sc *Scope) Use() Mutex { return sc.use }
+
+// Branch is the scope's branch, once its worktree is open.
+func (sc *Scope) Branch() string {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.branch
+}
+
+// Failed says the scope's last visit failed, so that its worktree is kept
+// for the user, and returns the scope's x.worktree.
+func (sc *Scope) Failed() map[string]any {
+	sc.mu.Lock()
+	sc.failed = true
+	sc.mu.Unlock()
+	return sc.Value(false)
 }
