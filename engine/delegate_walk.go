@@ -103,6 +103,7 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *delegation.Sl
 	slot.Lend()
 	v, fail := r.visit(ctx, d.kids, n, nil, path)
 	slot.Reclaim(ctx)
+	r.infra.note(d.Path, path, fail)
 	return answerOf(path, v, fail)
 }
 

@@ -99,6 +99,10 @@ type Result struct {
 	// Overspend names each budget the run ended above, by how much and
 	// why; the run's end fact records the same.
 	Overspend []record.Overspend
+	// InfraInTree says a delegated child failed on the infrastructure
+	// (rate_limit, unavailable, killed; docs/delegation.md): its parent's
+	// answer was not kept. The run's end fact records the same.
+	InfraInTree bool
 }
 
 // Status is the run's status: succeeded, failed or stopped.
@@ -194,7 +198,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	rec := host
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
 		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host),
-		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock())}
+		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock()), infra: newInfraTree(host.NewLock())}
 	r.wt = r.newScopes()
 	if r.live == nil {
 		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
@@ -217,12 +221,12 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	// What the caller prints is as redacted as what the run directory
 	// holds.
 	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(r.secrets(), plain),
-		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.Overspends()}
+		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.Overspends(), InfraInTree: r.infra.inTree()}
 	end := r.rt.Now()
 	wall := end.Sub(start).Milliseconds()
 	// The run's output is made of its visits' outputs, which the journal
 	// has: it goes to output.json, not into the journal a second time.
-	endErr := rec.Fact(record.RunEnded{Time: end, Run: opts.RunID, Status: res.Status(), OK: res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend}.Fact())
+	endErr := rec.Fact(record.RunEnded{Time: end, Run: opts.RunID, Status: res.Status(), OK: res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend, InfraInTree: res.InfraInTree}.Fact())
 	r.emit(&Event{Type: record.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown, Overspend: res.Overspend})
 	return res, errors.Join(endErr, rec.WriteValues(values), rec.Finish(plain))
 }
@@ -278,6 +282,7 @@ type runner struct {
 	delegates  Delegator
 	delegators map[string]*delegator
 	children   *delegation.Registry
+	infra      *infraTree
 	unfinished map[string][]record.ToolCall // unended turns' tool calls, by visit (toolLog)
 }
 

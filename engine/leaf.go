@@ -87,7 +87,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: an.OutputSchema,
 			Home: home, WorkDir: r.workDir(fr), Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model),
 			Secrets: r.secrets(), Key: offered(n, o.key), Tools: r.toolLog(path)}
-		answer, fail := r.turn(ctx, fr, t, o, sess)
+		answer, fail := r.turnOf(ctx, fr, t, o, sess)
 		var out any = answer.text
 		if fail == nil && an.Typed {
 			out, fail = r.typed(ctx, fr, t, answer, n, o, sess)

@@ -105,6 +105,9 @@ func (a *app) showCmd() *cobra.Command {
 			for _, o := range info.Overspend {
 				fmt.Fprintf(a.stdout, "overspent: %s\n", safeLine(o.String()))
 			}
+			if info.InfraInTree {
+				fmt.Fprintln(a.stdout, infraLine)
+			}
 			for _, t := range temporalTroubles(dir) {
 				fmt.Fprintln(a.stdout, safeLine(t))
 			}
@@ -162,6 +165,10 @@ func visitRows(facts []*rundir.Fact) []string {
 	}
 	return rows
 }
+
+// infraLine is what flow show and flow run say of a run whose delegated
+// child failed on the infrastructure.
+const infraLine = "infra_in_tree: a delegated child failed on the infrastructure (rate_limit, unavailable or killed); its parent's answer was not kept"
 
 // treeUsageText is a visit's usage as flow show gives it: its own tokens,
 // and what it spent with its delegates when it delegated — also when it
