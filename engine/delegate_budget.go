@@ -46,4 +46,3 @@ func (s *turnStop) afterCall() bool {
 	<-s.ended
 	return true
 }
-
