@@ -26,8 +26,13 @@ type Delegator interface {
 // DelegateHandler decides one delegate call of a turn.
 type DelegateHandler func(ctx context.Context, req DelegateRequest) DelegateReply
 
-// noDelegation is the refusal of a plan that delegates on a host that
-// cannot serve delegate calls (a Temporal run).
-func noDelegation(n *flows.Node) string {
-	return fmt.Sprintf("%s: node %q delegates, and delegation runs only in this process: run it with flow run, not on Temporal (docs/delegation.md)", n.Pos, n.ID)
+// RefuseDelegation is the refusal of plan on a host that cannot serve
+// delegate calls (a Temporal run, a local run without Options.Delegates):
+// nil when no node of it delegates.
+func RefuseDelegation(plan *flows.Plan) error {
+	n := delegatingNode(plan)
+	if n == nil {
+		return nil
+	}
+	return &RefusedError{Msg: fmt.Sprintf("%s: node %q delegates, and delegation runs only in this process: run it with flow run, not on Temporal (docs/delegation.md)", n.Pos, n.ID)}
 }

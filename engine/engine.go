@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/flowrun/flow/engine/delegation"
 	"github.com/flowrun/flow/engine/ledger"
 	"github.com/flowrun/flow/engine/record"
+	"github.com/flowrun/flow/engine/replay"
 	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/ordered"
@@ -20,6 +20,8 @@ import (
 
 // Options configure one run. The zero value of each field has a documented
 // default; Drivers and Commands must be given for flows that use them.
+// Drivers, Commands, RunsDir, Leaves, Runtime and Delegates are the local
+// host's wiring (package engine/local): the walker reads none of them.
 type Options struct {
 	Drivers  map[string]Driver // by driver name: pi, claude, codex, openai, exec
 	Commands Commander         // runs `run:` nodes
@@ -81,11 +83,8 @@ type Options struct {
 	// Delegates opens the delegation server of a run in this process, in
 	// its run directory (local.Delegates), and returns it with what closes
 	// it; nil: no turn may delegate, and a plan that delegates is refused
-	// (docs/delegation.md).
+	// (docs/delegation.md). Read by the local host only.
 	Delegates func(runDir string) (Delegator, func())
-	// hosted says the walk's host is the caller's (Walk), which says
-	// itself whether it serves delegate calls.
-	hosted bool
 }
 
 // Result is how a run ended.
@@ -125,14 +124,13 @@ func (r *Result) Status() record.Status {
 // where facts and processes live. Isolated scopes need the host's
 // Workspace: a plan with them is refused on a host that has none.
 func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlier []*Fact) (*Result, error) {
-	opts.Runtime, opts.Leaves, opts.hosted = host, host, true
 	input, err := opts.Prepare(plan)
 	if err != nil {
 		return nil, err
 	}
 	if host.Delegator() == nil {
-		if n := delegatingNode(plan); n != nil {
-			return nil, &RefusedError{Msg: noDelegation(n)}
+		if err := RefuseDelegation(plan); err != nil {
+			return nil, err
 		}
 	}
 	if host.Workspace() == nil {
@@ -159,6 +157,9 @@ func isolatedNode(p *flows.Plan) *flows.Node {
 // Prepare is the one check of every entry: the input against the flow's
 // declared input (its defaults filled in), then the options (check),
 // their defaults filled in. It returns the input as the run takes it.
+// What a host must give (leaves for every driver, a delegation server)
+// is the host's to check (package engine/local; Walk for the Host's
+// Delegator).
 func (o *Options) Prepare(plan *flows.Plan) (any, error) {
 	input, err := checkInput(plan.Root, o.Input, true)
 	if err != nil {
@@ -172,17 +173,6 @@ func (o *Options) check(plan *flows.Plan) error {
 	if o.Asker == nil {
 		if n := askWithoutDefault(plan); n != nil {
 			return &RefusedError{Msg: fmt.Sprintf("%s: ask %q has no default and nobody is at the terminal to answer it; add default: or run it in a terminal", n.Pos, n.ID)}
-		}
-	}
-	if !o.hosted && o.Delegates == nil {
-		if n := delegatingNode(plan); n != nil {
-			return &RefusedError{Msg: noDelegation(n)}
-		}
-	}
-	if o.Leaves == nil {
-		// The host's leaves will be made of Drivers and Commands.
-		if err := checkDrivers(plan, *o); err != nil {
-			return err
 		}
 	}
 	o.Concurrency = plan.Concurrency(o.Concurrency)
@@ -199,16 +189,18 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
 		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host),
 		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock()), infra: newInfraTree(host.NewLock())}
-	r.wt = r.newScopes()
+	r.wt, r.journal = r.newScopes(), replay.NewJournal(earlier, host.NewLock())
+	r.keys = r.newKeys(runDir(host, opts.RunID))
 	if r.live == nil {
-		r.live = opts.Runtime.NewSemaphore(opts.Concurrency)
+		r.live = host.NewSemaphore(opts.Concurrency)
 	}
 	notes = append(notes, r.replay(earlier)...)
 	start := r.rt.Now()
 	if err := rec.Fact(record.RunStarted{Time: start, Run: opts.RunID, Flow: plan.Root.Name, Input: input, Resumed: earlier != nil, ForkedFrom: opts.ForkedFrom}.Fact()); err != nil {
 		return nil, err
 	}
-	r.emit(&Event{Type: record.EventRunStart, Dir: filepath.Join(opts.RunsDir, opts.RunID)})
+	shown := runDir(host, opts.RunID) // as the user named it
+	r.emit(&Event{Type: record.EventRunStart, Dir: shown})
 	for _, n := range notes {
 		r.emit(&Event{Type: record.EventNote, Message: n})
 	}
@@ -216,8 +208,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	values := map[string]any{"input": input} // the root sequence adds each node's value by id
 	out, fail := r.sequence(ctx, fr, plan.Root.Nodes, values, "")
 	r.wt.CloseOwned(ctx, "_flow")
-	shown := filepath.Join(opts.RunsDir, opts.RunID) // as the user named it
-	plain := flows.ShownValue(out)                   // the output as printed and kept: no empty errors
+	plain := flows.ShownValue(out) // the output as printed and kept: no empty errors
 	// What the caller prints is as redacted as what the run directory
 	// holds.
 	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(r.secrets(), plain),
@@ -229,6 +220,14 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	endErr := rec.Fact(record.RunEnded{Time: end, Run: opts.RunID, Status: res.Status(), OK: res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend, InfraInTree: res.InfraInTree}.Fact())
 	r.emit(&Event{Type: record.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown, Overspend: res.Overspend})
 	return res, errors.Join(endErr, rec.WriteValues(values), rec.Finish(plain))
+}
+
+// runDir is the run's directory as the host names it, else its id.
+func runDir(host Host, runID string) string {
+	if d := host.RunDir(); d != "" {
+		return d
+	}
+	return runID
 }
 
 // secrets are the host's redactor, or nil where the leaves redact where
@@ -270,9 +269,10 @@ type runner struct {
 
 	mu       Locker
 	sessions map[record.Scope]*session
-	ended    map[string]*Fact // visits that ended in an earlier attempt (resume)
-	ledger   *ledger.Ledger   // what turns cost, and the budgets they overspent
-	usage    Usage            // what every visit spent, earlier attempts' included
+	journal  *replay.Journal // what earlier attempts recorded (resume)
+	keys     *replay.Keys    // the keys of its leaf visits
+	ledger   *ledger.Ledger  // what turns cost, and the budgets they overspent
+	usage    Usage           // what every visit spent, earlier attempts' included
 
 	wt *worktrees.Scopes // isolated scopes and their repositories (docs/worktrees.md)
 
@@ -283,7 +283,6 @@ type runner struct {
 	delegators map[string]*delegator
 	children   *delegation.Registry
 	infra      *infraTree
-	unfinished map[string][]record.ToolCall // unended turns' tool calls, by visit (toolLog)
 }
 
 // emit writes an event and hands it to OnEvent.
@@ -351,25 +350,6 @@ func askWithoutDefault(p *flows.Plan) *flows.Node {
 		})
 	}
 	return found
-}
-
-func checkDrivers(p *flows.Plan, o Options) error {
-	for _, f := range flowsInOrder(p) {
-		var err error
-		flows.EachNode(f.Nodes, func(n *flows.Node) {
-			switch {
-			case err != nil:
-			case n.Kind == schema.KindRun && o.Commands == nil:
-				err = &RefusedError{Msg: fmt.Sprintf("%s: no command runner is configured for run nodes", n.Pos)}
-			case n.Agent() != nil && o.Drivers[n.Agent().Driver] == nil:
-				err = &RefusedError{Msg: fmt.Sprintf("%s: agent %q uses driver %q, which this build of flow does not provide", n.Pos, n.Agent().Name, n.Agent().Driver)}
-			}
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // flowsInOrder are p's flows by name, so that a refusal names the same

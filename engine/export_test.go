@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/flowrun/flow/engine/delegation"
 	"github.com/flowrun/flow/engine/ledger"
+	"github.com/flowrun/flow/engine/replay"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -20,7 +21,7 @@ type ReplayedLedger struct{ l *ledger.Ledger }
 // ledger.
 func ReplayLedger(rt Runtime, facts []*Fact) ReplayedLedger {
 	r := &runner{rt: rt, mu: rt.NewLock(), sessions: map[rundir.Scope]*session{}, ledger: newLedger(rt), children: delegation.NewRegistry(rt.NewLock())}
-	r.wt = r.newScopes()
+	r.wt, r.journal = r.newScopes(), replay.NewJournal(facts, rt.NewLock())
 	r.replay(facts)
 	return ReplayedLedger{r.ledger}
 }

@@ -32,6 +32,10 @@ type Host interface {
 	// on a host that cannot: a plan that delegates is then refused before
 	// the walk.
 	Delegator() Delegator
+	// RunDir is the run's directory as the user named it (events and the
+	// Result say it), or "" on a host that keeps none: the run's id is
+	// said instead.
+	RunDir() string
 }
 
 // Parts are what NewHost makes a Host of.
@@ -48,6 +52,7 @@ type Parts struct {
 	// Delegator serves turns' delegate calls (docs/delegation.md); nil:
 	// no turn on this host may delegate.
 	Delegator Delegator
+	RunDir    string // Host.RunDir
 }
 
 // hostOf is a Host made of its parts.
@@ -66,6 +71,8 @@ func NewHost(p Parts) Host {
 func (h hostOf) Redactor() *secret.Redactor { return h.p.Redactor }
 
 func (h hostOf) Blind() bool { return h.p.Blind }
+
+func (h hostOf) RunDir() string { return h.p.RunDir }
 
 // Delegator is nil, not a nil value in an interface, when h has none.
 func (h hostOf) Delegator() Delegator {

@@ -10,6 +10,7 @@ import (
 	"github.com/flowrun/flow/engine/delegation"
 	"github.com/flowrun/flow/engine/ledger"
 	"github.com/flowrun/flow/engine/record"
+	"github.com/flowrun/flow/engine/replay"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -86,7 +87,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		o.attempts = attempt
 		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: an.OutputSchema,
 			Home: home, WorkDir: r.workDir(fr), Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model),
-			Secrets: r.secrets(), Key: offered(n, o.key), Tools: r.toolLog(path)}
+			Secrets: r.secrets(), Key: replay.Offered(n, o.key), Tools: r.toolLog(path)}
 		answer, fail := r.turnOf(ctx, fr, t, o, sess)
 		var out any = answer.text
 		if fail == nil && an.Typed {
@@ -134,18 +135,28 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 		return reply{}, fail
 	}
 	if res != nil {
-		o.usage.Add(res.Usage)
-		if err == nil && res.Status == Completed {
-			r.ledger.Note(t.Agent.Name, res.Usage)
-		}
-		if sess != nil && res.Session != "" {
-			sess.id = res.Session
-		}
-		if res.Worker != "" || res.Reused != nil {
-			o.worker, o.transcript = res.Worker, res.Transcript
-		}
-		o.reused = res.Reused
+		r.took(t, o, sess, res, err)
 	}
+	return turnEnd(ctx, t, res, err)
+}
+
+// took adds what a turn that returned res spent to o, and notes it.
+func (r *runner) took(t *Turn, o *outcome, sess *session, res *TurnResult, err error) {
+	o.usage.Add(res.Usage)
+	if err == nil && res.Status == Completed {
+		r.ledger.Note(t.Agent.Name, res.Usage)
+	}
+	if sess != nil && res.Session != "" {
+		sess.id = res.Session
+	}
+	if res.Worker != "" || res.Reused != nil {
+		o.worker, o.transcript = res.Worker, res.Transcript
+	}
+	o.reused = res.Reused
+}
+
+// turnEnd classifies how a turn ended: its answer, or its failure.
+func turnEnd(ctx context.Context, t *Turn, res *TurnResult, err error) (reply, *Failure) {
 	if ctx.Err() != nil {
 		return reply{}, cancelled(ctx, t.Visit)
 	}
@@ -279,7 +290,7 @@ func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map
 	o := &outcome{timeout: flows.RunTimeout(n), home: path}
 	c.Timeout = o.timeout
 	o.key = r.visitKey(ctx, fr, n, path, "", "", nil, c)
-	c.Key, c.Reuse = offered(n, o.key), n.Reuse == flows.ReuseAlways
+	c.Key, c.Reuse = replay.Offered(n, o.key), n.Reuse == flows.ReuseAlways
 	res, err := r.leaves.Command(ctx, c)
 	if res != nil {
 		o.worker, o.reused = res.Worker, res.Reused

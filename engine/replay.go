@@ -1,11 +1,54 @@
 package engine
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/flowrun/flow/engine/record"
+	"github.com/flowrun/flow/engine/replay"
 	"github.com/flowrun/flow/flows"
 )
+
+// newKeys makes the keys of the leaf visits of the run in dir (package
+// engine/replay).
+func (r *runner) newKeys(dir string) *replay.Keys {
+	return &replay.Keys{RunDir: dir, RunID: r.opts.RunID, Repeat: r.opts.Repeat,
+		Named: r.wt.Named, Now: func() time.Time { return r.rt.Now() },
+		Tree: func(ctx context.Context, dir string) string {
+			if r.workspace == nil {
+				return ""
+			}
+			return r.workspace.Tree(ctx, dir)
+		}}
+}
+
+// visitKey is the key of a visit of leaf n (replay.Keys), in frame fr.
+func (r *runner) visitKey(ctx context.Context, fr *frame, n *flows.Node, path, model, prompt string, sess *session, c *Command) *flows.VisitKey {
+	v := replay.Visit{Path: path, Model: model, Prompt: prompt, WorkDir: r.workDir(fr), Isolated: fr.scope != nil}
+	if sess != nil {
+		v.Chain = sess.chain
+	}
+	if c != nil {
+		v.Command, v.Argv, v.Script, v.Env, v.Dir = true, c.Argv, c.Script, c.Env, c.Dir
+	}
+	return r.keys.Of(ctx, n, v)
+}
+
+// chained moves a memory scope's chain on past a visit that succeeded.
+func chained(sess *session, k *flows.VisitKey) {
+	if sess != nil && k != nil {
+		sess.chain = flows.Chain(sess.chain, k.Key)
+	}
+}
+
+// toolLog is the tool-call journal of a turn of visit path: the first
+// turn after a resume takes the calls its earlier attempt left unended.
+func (r *runner) toolLog(path string) *record.ToolLog {
+	return &record.ToolLog{Earlier: r.journal.Unfinished(path), Record: func(c record.ToolCall) error {
+		return r.dir.Fact(record.ToolCalled{Time: r.rt.Now(), Visit: path, Tool: c}.Fact())
+	}}
+}
 
 // replay indexes the last end fact of each visit of earlier attempts and
 // takes back their sessions, their spending and what their turns cost
@@ -15,8 +58,6 @@ func (r *runner) replay(facts []*Fact) (notes []string) {
 	if facts == nil {
 		return nil
 	}
-	r.ended = map[string]*Fact{}
-	r.unfinished = record.Unfinished(facts)
 	ws := record.Worktrees(facts)
 	if r.workspace != nil {
 		notes = r.workspace.Confine(ws)
@@ -27,7 +68,6 @@ func (r *runner) replay(facts []*Fact) (notes []string) {
 		if f.Type != record.FactEnd {
 			continue
 		}
-		r.ended[f.Visit] = f
 		r.spent(f.Usage) // every attempt's usage counts, also of visits that run again
 		r.ledger.Replay(f)
 		if f.Scope != nil && f.Session != "" {
@@ -43,7 +83,7 @@ func (r *runner) replay(facts []*Fact) (notes []string) {
 // continue). Leaves that were interrupted, cancelled, or failed the run run
 // again.
 func (r *runner) replayed(fr *frame, n *flows.Node, vars map[string]any, path string) (*outcome, bool) {
-	f := r.ended[path]
+	f := r.journal.Ended(path)
 	if f == nil || !isLeaf(n) {
 		// Blocks are always entered again: their children replay, and
 		// guards and lists are evaluated again over the same values, so the

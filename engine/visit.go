@@ -57,7 +57,7 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		}
 		return nodeValue(o)
 	}
-	if prev := r.ended[path]; prev != nil && isLeaf(n) {
+	if prev := r.journal.Ended(path); prev != nil && isLeaf(n) {
 		r.ledger.Charge(fr.meters, prev.Usage) // an earlier attempt's spending counts
 	}
 	fr = fr.withBudget(n.Budget, path)
@@ -65,13 +65,30 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	// A block that ended well in an earlier attempt is entered again only
 	// to rebuild its value from its children's replays: it is not journaled
 	// (or counted) a second time unless it now ends otherwise.
-	again := r.ended[path]
+	again := r.journal.Ended(path)
 	reentry := again != nil && again.Succeeded() && !isLeaf(n)
 	if !reentry {
 		if err := r.journalStart(n, path, start); err != nil {
 			return nodeValue(&outcome{fail: err})
 		}
 	}
+	o := r.run(ctx, fr, n, vars, path)
+	if reentry {
+		if o.fail == nil {
+			return r.reentered(ctx, n, path, o)
+		}
+		// It ends otherwise this time: journaled as a visit of its own.
+		if err := r.journalStart(n, path, start); err != nil && o.fail == nil {
+			o.fail = err
+		}
+	}
+	r.end(ctx, fr, n, path, start, o)
+	return nodeValue(o)
+}
+
+// run does the work of a visit that has started, its failure pointing at
+// it.
+func (r *runner) run(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
 	var o *outcome
 	if ctx.Err() != nil {
 		o = &outcome{fail: cancelled(ctx, path)}
@@ -84,21 +101,24 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	if o.fail != nil && o.fail.Visit == path && !o.fail.Pos.IsValid() {
 		o.fail.Pos = n.Pos
 	}
-	if reentry {
-		if o.fail == nil {
-			if n.Isolation && o.worktree == nil {
-				o.worktree = flows.ZeroWorktree(n, 0)
-			}
-			ok := true
-			r.emit(&Event{Type: record.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok})
-			r.wt.CloseOwned(ctx, path)
-			return nodeValue(o)
-		}
-		// It ends otherwise this time: journaled as a visit of its own.
-		if err := r.journalStart(n, path, start); err != nil && o.fail == nil {
-			o.fail = err
-		}
+	return o
+}
+
+// reentered ends a block that ended well in an earlier attempt and again
+// now: replayed, not journaled a second time.
+func (r *runner) reentered(ctx context.Context, n *flows.Node, path string, o *outcome) (map[string]any, *Failure) {
+	if n.Isolation && o.worktree == nil {
+		o.worktree = flows.ZeroWorktree(n, 0)
 	}
+	ok := true
+	r.emit(&Event{Type: record.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok})
+	r.wt.CloseOwned(ctx, path)
+	return nodeValue(o)
+}
+
+// end journals and announces the end of a visit that started at start,
+// and lands an isolated leaf once its end is journaled.
+func (r *runner) end(ctx context.Context, fr *frame, n *flows.Node, path string, start time.Time, o *outcome) {
 	if o.home != "" {
 		// What an agent CLI wrote into the home itself has not passed
 		// through flow's writers.
@@ -109,23 +129,8 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	end := r.rt.Now()
 	wall := end.Sub(start).Milliseconds()
 	ok := o.fail == nil
-	// A leaf's output is journaled whole: it cannot be had again without
-	// running it. A block's output is made of its children's, so it is
-	// not written twice; a resume rebuilds it by replaying the block.
-	var recorded any
-	if isLeaf(n) {
-		recorded = o.output
-	}
-	e := record.VisitEnded{Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: ok, Output: recorded,
-		Error: o.fail, File: o.file, Size: o.size, Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session,
-		Scope: o.scope, Answer: o.answer, WallMS: wall, Worktree: o.wt, Worker: o.worker, Transcript: o.transcript,
-		Key: o.key, Reused: o.reused}
-	if o.timeout > 0 {
-		e.Timeout = o.timeout.String()
-	}
-	f := e.Fact()
 	r.spent(o.usage)
-	if err := r.dir.Fact(f); err != nil && o.fail == nil {
+	if err := r.dir.Fact(endFact(n, path, end, wall, o)); err != nil && o.fail == nil {
 		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 		o.land = nil
 	}
@@ -138,7 +143,25 @@ func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	}
 	r.emit(&Event{Time: end, Type: record.EventVisitEnd, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
 	r.wt.CloseOwned(ctx, path)
-	return nodeValue(o)
+}
+
+// endFact is the end fact of a visit of n at path that ended at end.
+func endFact(n *flows.Node, path string, end time.Time, wall int64, o *outcome) *Fact {
+	// A leaf's output is journaled whole: it cannot be had again without
+	// running it. A block's output is made of its children's, so it is
+	// not written twice; a resume rebuilds it by replaying the block.
+	var recorded any
+	if isLeaf(n) {
+		recorded = o.output
+	}
+	e := record.VisitEnded{Time: end, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: o.fail == nil, Output: recorded,
+		Error: o.fail, File: o.file, Size: o.size, Skipped: o.skipped, Usage: o.usage, Model: o.model, Attempts: o.attempts, Session: o.session,
+		Scope: o.scope, Answer: o.answer, WallMS: wall, Worktree: o.wt, Worker: o.worker, Transcript: o.transcript,
+		Key: o.key, Reused: o.reused}
+	if o.timeout > 0 {
+		e.Timeout = o.timeout.String()
+	}
+	return e.Fact()
 }
 
 // isLeaf reports whether n does its own work, whose outcome the journal

@@ -237,6 +237,9 @@ func (h *Host) Workspace() worktrees.Workspace { return nil }
 // Blind is false: the walker's watch reaches the scripted turns.
 func (h *Host) Blind() bool { return false }
 
+// RunDir is "": the host keeps no run directory.
+func (h *Host) RunDir() string { return "" }
+
 // Delegator is the host itself: its scripted leaves make a turn's
 // delegate calls with Delegate.
 func (h *Host) Delegator() engine.Delegator { return h }

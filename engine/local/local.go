@@ -15,13 +15,14 @@ import (
 // NewHost is the host of a walk in this process recorded into w: rt (nil:
 // Runtime{}) and leaves, w's redactor, and w's working copies.
 func NewHost(rt engine.Runtime, leaves engine.LeafRunner, w *rundir.Writer) engine.Host {
-	return hostOf(rt, leaves, w, nil)
+	return hostOf(rt, leaves, w, nil, w.Dir())
 }
 
-// hostOf is NewHost whose turns' delegate calls del serves (nil: none).
-func hostOf(rt engine.Runtime, leaves engine.LeafRunner, w *rundir.Writer, del engine.Delegator) engine.Host {
+// hostOf is NewHost whose turns' delegate calls del serves (nil: none),
+// the run's directory named dir.
+func hostOf(rt engine.Runtime, leaves engine.LeafRunner, w *rundir.Writer, del engine.Delegator, dir string) engine.Host {
 	if rt == nil {
 		rt = Runtime{}
 	}
-	return engine.NewHost(engine.Parts{Runtime: rt, Leaves: leaves, Recorder: w, Redactor: w.Secrets(), Workspace: workspace{w}, Delegator: del})
+	return engine.NewHost(engine.Parts{Runtime: rt, Leaves: leaves, Recorder: w, Redactor: w.Secrets(), Workspace: workspace{w}, Delegator: del, RunDir: dir})
 }

@@ -66,6 +66,9 @@ func prepare(plan *flows.Plan, opts *engine.Options) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkHost(plan, opts); err != nil {
+		return nil, err
+	}
 	if opts.Leaves == nil {
 		opts.Leaves = Leaves{Drivers: opts.Drivers, Commands: opts.Commands}
 	}
@@ -146,7 +149,7 @@ func run(ctx context.Context, plan *flows.Plan, opts engine.Options, w *rundir.W
 		defer closeDelegates()
 		del = d
 	}
-	return engine.Walk(ctx, plan, opts, hostOf(opts.Runtime, opts.Leaves, w, del), earlier)
+	return engine.Walk(ctx, plan, opts, hostOf(opts.Runtime, opts.Leaves, w, del, filepath.Join(opts.RunsDir, opts.RunID)), earlier)
 }
 
 // Resume continues the run in dir from its first unended visit

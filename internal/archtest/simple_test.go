@@ -44,13 +44,14 @@ func goFiles(t *testing.T, dir string) []string {
 	return files
 }
 
-// The engine stays a package a newcomer can read: at most 4,000 lines of
-// package engine itself (engine/local and engine/enginetest are packages
-// of their own), and no assembly, unsafe or memory mapping anywhere in the
-// module (STYLE.md, "Performance work"). The bound was 3,000 before the
-// ledger's reservations, the Host seam and visit keys joined the walker;
-// the local host's code has since moved to engine/local (docs/decisions.md,
-// "The local host leaves package engine").
+// The engine stays a package a newcomer can read: at most 3,000 lines of
+// package engine itself (engine/local, engine/enginetest and the walker's
+// parts — engine/ledger, engine/delegation, engine/worktrees,
+// engine/replay — are packages of their own), and no assembly, unsafe or
+// memory mapping anywhere in the module (STYLE.md, "Performance work").
+// The bound was 4,000 until the walker was split by feature
+// (docs/decisions.md, "The walker split by feature"); no function in it is
+// over 60 lines either (TestEngineFunctionsAreShort).
 func TestEngineStaysPlain(t *testing.T) {
 	root := moduleRoot(t)
 	lines := 0
@@ -64,8 +65,8 @@ func TestEngineStaysPlain(t *testing.T) {
 		}
 		lines += strings.Count(string(b), "\n")
 	}
-	if lines > 4000 {
-		t.Errorf("package engine holds %d lines of non-test Go, more than 4,000", lines)
+	if lines > 3000 {
+		t.Errorf("package engine holds %d lines of non-test Go, more than 3,000: put a new feature behind its own small type, in a package of its own under engine", lines)
 	}
 	for _, f := range goFiles(t, root) {
 		b, err := os.ReadFile(f)
