@@ -187,24 +187,30 @@ func turnEnd(ctx context.Context, t *Turn, res *TurnResult, err error) (reply, *
 // settles its booking with what it spent. A delegate call that found
 // nothing left of a budget ends the turn (turnStop): its error is then
 // errBudget.
-func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *ledger.Booking, slot *delegation.Slot, sess *session) (*TurnResult, *Failure, error) {
-	tctx, ts := startTurn(ctx, b)
-	if o.deleg != nil {
-		d, closeDelegation, fail := r.serve(tctx, o.deleg, slot, ts)
-		if fail != nil {
-			ts.end(tctx)
-			r.ledger.Settle(b, nil, false)
-			return nil, fail, nil
-		}
-		defer closeDelegation()
-		t.Delegate = d
-	}
+func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *ledger.Booking, slot *delegation.Slot, sess *session) (res *TurnResult, fail *Failure, err error) {
 	if sess != nil {
 		t.Session = sess.id
 	}
 	t.Watch, t.TokensLeft = b.Watch()
-	res, err := r.leaves.Turn(tctx, t)
-	if ts.end(tctx) && ctx.Err() == nil {
+	stopped := r.stoppable(ctx, b, func(tctx context.Context, ts *turnStop) {
+		defer ts.turnEnded()
+		if o.deleg != nil {
+			d, closeDelegation, f := r.serve(tctx, o.deleg, slot, ts)
+			if f != nil {
+				fail = f
+				return
+			}
+			defer closeDelegation() // after turnEnded: the calls held for the turn's end return first
+			t.Delegate = d
+		}
+		res, err = r.leaves.Turn(tctx, t)
+		ts.turnEnded()
+	})
+	if fail != nil {
+		r.ledger.Settle(b, nil, false)
+		return nil, fail, nil
+	}
+	if stopped && ctx.Err() == nil {
 		err = errBudget
 	}
 	var spent *Usage
