@@ -83,7 +83,7 @@ func checkRunaway(t *testing.T, run, out string, err error, budget, billed, requ
 // runawayGap says why a driver's runaway tree is not yet held to the
 // billing log: what its CLI reports of a turn that is ended mid-turn.
 var runawayGap = map[string]string{
-	"codex": "codex reports a turn's usage only at turn.completed: a parent ended mid-turn records none, so the budget cannot count it (issue 36, item 1: still open for codex)",
+	"codex":  "codex reports a turn's usage only at turn.completed: a parent ended mid-turn records none, so the budget cannot count it (issue 36, item 1: still open for codex)",
 	"claude": "claude's stream-json gives a message's output tokens only in its final result: a parent ended after a tool call records output 1 for it (issue 36, item 1: still open for claude)",
 }
 
