@@ -81,13 +81,13 @@ func (r *runner) ask(ctx context.Context, n *flows.Node, vars map[string]any, pa
 		return &outcome{fail: cancelled(ctx, path)}
 	case err != nil && timedOut:
 		if !an.HasDefault {
-			return &outcome{fail: &Failure{Kind: schema.FailTimeout, Message: fmt.Sprintf("nobody answered within %s, and the ask has no default", n.Timeout)}}
+			return &outcome{fail: &record.Failure{Kind: schema.FailTimeout, Message: fmt.Sprintf("nobody answered within %s, and the ask has no default", n.Timeout)}}
 		}
 		return &outcome{output: an.Default, answer: &record.Answer{Time: r.rt.Now(), Default: true}}
 	case err != nil:
-		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: err.Error()}}
+		return &outcome{fail: &record.Failure{Kind: schema.FailRefused, Message: err.Error()}}
 	case len(an.Options) > 0 && !slices.Contains(an.Options, ans.Value):
-		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: fmt.Sprintf("the answer %q is not one of %s", ans.Value, strings.Join(an.Options, ", "))}}
+		return &outcome{fail: &record.Failure{Kind: schema.FailRefused, Message: fmt.Sprintf("the answer %q is not one of %s", ans.Value, strings.Join(an.Options, ", "))}}
 	}
 	return &outcome{output: ans.Value, answer: &record.Answer{By: ans.By, Time: r.rt.Now()}}
 }

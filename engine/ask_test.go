@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -34,7 +35,7 @@ func (a *scriptedAsker) Ask(ctx context.Context, q *Question) (Answer, error) {
 	}
 }
 
-func askEnd(t *testing.T, facts []*Fact, visit string) *Fact {
+func askEnd(t *testing.T, facts []*record.Fact, visit string) *record.Fact {
 	t.Helper()
 	for _, f := range facts {
 		if f.Type == rundir.FactEnd && f.Visit == visit {

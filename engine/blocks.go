@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/flowrun/flow/engine/ledger"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
@@ -82,7 +83,7 @@ func join(prefix, id string) string {
 
 // sequence runs nodes in order. vars is the sequence's own environment:
 // each ended node is added to it by id.
-func (r *runner) sequence(ctx context.Context, fr *frame, nodes []*flows.Node, vars map[string]any, prefix string) (any, *Failure) {
+func (r *runner) sequence(ctx context.Context, fr *frame, nodes []*flows.Node, vars map[string]any, prefix string) (any, *record.Failure) {
 	var last any
 	for _, n := range nodes {
 		val, fail := r.visit(ctx, fr, n, vars, join(prefix, n.ID))
@@ -114,12 +115,12 @@ func (r *runner) dispatch(ctx context.Context, fr *frame, n *flows.Node, vars ma
 	case schema.KindAsk:
 		return r.ask(ctx, n, vars, path)
 	}
-	return &outcome{fail: &Failure{Kind: schema.FailCondition, Message: "unknown node kind " + string(n.Kind)}}
+	return &outcome{fail: &record.Failure{Kind: schema.FailCondition, Message: "unknown node kind " + string(n.Kind)}}
 }
 
 // childFailure wraps the failure of a visit below path.
-func childFailure(path string, cause *Failure) *Failure {
-	return &Failure{Kind: schema.FailChild, Message: fmt.Sprintf("%s failed: %s: %s", cause.Visit, cause.Kind, cause.Root().Message), Visit: path, Cause: cause}
+func childFailure(path string, cause *record.Failure) *record.Failure {
+	return &record.Failure{Kind: schema.FailChild, Message: fmt.Sprintf("%s failed: %s: %s", cause.Visit, cause.Kind, cause.Root().Message), Visit: path, Cause: cause}
 }
 
 func (r *runner) choice(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
@@ -148,8 +149,8 @@ func (r *runner) choice(ctx context.Context, fr *frame, n *flows.Node, vars map[
 // tasks not started yet are skipped. Each task, skipped or not, finishes
 // its place in ord (nil: the block lands nothing). It returns each task's
 // failure by index.
-func (r *runner) block(ctx context.Context, count, limit int, failFast bool, ord *worktrees.Order, task func(ctx context.Context, i int) *Failure) []*Failure {
-	fails := make([]*Failure, count)
+func (r *runner) block(ctx context.Context, count, limit int, failFast bool, ord *worktrees.Order, task func(ctx context.Context, i int) *record.Failure) []*record.Failure {
+	fails := make([]*record.Failure, count)
 	var cause error
 	if failFast {
 		cause = errCancelled
@@ -171,8 +172,8 @@ func (r *runner) block(ctx context.Context, count, limit int, failFast bool, ord
 
 // firstFailure is the failure of a block whose tasks failed: the first in
 // order that caused the others, not a sibling it cancelled.
-func firstFailure(path string, fails []*Failure) *Failure {
-	var first *Failure
+func firstFailure(path string, fails []*record.Failure) *record.Failure {
+	var first *record.Failure
 	for _, f := range fails {
 		if f == nil {
 			continue
@@ -194,11 +195,11 @@ func (r *runner) parallel(ctx context.Context, fr *frame, n *flows.Node, vars ma
 	outs := make([]any, len(n.Branches()))
 	wts := make([]map[string]any, len(n.Branches()))
 	ord := r.orderOf(n, len(n.Branches()))
-	fails := r.block(ctx, len(n.Branches()), 0, n.FailFast(), ord, func(ctx context.Context, i int) *Failure {
+	fails := r.block(ctx, len(n.Branches()), 0, n.FailFast(), ord, func(ctx context.Context, i int) *record.Failure {
 		b := n.Branches()[i]
 		bpath := join(path, b.Name)
-		var fail *Failure
-		outs[i], wts[i], fail = r.isolated(ctx, fr, n, vars, bpath, ord, i, func(fr *frame) (any, *Failure) {
+		var fail *record.Failure
+		outs[i], wts[i], fail = r.isolated(ctx, fr, n, vars, bpath, ord, i, func(fr *frame) (any, *record.Failure) {
 			return r.sequence(ctx, fr, b.Nodes, nested(vars), bpath)
 		})
 		return fail
@@ -229,7 +230,7 @@ func (r *runner) orderOf(n *flows.Node, count int) *worktrees.Order {
 // place in ord: in a scope of its own when the block is isolated, which
 // lands in its turn. It returns the body's output, the scope's x.worktree
 // (nil when the block is not isolated) and the failure.
-func (r *runner) isolated(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string, ord *worktrees.Order, i int, body func(fr *frame) (any, *Failure)) (any, map[string]any, *Failure) {
+func (r *runner) isolated(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string, ord *worktrees.Order, i int, body func(fr *frame) (any, *record.Failure)) (any, map[string]any, *record.Failure) {
 	gfr := fr.withGate(ord, i)
 	if !n.Isolation {
 		out, fail := body(gfr)
@@ -266,16 +267,16 @@ func (r *runner) mapNode(ctx context.Context, fr *frame, n *flows.Node, vars map
 		return condition(fmt.Errorf("map %s at %s gave %s, not a list", mn.Items.Source, mn.Items.Pos, schema.KindOf(v)))
 	}
 	if len(items) > mn.Max {
-		return &outcome{fail: &Failure{Kind: schema.FailTooMany, Message: fmt.Sprintf("%d items, more than max %d; nothing ran", len(items), mn.Max)}}
+		return &outcome{fail: &record.Failure{Kind: schema.FailTooMany, Message: fmt.Sprintf("%d items, more than max %d; nothing ran", len(items), mn.Max)}}
 	}
 	results := make([]any, len(items))
 	wts := make([]map[string]any, len(items))
 	ord := r.orderOf(n, len(items))
-	fails := r.block(ctx, len(items), mn.Concurrency, mn.FailFast, ord, func(ctx context.Context, i int) *Failure {
+	fails := r.block(ctx, len(items), mn.Concurrency, mn.FailFast, ord, func(ctx context.Context, i int) *record.Failure {
 		iv := nested(vars)
 		iv["item"], iv["index"] = items[i], i+1
 		ipath := path + "[" + strconv.Itoa(i+1) + "]"
-		out, wt, fail := r.isolated(ctx, fr, n, iv, ipath, ord, i, func(fr *frame) (any, *Failure) {
+		out, wt, fail := r.isolated(ctx, fr, n, iv, ipath, ord, i, func(fr *frame) (any, *record.Failure) {
 			return r.sequence(ctx, fr, mn.Body, iv, ipath)
 		})
 		results[i], wts[i] = map[string]any{"item": items[i], "ok": fail == nil, "output": out, "error": errorValue(fail)}, wt
@@ -351,7 +352,7 @@ func (r *runner) loop(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 			return &outcome{output: output(true)}
 		}
 		if i >= ln.Max {
-			return &outcome{output: output(false), fail: &Failure{Kind: schema.FailUnconverged, Message: fmt.Sprintf("until did not hold after %d iterations", ln.Max)}}
+			return &outcome{output: output(false), fail: &record.Failure{Kind: schema.FailUnconverged, Message: fmt.Sprintf("until did not hold after %d iterations", ln.Max)}}
 		}
 		previous = last
 	}
@@ -363,7 +364,7 @@ func (r *runner) call(ctx context.Context, fr *frame, n *flows.Node, vars map[st
 	if callee == nil {
 		// The loader puts every flow a node calls in the plan; a plan built
 		// some other way fails this visit rather than the engine.
-		return &outcome{fail: &Failure{Kind: schema.FailUnavailable, Message: fmt.Sprintf("flow %q is not in the plan", cn.Callee)}}
+		return &outcome{fail: &record.Failure{Kind: schema.FailUnavailable, Message: fmt.Sprintf("flow %q is not in the plan", cn.Callee)}}
 	}
 	var in any
 	if cn.Input != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/flowrun/flow/engine/ledger"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -26,13 +27,13 @@ func (f *frame) withBudget(b *flows.Budget, where string) *frame {
 
 // book reserves what a turn of agent at visit is expected to spend under
 // every budget above it (ledger.Book). A refusal is a `budget` failure.
-func (r *runner) book(ctx context.Context, fr *frame, agent, visit string) (*ledger.Booking, *Failure) {
+func (r *runner) book(ctx context.Context, fr *frame, agent, visit string) (*ledger.Booking, *record.Failure) {
 	b, why, err := r.ledger.Book(ctx, fr.meters, agent, visit, r.blind, func() bool { return r.isChild(visit) })
 	switch {
 	case err != nil:
 		return nil, cancelled(ctx, visit)
 	case why != "":
-		return nil, &Failure{Kind: schema.FailBudget, Message: why}
+		return nil, &record.Failure{Kind: schema.FailBudget, Message: why}
 	}
 	return b, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -30,7 +31,7 @@ func (d *streamDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 	result := func(st TurnStatus) *TurnResult {
 		d.billed.Add(tok)
 		in := tok
-		r := &TurnResult{Status: st, Output: "ok", Usage: Usage{Input: &in}}
+		r := &TurnResult{Status: st, Output: "ok", Usage: record.Usage{Input: &in}}
 		if d.cost != nil {
 			r.Usage.Cost = d.cost(t)
 		}
@@ -48,13 +49,13 @@ func (d *streamDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 	return result(Completed), nil
 }
 
-func runStream(t *testing.T, src string, d *streamDriver) (*Result, []*Fact) {
+func runStream(t *testing.T, src string, d *streamDriver) (*Result, []*record.Fact) {
 	t.Helper()
 	return runStreamOn(t, hosts[0], src, d)
 }
 
 // runStreamOn is runStream on host h.
-func runStreamOn(t *testing.T, h host, src string, d *streamDriver) (*Result, []*Fact) {
+func runStreamOn(t *testing.T, h host, src string, d *streamDriver) (*Result, []*record.Fact) {
 	t.Helper()
 	p := load(t, "bud", src)
 	res, facts, err := h.walk(context.Background(), t, p, Options{Drivers: map[string]Driver{"exec": d}, Concurrency: 8})

@@ -54,7 +54,7 @@ func (r *runner) delegation(fr *frame, n *flows.Node, path string) *delegator {
 // serve opens the delegation of one turn of d's visit; slot is the turn's
 // place under the run's cap on live turns, which it lends to its children
 // while it waits for them.
-func (r *runner) serve(ctx context.Context, d *delegator, slot *delegation.Slot, ts *turnStop) (*Delegation, func(), *Failure) {
+func (r *runner) serve(ctx context.Context, d *delegator, slot *delegation.Slot, ts *turnStop) (*Delegation, func(), *record.Failure) {
 	del, closeFn, err := r.delegates.Serve(ctx, d.Path, func(ctx context.Context, req DelegateRequest) DelegateReply {
 		reply := r.delegate(ctx, d, slot, req)
 		if ts.afterCall() {
@@ -63,7 +63,7 @@ func (r *runner) serve(ctx context.Context, d *delegator, slot *delegation.Slot,
 		return reply
 	})
 	if err != nil {
-		return nil, nil, &Failure{Kind: schema.FailUnavailable, Message: "opening the turn's delegation: " + err.Error()}
+		return nil, nil, &record.Failure{Kind: schema.FailUnavailable, Message: "opening the turn's delegation: " + err.Error()}
 	}
 	del.Agents = d.Tree.Spec.Agents
 	return del, closeFn, nil
@@ -120,7 +120,7 @@ func (r *runner) childOf(d *delegator, path, task string) {
 
 // answerOf is the reply of a child's visit at path: its answer, or its
 // failure.
-func answerOf(path string, v map[string]any, fail *Failure) DelegateReply {
+func answerOf(path string, v map[string]any, fail *record.Failure) DelegateReply {
 	if fail != nil {
 		// Bounded as an answer is: a failure's message may hold a
 		// program's output.
@@ -149,17 +149,4 @@ func (r *runner) isChild(path string) bool {
 // takeLive waits for the turn's place under the run's cap on live turns.
 func (r *runner) takeLive(ctx context.Context) (*delegation.Slot, error) {
 	return delegation.TakeSlot(ctx, r.live, r.rt.NewLock())
-}
-
-// delegatingNode is a node of p that delegates, or nil.
-func delegatingNode(p *flows.Plan) *flows.Node {
-	var found *flows.Node
-	for _, f := range flowsInOrder(p) {
-		flows.EachNode(f.Nodes, func(n *flows.Node) {
-			if an := n.AsAgent(); found == nil && an != nil && an.Delegate != nil {
-				found = n
-			}
-		})
-	}
-	return found
 }

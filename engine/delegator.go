@@ -30,7 +30,7 @@ type DelegateHandler func(ctx context.Context, req DelegateRequest) DelegateRepl
 // delegate calls (a Temporal run, a local run without Options.Delegates):
 // nil when no node of it delegates.
 func RefuseDelegation(plan *flows.Plan) error {
-	n := delegatingNode(plan)
+	n := firstNode(plan, func(n *flows.Node) bool { an := n.AsAgent(); return an != nil && an.Delegate != nil })
 	if n == nil {
 		return nil
 	}

@@ -45,7 +45,7 @@ type Options struct {
 	Asker Asker
 	// OnEvent receives every event as it happens (the live view). It is
 	// called from many goroutines and must not block for long.
-	OnEvent func(*Event)
+	OnEvent func(*record.Event)
 	// Config is the resolved configuration, recorded in the snapshot
 	// (without secrets).
 	Config map[string]any
@@ -93,8 +93,8 @@ type Result struct {
 	Dir     string
 	OK      bool
 	Output  any
-	Failure *Failure // nil when OK
-	Usage   Usage
+	Failure *record.Failure // nil when OK
+	Usage   record.Usage
 	// Overspend names each budget the run ended above, by how much and
 	// why; the run's end fact records the same.
 	Overspend []record.Overspend
@@ -123,7 +123,7 @@ func (r *Result) Status() record.Status {
 // Walk neither creates a run directory nor ends processes: host owns
 // where facts and processes live. Isolated scopes need the host's
 // Workspace: a plan with them is refused on a host that has none.
-func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlier []*Fact) (*Result, error) {
+func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlier []*record.Fact) (*Result, error) {
 	input, err := opts.Prepare(plan)
 	if err != nil {
 		return nil, err
@@ -134,24 +134,11 @@ func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlie
 		}
 	}
 	if host.Workspace() == nil {
-		if n := isolatedNode(plan); n != nil {
+		if n := firstNode(plan, func(n *flows.Node) bool { return n.Isolation }); n != nil {
 			return nil, &RefusedError{Msg: fmt.Sprintf("%s: isolation: worktree needs the run's working copy on this machine; run it with flow run, not on remote workers", n.Pos)}
 		}
 	}
 	return walk(ctx, plan, opts, host, input, earlier, slices.Clip(opts.Notes)...)
-}
-
-// isolatedNode is a node of p with isolation, or nil.
-func isolatedNode(p *flows.Plan) *flows.Node {
-	var found *flows.Node
-	for _, f := range flowsInOrder(p) {
-		flows.EachNode(f.Nodes, func(n *flows.Node) {
-			if found == nil && n.Isolation {
-				found = n
-			}
-		})
-	}
-	return found
 }
 
 // Prepare is the one check of every entry: the input against the flow's
@@ -171,7 +158,7 @@ func (o *Options) Prepare(plan *flows.Plan) (any, error) {
 // check fills in defaults and refuses a run that could not go through.
 func (o *Options) check(plan *flows.Plan) error {
 	if o.Asker == nil {
-		if n := askWithoutDefault(plan); n != nil {
+		if n := firstNode(plan, func(n *flows.Node) bool { an := n.AsAsk(); return an != nil && !an.HasDefault }); n != nil {
 			return &RefusedError{Msg: fmt.Sprintf("%s: ask %q has no default and nobody is at the terminal to answer it; add default: or run it in a terminal", n.Pos, n.ID)}
 		}
 	}
@@ -184,7 +171,7 @@ func (o *Options) check(plan *flows.Plan) error {
 
 // walk runs the plan, each fact and event into rec, and its output into
 // rec's Finish.
-func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input any, earlier []*Fact, notes ...string) (*Result, error) {
+func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input any, earlier []*record.Fact, notes ...string) (*Result, error) {
 	rec := host
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
 		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host),
@@ -200,9 +187,9 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 		return nil, err
 	}
 	shown := runDir(host, opts.RunID) // as the user named it
-	r.emit(&Event{Type: record.EventRunStart, Dir: shown})
+	r.emit(&record.Event{Type: record.EventRunStart, Dir: shown})
 	for _, n := range notes {
-		r.emit(&Event{Type: record.EventNote, Message: n})
+		r.emit(&record.Event{Type: record.EventNote, Message: n})
 	}
 	fr := (&frame{rt: host, calls: &flows.Calls{Flow: plan.Root}, scopes: map[string]string{"flow": "_flow"}}).withBudget(plan.Root.Budget, "flow "+plan.Root.Name)
 	values := map[string]any{"input": input} // the root sequence adds each node's value by id
@@ -218,7 +205,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	// The run's output is made of its visits' outputs, which the journal
 	// has: it goes to output.json, not into the journal a second time.
 	endErr := rec.Fact(record.RunEnded{Time: end, Run: opts.RunID, Status: res.Status(), OK: res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend, InfraInTree: res.InfraInTree}.Fact())
-	r.emit(&Event{Type: record.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown, Overspend: res.Overspend})
+	r.emit(&record.Event{Type: record.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown, Overspend: res.Overspend})
 	return res, errors.Join(endErr, rec.WriteValues(values), rec.Finish(plain))
 }
 
@@ -239,7 +226,7 @@ func (r *runner) redactHome(path string, since time.Time) error { return r.dir.R
 
 // redactFailure returns f with its messages redacted, as a copy when it
 // held a secret.
-func redactFailure(secrets *secret.Redactor, f *Failure) *Failure {
+func redactFailure(secrets *secret.Redactor, f *record.Failure) *record.Failure {
 	if f == nil {
 		return nil
 	}
@@ -272,7 +259,7 @@ type runner struct {
 	journal  *replay.Journal // what earlier attempts recorded (resume)
 	keys     *replay.Keys    // the keys of its leaf visits
 	ledger   *ledger.Ledger  // what turns cost, and the budgets they overspent
-	usage    Usage           // what every visit spent, earlier attempts' included
+	usage    record.Usage    // what every visit spent, earlier attempts' included
 
 	wt *worktrees.Scopes // isolated scopes and their repositories (docs/worktrees.md)
 
@@ -286,7 +273,7 @@ type runner struct {
 }
 
 // emit writes an event and hands it to OnEvent.
-func (r *runner) emit(e *Event) {
+func (r *runner) emit(e *record.Event) {
 	if e.Time.IsZero() {
 		e.Time = r.rt.Now()
 	}
@@ -298,7 +285,7 @@ func (r *runner) emit(e *Event) {
 }
 
 // spent adds a visit's usage to the run's total.
-func (r *runner) spent(u *Usage) {
+func (r *runner) spent(u *record.Usage) {
 	if u == nil {
 		return
 	}
@@ -307,7 +294,7 @@ func (r *runner) spent(u *Usage) {
 	r.usage.Add(*u)
 }
 
-func (r *runner) total() Usage {
+func (r *runner) total() record.Usage {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.usage
@@ -340,11 +327,12 @@ func checkInput(f *flows.Flow, in any, closed bool) (any, error) {
 	return normalize(f.Input, v), nil
 }
 
-func askWithoutDefault(p *flows.Plan) *flows.Node {
+// firstNode is the first node of p that is, in flows by name, or nil.
+func firstNode(p *flows.Plan, is func(n *flows.Node) bool) *flows.Node {
 	var found *flows.Node
 	for _, f := range flowsInOrder(p) {
 		flows.EachNode(f.Nodes, func(n *flows.Node) {
-			if an := n.AsAsk(); found == nil && an != nil && !an.HasDefault {
+			if found == nil && is(n) {
 				found = n
 			}
 		})

@@ -17,6 +17,7 @@ import (
 
 	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -58,9 +59,9 @@ func (d *fakeDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 	}
 	in := int64(10)
 	if err != nil {
-		return &TurnResult{Status: Failed, Diagnostics: []string{err.Error()}, Usage: Usage{Input: &in}}, nil
+		return &TurnResult{Status: Failed, Diagnostics: []string{err.Error()}, Usage: record.Usage{Input: &in}}, nil
 	}
-	return &TurnResult{Status: Completed, Output: out, Usage: Usage{Input: &in}, Session: "s-" + t.Agent.Name}, nil
+	return &TurnResult{Status: Completed, Output: out, Usage: record.Usage{Input: &in}, Session: "s-" + t.Agent.Name}, nil
 }
 
 type fakeCommands struct{}
@@ -91,12 +92,12 @@ func load(t *testing.T, name, src string) *flows.Plan {
 	return p
 }
 
-func execute(t *testing.T, p *flows.Plan, d *fakeDriver, opts Options) (*Result, []*Fact) {
+func execute(t *testing.T, p *flows.Plan, d *fakeDriver, opts Options) (*Result, []*record.Fact) {
 	t.Helper()
 	return executeOn(t, hosts[0], p, d, opts)
 }
 
-func ended(facts []*Fact) []string {
+func ended(facts []*record.Fact) []string {
 	var out []string
 	for _, f := range facts {
 		if f.Type == "end" {
@@ -388,7 +389,7 @@ timeout: 50ms
 `)
 	d := &fakeDriver{delay: 2 * time.Second}
 	res, facts := execute(t, p, d, Options{})
-	var slowFail *Failure
+	var slowFail *record.Failure
 	for _, f := range facts {
 		if f.Type == "end" && f.Visit == "slow" {
 			slowFail = f.Error
@@ -581,7 +582,7 @@ func (d *budgetDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 			t.Progress(Progress{Activity: "writing", Tokens: tok})
 			select {
 			case <-ctx.Done():
-				return &TurnResult{Status: Aborted, Usage: Usage{Input: &tok}}, context.Cause(ctx)
+				return &TurnResult{Status: Aborted, Usage: record.Usage{Input: &tok}}, context.Cause(ctx)
 			case <-time.After(5 * time.Millisecond):
 			}
 			if tok > 10000 {
@@ -589,7 +590,7 @@ func (d *budgetDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 			}
 		}
 	}
-	return &TurnResult{Status: Completed, Output: "ok", Usage: Usage{Input: &in}}, nil
+	return &TurnResult{Status: Completed, Output: "ok", Usage: record.Usage{Input: &in}}, nil
 }
 
 // A resumed run replays what ended: the loop's first iteration, the map's
@@ -857,10 +858,10 @@ func TestResumeDoesNotJournalEndedBlocksAgain(t *testing.T) {
 		if err != nil || res.OK {
 			t.Fatalf("first attempt: %v %+v", err, res.Failure)
 		}
-		var events []*Event
+		var events []*record.Event
 		var mu sync.Mutex
 		res, facts, err = h.resume(context.Background(), t, p, res, facts, Options{Drivers: map[string]Driver{"exec": &fakeDriver{}},
-			OnEvent: func(e *Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
+			OnEvent: func(e *record.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
 		if err != nil || !res.OK {
 			t.Fatalf("resume: %v %+v", err, res.Failure)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -96,7 +97,7 @@ func (dryDriver) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 		out = "{}"
 	}
 	in := int64(1)
-	return &TurnResult{Status: Completed, Output: out, Usage: Usage{Input: &in}}, ctx.Err()
+	return &TurnResult{Status: Completed, Output: out, Usage: record.Usage{Input: &in}}, ctx.Err()
 }
 
 // dryCommands runs every command at once, successfully.

@@ -10,6 +10,7 @@ import (
 
 	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -104,7 +105,7 @@ nodes:
 		}
 		return "the key is " + key, nil
 	}}
-	res, facts := execute(t, p, d, Options{OnEvent: func(e *Event) { seen = append(seen, e.Activity, errMsg(e.Error)) }})
+	res, facts := execute(t, p, d, Options{OnEvent: func(e *record.Event) { seen = append(seen, e.Activity, errMsg(e.Error)) }})
 	if out, _ := res.Output.(string); out != "the key is [redacted]" {
 		t.Errorf("output %q", out)
 	}
@@ -120,7 +121,7 @@ nodes:
 	}
 }
 
-func errMsg(f *Failure) string {
+func errMsg(f *record.Failure) string {
 	if f == nil {
 		return ""
 	}

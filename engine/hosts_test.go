@@ -13,6 +13,7 @@ import (
 	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/enginetest"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 )
@@ -28,10 +29,10 @@ type host struct {
 	name string
 	// walk walks p to its end with opts, returning how it ended and its
 	// facts; an error means the run could not start.
-	walk func(ctx context.Context, t *testing.T, p *flows.Plan, opts Options) (*Result, []*Fact, error)
+	walk func(ctx context.Context, t *testing.T, p *flows.Plan, opts Options) (*Result, []*record.Fact, error)
 	// resume continues the run that walk ended as first, with facts, to
 	// its end, returning how it ended and its facts, both attempts'.
-	resume func(ctx context.Context, t *testing.T, p *flows.Plan, first *Result, facts []*Fact, opts Options) (*Result, []*Fact, error)
+	resume func(ctx context.Context, t *testing.T, p *flows.Plan, first *Result, facts []*record.Fact, opts Options) (*Result, []*record.Fact, error)
 	// now is the host's clock as a walk starts: a time no fact of the
 	// walk is before.
 	now func() time.Time
@@ -52,7 +53,7 @@ func onHosts(t *testing.T, test func(t *testing.T, h host)) {
 	}
 }
 
-func walkLocal(ctx context.Context, t *testing.T, p *flows.Plan, opts Options) (*Result, []*Fact, error) {
+func walkLocal(ctx context.Context, t *testing.T, p *flows.Plan, opts Options) (*Result, []*record.Fact, error) {
 	t.Helper()
 	if opts.RunsDir == "" {
 		opts.RunsDir = t.TempDir()
@@ -69,7 +70,7 @@ func walkLocal(ctx context.Context, t *testing.T, p *flows.Plan, opts Options) (
 }
 
 // resumeLocal is local.Resume of the run directory.
-func resumeLocal(ctx context.Context, t *testing.T, _ *flows.Plan, first *Result, _ []*Fact, opts Options) (*Result, []*Fact, error) {
+func resumeLocal(ctx context.Context, t *testing.T, _ *flows.Plan, first *Result, _ []*record.Fact, opts Options) (*Result, []*record.Fact, error) {
 	t.Helper()
 	res, err := local.Resume(ctx, first.Dir, flows.Options{UserAgentDirs: []string{}}, opts)
 	if err != nil {
@@ -84,14 +85,14 @@ func resumeLocal(ctx context.Context, t *testing.T, _ *flows.Plan, first *Result
 
 // resumeInMemory walks the plan again on a fresh in-memory host with the
 // first attempt's facts, as a workflow resumes a run.
-func resumeInMemory(ctx context.Context, t *testing.T, p *flows.Plan, first *Result, facts []*Fact, opts Options) (*Result, []*Fact, error) {
+func resumeInMemory(ctx context.Context, t *testing.T, p *flows.Plan, first *Result, facts []*record.Fact, opts Options) (*Result, []*record.Fact, error) {
 	t.Helper()
 	opts.RunID = first.RunID
 	res, more, err := walkInMemoryAfter(ctx, t, p, opts, facts)
 	return res, append(slices.Clone(facts), more...), err
 }
 
-func walkInMemory(ctx context.Context, t *testing.T, p *flows.Plan, opts Options) (*Result, []*Fact, error) {
+func walkInMemory(ctx context.Context, t *testing.T, p *flows.Plan, opts Options) (*Result, []*record.Fact, error) {
 	t.Helper()
 	if opts.RunID == "" {
 		opts.RunID = "r1"
@@ -99,7 +100,7 @@ func walkInMemory(ctx context.Context, t *testing.T, p *flows.Plan, opts Options
 	return walkInMemoryAfter(ctx, t, p, opts, nil)
 }
 
-func walkInMemoryAfter(ctx context.Context, t *testing.T, p *flows.Plan, opts Options, earlier []*Fact) (*Result, []*Fact, error) {
+func walkInMemoryAfter(ctx context.Context, t *testing.T, p *flows.Plan, opts Options, earlier []*record.Fact) (*Result, []*record.Fact, error) {
 	t.Helper()
 	if opts.WorkDir == "" { // as the local host takes it
 		wd, err := os.Getwd()
@@ -173,7 +174,7 @@ func (m memoryHost) Command(ctx context.Context, c *Command) (*CommandResult, er
 }
 
 // executeOn is execute on host h.
-func executeOn(t *testing.T, h host, p *flows.Plan, d *fakeDriver, opts Options) (*Result, []*Fact) {
+func executeOn(t *testing.T, h host, p *flows.Plan, d *fakeDriver, opts Options) (*Result, []*record.Fact) {
 	t.Helper()
 	opts.Drivers = map[string]Driver{"exec": d}
 	opts.Commands = fakeCommands{}

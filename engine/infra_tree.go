@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/flowrun/flow/engine/delegation"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -20,17 +21,17 @@ import (
 // run says infra_in_tree.
 type infraTree struct {
 	mu       Locker
-	byParent map[string]*Failure // the first such failure of each parent's running turn
-	any      bool                // some child of the run failed so
+	byParent map[string]*record.Failure // the first such failure of each parent's running turn
+	any      bool                       // some child of the run failed so
 }
 
 func newInfraTree(mu Locker) *infraTree {
-	return &infraTree{mu: mu, byParent: map[string]*Failure{}}
+	return &infraTree{mu: mu, byParent: map[string]*record.Failure{}}
 }
 
 // infrastructure says whether a visit's failure is the infrastructure's
 // rather than its agent's (the kinds a sweep runs again, docs/sweeps.md).
-func infrastructure(f *Failure) bool {
+func infrastructure(f *record.Failure) bool {
 	if f == nil {
 		return false
 	}
@@ -45,7 +46,7 @@ func infrastructure(f *Failure) bool {
 
 // note records that the child at path of parent failed with fail, if on
 // the infrastructure.
-func (t *infraTree) note(parent, path string, fail *Failure) {
+func (t *infraTree) note(parent, path string, fail *record.Failure) {
 	if !infrastructure(fail) {
 		return
 	}
@@ -53,14 +54,14 @@ func (t *infraTree) note(parent, path string, fail *Failure) {
 	defer t.mu.Unlock()
 	t.any = true
 	if t.byParent[parent] == nil {
-		t.byParent[parent] = &Failure{Kind: fail.Kind, Message: fmt.Sprintf(
+		t.byParent[parent] = &record.Failure{Kind: fail.Kind, Message: fmt.Sprintf(
 			"%s (its delegated child %s failed so: the answer that read it is not kept; resume the run to run both again)", fail.Message, path)}
 	}
 }
 
 // take returns and forgets the failure noted for parent's turn: called
 // before a turn starts (nothing stale) and after it ends.
-func (t *infraTree) take(parent string) *Failure {
+func (t *infraTree) take(parent string) *record.Failure {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f := t.byParent[parent]
@@ -76,13 +77,13 @@ func (t *infraTree) inTree() bool {
 
 // staysInfra says whether a delegated child's recorded failure stays on
 // resume: one on the infrastructure never does, the child runs again.
-func staysInfra(n *flows.Node, fail *Failure) bool {
+func staysInfra(n *flows.Node, fail *record.Failure) bool {
 	return !strings.HasPrefix(n.ID, delegation.NodePrefix) || !infrastructure(fail)
 }
 
 // turnOf runs one turn (turn); a delegating turn whose child failed on
 // the infrastructure while it ran fails as the child did.
-func (r *runner) turnOf(ctx context.Context, fr *frame, t *Turn, o *outcome, sess *session) (reply, *Failure) {
+func (r *runner) turnOf(ctx context.Context, fr *frame, t *Turn, o *outcome, sess *session) (reply, *record.Failure) {
 	if o.deleg == nil {
 		return r.turn(ctx, fr, t, o, sess)
 	}

@@ -78,10 +78,10 @@ func (r *runner) isolatedLeaf(ctx context.Context, fr *frame, n *flows.Node, var
 
 // scopeFor returns the scope of an isolated node's visit at path: the
 // visit's own, or for an agent with memory the memory scope's.
-func (r *runner) scopeFor(fr *frame, n *flows.Node, vars map[string]any, name string) (*worktrees.Scope, *Failure) {
+func (r *runner) scopeFor(fr *frame, n *flows.Node, vars map[string]any, name string) (*worktrees.Scope, *record.Failure) {
 	dir, err := r.repoDir(n, vars)
 	if err != nil {
-		return nil, &Failure{Kind: schema.FailCondition, Message: err.Error()}
+		return nil, &record.Failure{Kind: schema.FailCondition, Message: err.Error()}
 	}
 	if an := n.AsAgent(); an != nil && an.Memory != "" {
 		owner := fr.scopes[an.Memory]
@@ -122,7 +122,7 @@ func (r *runner) inWorktree(ctx context.Context, fr *frame, sc *worktrees.Scope,
 		cp, err := r.wt.Checkpoint(ctx, sc, path)
 		if err != nil {
 			if o.fail == nil {
-				o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
+				o.fail = &record.Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 			}
 			return o
 		}
@@ -142,7 +142,7 @@ func (r *runner) landLeaf(ctx context.Context, fr *frame, n *flows.Node, path st
 	if o.wt != nil {
 		files = o.wt.Files
 	}
-	var fail *Failure
+	var fail *record.Failure
 	o.worktree, fail = r.wt.LandLeaf(ctx, fr.gates, sc, path, files)
 	if fail != nil {
 		if fail.Visit == "" {
@@ -157,7 +157,7 @@ func (r *runner) landLeaf(ctx context.Context, fr *frame, n *flows.Node, path st
 // it succeeded, or the flow went on from its failure (on_fail: continue)
 // and the failure is its own. What a kept visit changed in a worktree is
 // committed; what a visit that will run again changed is not.
-func outcomeStays(n *flows.Node, fail *Failure) bool {
+func outcomeStays(n *flows.Node, fail *record.Failure) bool {
 	if fail == nil {
 		return true
 	}

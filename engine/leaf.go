@@ -36,7 +36,7 @@ func (r *runner) session(key record.Scope) *session {
 
 // cancelled names why ctx ended, as a failure of the visit at path. The
 // visit fills in its node's position when the failure reaches it.
-func cancelled(ctx context.Context, path string) *Failure {
+func cancelled(ctx context.Context, path string) *record.Failure {
 	cause := context.Cause(ctx)
 	if cause == nil {
 		cause = context.Canceled
@@ -50,7 +50,7 @@ func cancelled(ctx context.Context, path string) *Failure {
 	case errors.Is(cause, errBudget):
 		kind = schema.FailBudget
 	}
-	return &Failure{Kind: kind, Message: cause.Error(), Visit: path}
+	return &record.Failure{Kind: kind, Message: cause.Error(), Visit: path}
 }
 
 func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) *outcome {
@@ -58,7 +58,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	prompt, err := r.turnText(fr, n, vars)
 	var big *promptTooLarge
 	if errors.As(err, &big) {
-		return &outcome{fail: &Failure{Kind: schema.FailRefused, Message: err.Error()}}
+		return &outcome{fail: &record.Failure{Kind: schema.FailRefused, Message: err.Error()}}
 	}
 	if err != nil {
 		return condition(err)
@@ -120,7 +120,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 // classifies how it ended. The
 // answer comes back bounded (AnswerLimit), with the file that holds it
 // whole when it is longer (the LeafRunner stores it).
-func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess *session) (reply, *Failure) {
+func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess *session) (reply, *record.Failure) {
 	slot, err := r.takeLive(ctx)
 	if err != nil {
 		return reply{}, cancelled(ctx, t.Visit)
@@ -156,29 +156,29 @@ func (r *runner) took(t *Turn, o *outcome, sess *session, res *TurnResult, err e
 }
 
 // turnEnd classifies how a turn ended: its answer, or its failure.
-func turnEnd(ctx context.Context, t *Turn, res *TurnResult, err error) (reply, *Failure) {
+func turnEnd(ctx context.Context, t *Turn, res *TurnResult, err error) (reply, *record.Failure) {
 	if ctx.Err() != nil {
 		return reply{}, cancelled(ctx, t.Visit)
 	}
 	switch {
 	case errors.Is(err, errTimeout):
-		return reply{}, &Failure{Kind: schema.FailTimeout, Message: errTimeout.Error()}
+		return reply{}, &record.Failure{Kind: schema.FailTimeout, Message: errTimeout.Error()}
 	case errors.Is(err, errBudget):
-		return reply{}, &Failure{Kind: schema.FailBudget, Message: errBudget.Error()}
+		return reply{}, &record.Failure{Kind: schema.FailBudget, Message: errBudget.Error()}
 	case errors.Is(err, ErrUnavailable):
-		return reply{}, &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
+		return reply{}, &record.Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	case errors.Is(err, record.ErrRateLimit):
 		return reply{}, record.RateLimited(err)
 	case err != nil:
-		return reply{}, &Failure{Kind: schema.FailProvider, Message: err.Error()}
+		return reply{}, &record.Failure{Kind: schema.FailProvider, Message: err.Error()}
 	case res == nil:
-		return reply{}, &Failure{Kind: schema.FailProvider, Message: "the driver returned no result"}
+		return reply{}, &record.Failure{Kind: schema.FailProvider, Message: "the driver returned no result"}
 	case res.Status != Completed:
 		msg := string(res.Status)
 		if len(res.Diagnostics) > 0 {
 			msg += ": " + strings.Join(res.Diagnostics, "; ")
 		}
-		return reply{}, &Failure{Kind: schema.FailProvider, Message: msg}
+		return reply{}, &record.Failure{Kind: schema.FailProvider, Message: msg}
 	}
 	return reply{text: res.Output, file: res.File, size: res.Size}, nil
 }
@@ -187,7 +187,7 @@ func turnEnd(ctx context.Context, t *Turn, res *TurnResult, err error) (reply, *
 // settles its booking with what it spent. A delegate call that found
 // nothing left of a budget ends the turn (turnStop): its error is then
 // errBudget.
-func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *ledger.Booking, slot *delegation.Slot, sess *session) (res *TurnResult, fail *Failure, err error) {
+func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *ledger.Booking, slot *delegation.Slot, sess *session) (res *TurnResult, fail *record.Failure, err error) {
 	if sess != nil {
 		t.Session = sess.id
 	}
@@ -213,7 +213,7 @@ func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *ledger.Bookin
 	if stopped && ctx.Err() == nil {
 		err = errBudget
 	}
-	var spent *Usage
+	var spent *record.Usage
 	if res != nil {
 		spent = &res.Usage
 	}
@@ -224,10 +224,10 @@ func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *ledger.Bookin
 // typed parses and validates a typed answer, whole (the LeafRunner hands
 // on a typed answer whole up to TypedLimit); an answer that does not fit is
 // sent back once with the reason, then the visit fails `schema`.
-func (r *runner) typed(ctx context.Context, fr *frame, t *Turn, answer reply, n *flows.Node, o *outcome, sess *session) (any, *Failure) {
+func (r *runner) typed(ctx context.Context, fr *frame, t *Turn, answer reply, n *flows.Node, o *outcome, sess *session) (any, *record.Failure) {
 	whole, err := answer.whole()
 	if err != nil {
-		return nil, &Failure{Kind: schema.FailSchema, Message: err.Error()}
+		return nil, &record.Failure{Kind: schema.FailSchema, Message: err.Error()}
 	}
 	v, err := parseTyped(whole, n.Output)
 	if err == nil {
@@ -243,14 +243,14 @@ func (r *runner) typed(ctx context.Context, fr *frame, t *Turn, answer reply, n 
 		v, err = parseTyped(whole, n.Output)
 	}
 	if err != nil {
-		return nil, &Failure{Kind: schema.FailSchema, Message: "the answer did not fit the declared output twice: " + err.Error()}
+		return nil, &record.Failure{Kind: schema.FailSchema, Message: "the answer did not fit the declared output twice: " + err.Error()}
 	}
 	return v, nil
 }
 
 func (r *runner) progress(path, driver, model string) func(Progress) {
 	return func(p Progress) {
-		r.emit(&Event{Type: record.EventProgress, Visit: path, Driver: driver, Model: model, Activity: p.Activity, Tokens: p.Tokens})
+		r.emit(&record.Event{Type: record.EventProgress, Visit: path, Driver: driver, Model: model, Activity: p.Activity, Tokens: p.Tokens})
 	}
 }
 
@@ -305,9 +305,9 @@ func (r *runner) command(ctx context.Context, fr *frame, n *flows.Node, vars map
 	case ctx.Err() != nil:
 		o.fail = cancelled(ctx, path)
 	case errors.Is(err, errTimeout):
-		o.fail = &Failure{Kind: schema.FailTimeout, Message: errTimeout.Error()}
+		o.fail = &record.Failure{Kind: schema.FailTimeout, Message: errTimeout.Error()}
 	case err != nil:
-		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error()}
+		o.fail = &record.Failure{Kind: schema.FailUnavailable, Message: err.Error()}
 	default:
 		o.output = map[string]any{"passed": res.Passed, "exit": res.Exit, "report": res.Report}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/flowrun/flow/engine/record"
 	"time"
 )
 
@@ -28,9 +29,9 @@ type LeafRunner interface {
 // Temporal run. Fact and Event are called from many tasks at once.
 type Recorder interface {
 	// Fact appends one fact of the journal; an error fails the visit.
-	Fact(f *Fact) error
+	Fact(f *record.Fact) error
 	// Event records an event; events are for watching, errors are ignored.
-	Event(e *Event) error
+	Event(e *record.Event) error
 	// Home names the home of a visit or memory scope at path, as the
 	// LeafRunner of the same host takes it: a Turn's or Command's Home.
 	Home(path string) string

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -27,7 +28,7 @@ func TestRateLimitAndQuotaKinds(t *testing.T) {
 		if _, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: h.runtime(), Leaves: leaves, Recorder: rec}), nil); err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]*Failure{}
+		got := map[string]*record.Failure{}
 		for _, f := range rec.facts {
 			if f.Type == "end" {
 				got[f.Visit] = f.Error

@@ -54,7 +54,7 @@ func (r *runner) toolLog(path string) *record.ToolLog {
 // takes back their sessions, their spending and what their turns cost
 // (each agent's smallest and typical turn). It returns the notes of the
 // workspace's Confine: worktrees the journal names outside the run.
-func (r *runner) replay(facts []*Fact) (notes []string) {
+func (r *runner) replay(facts []*record.Fact) (notes []string) {
 	if facts == nil {
 		return nil
 	}
@@ -102,7 +102,7 @@ func (r *runner) replayed(fr *frame, n *flows.Node, vars map[string]any, path st
 	if n.Isolation {
 		r.replayLanding(fr, n, vars, path, o)
 	}
-	r.emit(&Event{Type: record.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok, Error: o.fail})
+	r.emit(&record.Event{Type: record.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok, Error: o.fail})
 	return o, true
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -25,7 +26,7 @@ func (l *scriptedLeaves) Turn(ctx context.Context, t *Turn) (*TurnResult, error)
 	l.turns = append(l.turns, *t)
 	l.mu.Unlock()
 	in := int64(7)
-	res := &TurnResult{Status: Completed, Output: "ok", Usage: Usage{Input: &in}, Worker: "w1", Transcript: "/far/away.jsonl"}
+	res := &TurnResult{Status: Completed, Output: "ok", Usage: record.Usage{Input: &in}, Worker: "w1", Transcript: "/far/away.jsonl"}
 	if err := l.end[t.Visit]; err != nil {
 		res.Status = Aborted
 		return res, err
@@ -43,19 +44,19 @@ func (l *scriptedLeaves) Command(ctx context.Context, c *Command) (*CommandResul
 // memoryRecorder keeps facts in memory, as a workflow does.
 type memoryRecorder struct {
 	mu     sync.Mutex
-	facts  []*Fact
+	facts  []*record.Fact
 	output any
 }
 
-func (m *memoryRecorder) Fact(f *Fact) error {
+func (m *memoryRecorder) Fact(f *record.Fact) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.facts = append(m.facts, f)
 	return nil
 }
-func (m *memoryRecorder) Event(*Event) error      { return nil }
-func (m *memoryRecorder) Home(path string) string { return path }
-func (m *memoryRecorder) Finish(out any) error    { m.output = out; return nil }
+func (m *memoryRecorder) Event(*record.Event) error { return nil }
+func (m *memoryRecorder) Home(path string) string   { return path }
+func (m *memoryRecorder) Finish(out any) error      { m.output = out; return nil }
 
 func (m *memoryRecorder) RedactHome(string, time.Time) error { return nil }
 func (m *memoryRecorder) WriteValues(map[string]any) error   { return nil }

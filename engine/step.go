@@ -93,7 +93,7 @@ type TurnResult struct {
 	Output      string
 	File        string // where the whole answer is, when Output is only its start
 	Size        int64  // the whole answer's length in bytes, when File is set
-	Usage       Usage
+	Usage       record.Usage
 	Transcript  string   // path of the transcript written in Home, if any
 	Diagnostics []string // ordered, human-readable
 	Stderr      string
@@ -103,7 +103,7 @@ type TurnResult struct {
 	Worker string
 	// Reused names the recorded visit that answered the turn instead of
 	// a driver (package reuse); its Usage is then zero.
-	Reused *Reused
+	Reused *record.Reused
 }
 
 // Progress is one live update from a running visit: what it is doing now.
@@ -145,7 +145,7 @@ type CommandResult struct {
 	// the node's output.
 	Worker string `json:"-"`
 	// Reused names the recorded visit that answered the command.
-	Reused *Reused `json:"-"`
+	Reused *record.Reused `json:"-"`
 }
 
 // ErrUnavailable is wrapped by a Commander or Driver whose program could not

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -39,7 +40,7 @@ func TestStoppedTurnsRecordTheirUsage(t *testing.T) {
 					go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 				}
 				<-ctx.Done()
-				return &TurnResult{Status: Aborted, Usage: Usage{Input: &in, CacheRead: &cached, Partial: true}}, context.Cause(ctx)
+				return &TurnResult{Status: Aborted, Usage: record.Usage{Input: &in, CacheRead: &cached, Partial: true}}, context.Cause(ctx)
 			})
 			res, err := local.Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
 			if err != nil {
@@ -52,7 +53,7 @@ func TestStoppedTurnsRecordTheirUsage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var u *Usage
+			var u *record.Usage
 			for _, f := range facts {
 				if f.Type == rundir.FactEnd && f.Visit == "big" {
 					u = f.Usage

@@ -17,8 +17,8 @@ import (
 type outcome struct {
 	output   any
 	skipped  bool
-	fail     *Failure
-	usage    *Usage
+	fail     *record.Failure
+	usage    *record.Usage
 	agent    string
 	model    string
 	timeout  time.Duration // an agent turn's resolved timeout
@@ -47,7 +47,7 @@ type outcome struct {
 }
 
 // visit runs one node and journals its start and end.
-func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) (map[string]any, *Failure) {
+func (r *runner) visit(ctx context.Context, fr *frame, n *flows.Node, vars map[string]any, path string) (map[string]any, *record.Failure) {
 	if o, ok := r.replayed(fr, n, vars, path); ok {
 		if isLeaf(n) {
 			r.ledger.Charge(fr.meters, o.usage)
@@ -106,12 +106,12 @@ func (r *runner) run(ctx context.Context, fr *frame, n *flows.Node, vars map[str
 
 // reentered ends a block that ended well in an earlier attempt and again
 // now: replayed, not journaled a second time.
-func (r *runner) reentered(ctx context.Context, n *flows.Node, path string, o *outcome) (map[string]any, *Failure) {
+func (r *runner) reentered(ctx context.Context, n *flows.Node, path string, o *outcome) (map[string]any, *record.Failure) {
 	if n.Isolation && o.worktree == nil {
 		o.worktree = flows.ZeroWorktree(n, 0)
 	}
 	ok := true
-	r.emit(&Event{Type: record.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok})
+	r.emit(&record.Event{Type: record.EventVisitReplayed, Visit: path, Node: n.ID, Kind: n.Kind, OK: &ok})
 	r.wt.CloseOwned(ctx, path)
 	return nodeValue(o)
 }
@@ -123,7 +123,7 @@ func (r *runner) end(ctx context.Context, fr *frame, n *flows.Node, path string,
 		// What an agent CLI wrote into the home itself has not passed
 		// through flow's writers.
 		if err := r.redactHome(o.home, start); err != nil {
-			r.emit(&Event{Type: record.EventNote, Visit: path, Message: fmt.Sprintf("redacting secrets in the home of %s: %v", path, err)})
+			r.emit(&record.Event{Type: record.EventNote, Visit: path, Message: fmt.Sprintf("redacting secrets in the home of %s: %v", path, err)})
 		}
 	}
 	end := r.rt.Now()
@@ -131,7 +131,7 @@ func (r *runner) end(ctx context.Context, fr *frame, n *flows.Node, path string,
 	ok := o.fail == nil
 	r.spent(o.usage)
 	if err := r.dir.Fact(endFact(n, path, end, wall, o)); err != nil && o.fail == nil {
-		o.fail = &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
+		o.fail = &record.Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 		o.land = nil
 	}
 	if o.land != nil {
@@ -141,12 +141,12 @@ func (r *runner) end(ctx context.Context, fr *frame, n *flows.Node, path string,
 	if n.Isolation && o.worktree == nil {
 		o.worktree = flows.ZeroWorktree(n, 0)
 	}
-	r.emit(&Event{Time: end, Type: record.EventVisitEnd, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
+	r.emit(&record.Event{Time: end, Type: record.EventVisitEnd, Visit: path, Node: n.ID, Kind: n.Kind, Agent: o.agent, OK: &ok, Error: o.fail, Usage: o.usage, Model: o.model, WallMS: wall})
 	r.wt.CloseOwned(ctx, path)
 }
 
 // endFact is the end fact of a visit of n at path that ended at end.
-func endFact(n *flows.Node, path string, end time.Time, wall int64, o *outcome) *Fact {
+func endFact(n *flows.Node, path string, end time.Time, wall int64, o *outcome) *record.Fact {
 	// A leaf's output is journaled whole: it cannot be had again without
 	// running it. A block's output is made of its children's, so it is
 	// not written twice; a resume rebuilds it by replaying the block.
@@ -172,7 +172,7 @@ func isLeaf(n *flows.Node) bool {
 
 // nodeValue is how a visit appears to the expressions after it:
 // x.ok, x.output, x.error, x.skipped.
-func nodeValue(o *outcome) (map[string]any, *Failure) {
+func nodeValue(o *outcome) (map[string]any, *record.Failure) {
 	v := map[string]any{"ok": o.fail == nil, "output": o.output, "error": errorValue(o.fail), "skipped": o.skipped}
 	if o.worktree != nil {
 		v["worktree"] = o.worktree
@@ -185,7 +185,7 @@ func nodeValue(o *outcome) (map[string]any, *Failure) {
 
 // errorValue is how a failure appears to expressions: x.error.kind and
 // friends, empty strings when there is none.
-func errorValue(f *Failure) map[string]any {
+func errorValue(f *record.Failure) map[string]any {
 	if f == nil {
 		return noError
 	}
@@ -219,16 +219,16 @@ func evalBool(e *flows.Expr, vars map[string]any) (bool, error) {
 }
 
 func condition(err error) *outcome {
-	return &outcome{fail: &Failure{Kind: schema.FailCondition, Message: err.Error()}}
+	return &outcome{fail: &record.Failure{Kind: schema.FailCondition, Message: err.Error()}}
 }
 
 // journalStart journals and announces a visit's start.
-func (r *runner) journalStart(n *flows.Node, path string, start time.Time) *Failure {
+func (r *runner) journalStart(n *flows.Node, path string, start time.Time) *record.Failure {
 	started := record.VisitStarted{Time: start, Visit: path, Node: n.ID, Kind: n.Kind}
 	r.childStart(&started)
 	if err := r.dir.Fact(started.Fact()); err != nil {
-		return &Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
+		return &record.Failure{Kind: schema.FailUnavailable, Message: err.Error(), Visit: path, Pos: n.Pos}
 	}
-	r.emit(&Event{Time: start, Type: record.EventVisitStart, Visit: path, Node: n.ID, Kind: n.Kind})
+	r.emit(&record.Event{Time: start, Type: record.EventVisitStart, Visit: path, Node: n.ID, Kind: n.Kind})
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -30,7 +31,7 @@ const threeWriters = `name: three
 `
 
 // landings counts the land facts of each scope that landed.
-func landings(facts []*Fact) map[string]int {
+func landings(facts []*record.Fact) map[string]int {
 	n := map[string]int{}
 	for _, f := range facts {
 		if f.Type == rundir.FactLand && f.Worktree.Land == rundir.Landed {
@@ -49,7 +50,7 @@ func gitOut(dir string, args ...string) string {
 	return string(out)
 }
 
-func resumeIn(t *testing.T, runDir string, d Driver) (*Result, []*Fact) {
+func resumeIn(t *testing.T, runDir string, d Driver) (*Result, []*record.Fact) {
 	t.Helper()
 	res, err := local.Resume(context.Background(), runDir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, Backoff: time.Millisecond})
 	if err != nil {

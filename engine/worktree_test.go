@@ -14,6 +14,7 @@ import (
 
 	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 )
@@ -103,7 +104,7 @@ func (w *writer) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 	return &TurnResult{Status: Completed, Output: "wrote in " + t.WorkDir, Session: "s"}, nil
 }
 
-func runIn(t *testing.T, dir string, p *flows.Plan, d Driver) (*Result, []*Fact) {
+func runIn(t *testing.T, dir string, p *flows.Plan, d Driver) (*Result, []*record.Fact) {
 	t.Helper()
 	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{},
 		RunsDir: t.TempDir(), WorkDir: dir, Backoff: time.Millisecond})
@@ -276,7 +277,7 @@ func TestConflictFailsTheSecondAndRoutes(t *testing.T) {
 	if got := git(t, dir, "rev-parse", "HEAD"); got != head {
 		t.Fatal("the user's HEAD moved")
 	}
-	var conflict *Fact
+	var conflict *record.Fact
 	for _, f := range facts {
 		if f.Type == rundir.FactLand && f.Visit == "w2" {
 			conflict = f

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/run"
@@ -79,7 +80,7 @@ func TestLocalStopStopsTheRun(t *testing.T) {
 	defer cancel(nil)
 	started := make(chan struct{}, 1)
 	opts := options(dir)
-	opts.OnEvent = func(e *engine.Event) {
+	opts.OnEvent = func(e *record.Event) {
 		if e.Type == rundir.EventVisitStart && e.Node == "nap" {
 			select {
 			case started <- struct{}{}:

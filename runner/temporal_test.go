@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
@@ -93,7 +94,7 @@ func startThen(t *testing.T, b Backend, plan *flows.Plan, opts engine.Options, h
 	defer cancel(nil)
 	started := make(chan struct{})
 	var once bool
-	opts.OnEvent = func(e *engine.Event) {
+	opts.OnEvent = func(e *record.Event) {
 		if e.Type == rundir.EventVisitStart && !once {
 			once = true
 			close(started)

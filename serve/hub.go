@@ -3,7 +3,7 @@ package serve
 import (
 	"sync"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -25,7 +25,7 @@ type hub struct {
 // stream is one watcher: of one run, or of all (run "").
 type stream struct {
 	run string
-	ch  chan *engine.Event
+	ch  chan *record.Event
 }
 
 func newHub() *hub { return &hub{subs: map[*stream]struct{}{}} }
@@ -33,7 +33,7 @@ func newHub() *hub { return &hub{subs: map[*stream]struct{}{}} }
 // subscribe returns a stream of the events of run ("" for every run) and
 // the function that ends it.
 func (h *hub) subscribe(run string) (*stream, func()) {
-	s := &stream{run: run, ch: make(chan *engine.Event, 256)}
+	s := &stream{run: run, ch: make(chan *record.Event, 256)}
 	h.mu.Lock()
 	h.subs[s] = struct{}{}
 	h.mu.Unlock()
@@ -45,7 +45,7 @@ func (h *hub) subscribe(run string) (*stream, func()) {
 }
 
 // publish hands e to every stream that watches its run, without blocking.
-func (h *hub) publish(e *engine.Event) {
+func (h *hub) publish(e *record.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs {

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -49,7 +49,7 @@ func (m *metrics) handler() http.Handler {
 }
 
 // event counts what one engine event says.
-func (m *metrics) event(e *engine.Event) {
+func (m *metrics) event(e *record.Event) {
 	if e.Type != rundir.EventVisitEnd {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -28,7 +29,7 @@ func (d *meteredDriver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnR
 		// those too, as the journals do.
 		in, out, cr := tok*7/10, tok/10, tok/10
 		cw := tok - in - out - cr
-		return &engine.TurnResult{Status: st, Output: "ok", Usage: engine.Usage{Input: &in, Output: &out, CacheRead: &cr, CacheWrite: &cw}}
+		return &engine.TurnResult{Status: st, Output: "ok", Usage: record.Usage{Input: &in, Output: &out, CacheRead: &cr, CacheWrite: &cw}}
 	}
 	for tok < size {
 		select {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sourcegraph/conc"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
@@ -71,7 +71,7 @@ func (a *active) liveVisits() []LiveVisit {
 }
 
 // track keeps the run's live visits from its events.
-func (a *active) track(e *engine.Event) {
+func (a *active) track(e *record.Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch e.Type {
@@ -157,7 +157,7 @@ func (r *runs) execute(ctx context.Context, a *active) {
 	opts := s.cfg.Engine
 	opts.RunID, opts.RunsDir, opts.WorkDir = a.id, s.cfg.RunsDir, s.cfg.WorkDir
 	opts.Asker = &asker{asks: s.asks, run: a.id, flow: a.flow}
-	opts.OnEvent = func(e *engine.Event) {
+	opts.OnEvent = func(e *record.Event) {
 		a.track(e)
 		s.metrics.event(e)
 		s.hub.publish(e)

@@ -15,6 +15,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
@@ -395,5 +396,5 @@ func (s *Server) problem(msg string) {
 
 // changed tells the page's streams that what they show changed.
 func (s *Server) changed(run string) {
-	s.hub.publish(&engine.Event{Time: time.Now(), Type: EventChanged, Run: run})
+	s.hub.publish(&record.Event{Time: time.Now(), Type: EventChanged, Run: run})
 }

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -126,8 +126,8 @@ type ProviderRow struct {
 // waits hands on every event to next, and tells OnCell when the cell's
 // run waits for its provider's rate limit (a progress event saying
 // "waiting … (rate limit)"), so the sweep's progress does not look stuck.
-func (r *run) waits(c *Cell, next func(*engine.Event)) func(*engine.Event) {
-	return func(e *engine.Event) {
+func (r *run) waits(c *Cell, next func(*record.Event)) func(*record.Event) {
+	return func(e *record.Event) {
 		if next != nil {
 			next(e)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -28,7 +29,7 @@ func (d *streaming) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResul
 	end := func(st engine.TurnStatus) *engine.TurnResult {
 		d.billed.Add(tok)
 		in := tok
-		return &engine.TurnResult{Status: st, Output: "ok", Usage: engine.Usage{Input: &in}}
+		return &engine.TurnResult{Status: st, Output: "ok", Usage: record.Usage{Input: &in}}
 	}
 	for tok < size {
 		select {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/rundir"
@@ -153,13 +154,13 @@ var ErrNotTemporal = errors.New("the run was not run on Temporal")
 // with everything mirrored and the run may be resumed (stopped, or failed
 // on a kind a resume may retry), the run resumes in a new workflow
 // execution that replays every ended visit, as flow resume does locally.
-func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*engine.Event)) (*engine.Result, error) {
+func (c *Client) Attach(ctx context.Context, dir string, onEvent func(*record.Event)) (*engine.Result, error) {
 	return c.AttachAsking(ctx, dir, onEvent, nil)
 }
 
 // AttachAsking is Attach with asker answering the run's asks, as Execute
 // with Options.Asker does (flow serve re-attaching to its runs).
-func (c *Client) AttachAsking(ctx context.Context, dir string, onEvent func(*engine.Event), asker engine.Asker) (*engine.Result, error) {
+func (c *Client) AttachAsking(ctx context.Context, dir string, onEvent func(*record.Event), asker engine.Asker) (*engine.Result, error) {
 	snap, err := rundir.ReadSnapshot(dir)
 	if err != nil {
 		return nil, err
@@ -227,7 +228,7 @@ func (c *Client) Resume(ctx context.Context, dir string, load flows.Options, opt
 // Adopt mirrors into runsDir a run that a Temporal Schedule started (its
 // workflow id is its run id): it makes the run directory from the
 // snapshot the workflow was started with, then mirrors it as Execute does.
-func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*engine.Event), asker engine.Asker) (*engine.Result, error) {
+func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*record.Event), asker engine.Asker) (*engine.Result, error) {
 	desc, err := c.Client.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
 		return nil, fmt.Errorf("finding run %s on Temporal at %s: %w", id, c.Address, err)

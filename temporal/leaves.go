@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 )
@@ -117,7 +118,7 @@ func (l leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 			}
 		}
 		if len(out.Sent) > 0 {
-			res.Usage.Add(engine.Usage{Input: &spent, Partial: true})
+			res.Usage.Add(record.Usage{Input: &spent, Partial: true})
 		}
 		res.Worker = out.Worker
 		if res.Session != "" {

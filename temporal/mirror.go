@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -23,7 +24,7 @@ type mirror struct {
 	c       *Client
 	w       *rundir.Writer
 	ref     rundir.TemporalRun
-	onEvent func(*engine.Event)
+	onEvent func(*record.Event)
 	dir     string
 	next    int                 // facts of the current execution mirrored so far
 	live    map[string]Progress // the last progress shown per visit
@@ -231,7 +232,7 @@ func (m *mirror) finish(ctx context.Context) (*engine.Result, error) {
 		}
 	}
 	res := &engine.Result{RunID: m.ref.Workflow, Dir: m.dir, OK: out.OK, Output: out.Output, Failure: out.Failure, Usage: out.Usage, Overspend: out.Overspend}
-	m.emit(&engine.Event{Type: rundir.EventRunEnd, Status: out.Status, OK: &res.OK, Error: out.Failure, Usage: &res.Usage, Dir: m.dir, Overspend: res.Overspend})
+	m.emit(&record.Event{Type: rundir.EventRunEnd, Status: out.Status, OK: &res.OK, Error: out.Failure, Usage: &res.Usage, Dir: m.dir, Overspend: res.Overspend})
 	return res, m.w.Finish(out.Output)
 }
 
@@ -240,13 +241,13 @@ func (m *mirror) factEvent(f *rundir.Fact) {
 	switch f.Type {
 	case rundir.FactRun:
 		if f.Status == rundir.StatusRunning {
-			m.emit(&engine.Event{Time: f.Time, Type: rundir.EventRunStart, Dir: m.dir})
+			m.emit(&record.Event{Time: f.Time, Type: rundir.EventRunStart, Dir: m.dir})
 		}
 	case rundir.FactStart:
-		m.emit(&engine.Event{Time: f.Time, Type: rundir.EventVisitStart, Visit: f.Visit, Node: f.Node, Kind: f.Kind})
+		m.emit(&record.Event{Time: f.Time, Type: rundir.EventVisitStart, Visit: f.Visit, Node: f.Node, Kind: f.Kind})
 	case rundir.FactEnd:
 		delete(m.live, f.Visit)
-		m.emit(&engine.Event{Time: f.Time, Type: rundir.EventVisitEnd, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Agent: f.Agent,
+		m.emit(&record.Event{Time: f.Time, Type: rundir.EventVisitEnd, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Agent: f.Agent,
 			OK: f.OK, Error: f.Error, Usage: f.Usage, Model: f.Model, WallMS: f.WallMS})
 	}
 }
@@ -276,7 +277,7 @@ func (m *mirror) progress(pending []*PendingActivity) {
 			_ = rundir.WriteRemoteHome(m.dir, p.Visit, rundir.RemoteHome{Worker: p.Worker, Home: p.Home})
 		}
 		m.live[p.Visit] = p
-		m.emit(&engine.Event{Type: rundir.EventProgress, Visit: p.Visit, Driver: p.Driver, Model: p.Model, Activity: p.Activity, Tokens: p.Tokens})
+		m.emit(&record.Event{Type: rundir.EventProgress, Visit: p.Visit, Driver: p.Driver, Model: p.Model, Activity: p.Activity, Tokens: p.Tokens})
 	}
 }
 
@@ -294,9 +295,9 @@ func (m *mirror) troubleOnce(same, msg string) {
 	}
 }
 
-func (m *mirror) note(msg string) { m.emit(&engine.Event{Type: rundir.EventNote, Message: msg}) }
+func (m *mirror) note(msg string) { m.emit(&record.Event{Type: rundir.EventNote, Message: msg}) }
 
-func (m *mirror) emit(e *engine.Event) {
+func (m *mirror) emit(e *record.Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}

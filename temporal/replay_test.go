@@ -19,6 +19,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 )
@@ -153,10 +154,10 @@ func (d *replayDriver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnRe
 	in := int64(10)
 	switch {
 	case t.Visit == "flaky" && n == 1, strings.HasSuffix(t.Visit, "/x"):
-		return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{"overloaded"}, Usage: engine.Usage{Input: &in}}, nil
+		return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{"overloaded"}, Usage: record.Usage{Input: &in}}, nil
 	case strings.HasSuffix(t.Visit, "/hang"):
 		<-ctx.Done()
-		return &engine.TurnResult{Status: engine.Aborted, Usage: engine.Usage{Input: &in}}, context.Cause(ctx)
+		return &engine.TurnResult{Status: engine.Aborted, Usage: record.Usage{Input: &in}}, context.Cause(ctx)
 	}
 	answer := "ok " + t.Visit
 	if strings.HasPrefix(t.Visit, "fix#") {
@@ -166,11 +167,11 @@ func (d *replayDriver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnRe
 	if session == "" {
 		session = fmt.Sprintf("s-%s", t.Visit)
 	}
-	return &engine.TurnResult{Status: engine.Completed, Output: answer, Usage: engine.Usage{Input: &in}, Session: session}, nil
+	return &engine.TurnResult{Status: engine.Completed, Output: answer, Usage: record.Usage{Input: &in}, Session: session}, nil
 }
 
-// record runs each recorded flow on a dev server and writes its history.
-func record(t *testing.T) {
+// recordHistories runs each recorded flow on a dev server and writes its history.
+func recordHistories(t *testing.T) {
 	d := &replayDriver{}
 	cl := newCluster(t, d, d)
 	dir := filepath.Join("testdata", "histories", fmt.Sprintf("v%d", walkVersion))
@@ -214,7 +215,7 @@ func record(t *testing.T) {
 // Upgrades).
 func TestReplayCommittedHistories(t *testing.T) {
 	if *update {
-		record(t)
+		recordHistories(t)
 	}
 	files, _ := filepath.Glob(filepath.Join("testdata", "histories", "v*", "*.json"))
 	if len(files) == 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -27,7 +28,7 @@ func (d dying) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, er
 		<-ctx.Done()
 		return &engine.TurnResult{Status: engine.Aborted}, context.Cause(ctx)
 	}
-	return &engine.TurnResult{Status: engine.Completed, Output: "ok", Usage: engine.Usage{Input: &in}}, nil
+	return &engine.TurnResult{Status: engine.Completed, Output: "ok", Usage: record.Usage{Input: &in}}, nil
 }
 
 // TestE2EATurnWhoseWorkerDiedIsRecordedAsSent: a turn's worker stops

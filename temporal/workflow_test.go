@@ -18,6 +18,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -61,11 +62,11 @@ func (d *scripted) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult
 	switch {
 	case errors.Is(err, errHang):
 		<-ctx.Done()
-		return &engine.TurnResult{Status: engine.Aborted, Usage: engine.Usage{Input: &in}}, context.Cause(ctx)
+		return &engine.TurnResult{Status: engine.Aborted, Usage: record.Usage{Input: &in}}, context.Cause(ctx)
 	case err != nil:
-		return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{err.Error()}, Usage: engine.Usage{Input: &in}}, nil
+		return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{err.Error()}, Usage: record.Usage{Input: &in}}, nil
 	}
-	return &engine.TurnResult{Status: engine.Completed, Output: answer, Usage: engine.Usage{Input: &in}, Session: fmt.Sprintf("s%d", n)}, nil
+	return &engine.TurnResult{Status: engine.Completed, Output: answer, Usage: record.Usage{Input: &in}, Session: fmt.Sprintf("s%d", n)}, nil
 }
 
 type echoCommands struct{}

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/internal/gitwork"
 )
@@ -66,7 +66,7 @@ func (ws *workspace) owns(path string) bool {
 	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
 }
 
-func (ws *workspace) Confine(list []*engine.Worktree) (notes []string) {
+func (ws *workspace) Confine(list []*record.Worktree) (notes []string) {
 	for _, wt := range list {
 		if wt.Path != "" && !ws.owns(wt.Path) {
 			notes = append(notes, fmt.Sprintf("the journal names %s as the worktree of %s, which is not the run's: left alone, the scope gets a worktree of its own", wt.Path, wt.Scope))

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/rundir"
@@ -254,7 +254,7 @@ nodes:
 			t.Errorf("journal answers = %v", got)
 		}
 		var usage struct {
-			Visits map[string]engine.Usage `json:"visits"`
+			Visits map[string]record.Usage `json:"visits"`
 		}
 		b, err := os.ReadFile(filepath.Join(run, "usage.json"))
 		if err != nil || json.Unmarshal(b, &usage) != nil {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -23,7 +24,7 @@ import (
 // progressView shows a run's events as they happen. Event is called from
 // many goroutines; Close is idempotent and ends anything the view started.
 type progressView interface {
-	Event(*engine.Event)
+	Event(*record.Event)
 	Close()
 }
 
@@ -35,7 +36,7 @@ type jsonView struct {
 
 func newJSONView(w io.Writer) *jsonView { return &jsonView{enc: json.NewEncoder(w)} }
 
-func (v *jsonView) Event(e *engine.Event) {
+func (v *jsonView) Event(e *record.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	_ = v.enc.Encode(e)
@@ -51,7 +52,7 @@ type plainView struct {
 
 func newPlainView(w io.Writer) *plainView { return &plainView{w: w} }
 
-func (v *plainView) Event(e *engine.Event) {
+func (v *plainView) Event(e *record.Event) {
 	line := eventLine(e)
 	if line == "" {
 		return
@@ -70,11 +71,11 @@ func isLeaf(kind schema.Kind) bool {
 // eventLine renders an event as one plain line, or "" for events that plain
 // output leaves out. What agents and programs said is shown escaped
 // (safeLine).
-func eventLine(e *engine.Event) string {
+func eventLine(e *record.Event) string {
 	return safeLine(plainLine(e))
 }
 
-func plainLine(e *engine.Event) string {
+func plainLine(e *record.Event) string {
 	switch e.Type {
 	case rundir.EventRunStart:
 		return fmt.Sprintf("run %s started (%s)", e.Run, e.Dir)
@@ -104,7 +105,7 @@ func plainLine(e *engine.Event) string {
 	return ""
 }
 
-func usageText(u *engine.Usage) string {
+func usageText(u *record.Usage) string {
 	if u == nil || u.Tokens() == 0 {
 		return ""
 	}
@@ -161,7 +162,7 @@ func (v *liveView) tick() {
 	}
 }
 
-func (v *liveView) Event(e *engine.Event) {
+func (v *liveView) Event(e *record.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	switch e.Type {
@@ -341,11 +342,11 @@ func (t *terminalAsker) ask(ctx context.Context, visit, question string, shown [
 // "resuming run …" before "run … started".
 type notesFirst struct {
 	mu    sync.Mutex
-	start *engine.Event
-	next  func(*engine.Event)
+	start *record.Event
+	next  func(*record.Event)
 }
 
-func (n *notesFirst) Event(e *engine.Event) {
+func (n *notesFirst) Event(e *record.Event) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch {

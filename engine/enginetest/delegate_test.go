@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/enginetest"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 )
@@ -67,7 +68,7 @@ nodes:
 				}
 			}
 			in := int64(turnTokens)
-			return &engine.TurnResult{Status: engine.Completed, Output: "found it", Usage: engine.Usage{Input: &in}}, nil
+			return &engine.TurnResult{Status: engine.Completed, Output: "found it", Usage: record.Usage{Input: &in}}, nil
 		}
 		res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "r1", WorkDir: t.TempDir()}, h, nil)
 		if err != nil {
@@ -138,7 +139,7 @@ nodes:
 				if strings.HasPrefix(turn.Prompt, "break") {
 					return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{"broke"}}, nil
 				}
-				return &engine.TurnResult{Status: engine.Completed, Output: fmt.Sprintf("answer %d", *scoutTurns), Usage: engine.Usage{Input: &in}}, nil
+				return &engine.TurnResult{Status: engine.Completed, Output: fmt.Sprintf("answer %d", *scoutTurns), Usage: record.Usage{Input: &in}}, nil
 			}
 			for _, task := range []string{"same", "same", "break"} {
 				r, err := h.Delegate(context.Background(), turn, "scout", task)
@@ -150,7 +151,7 @@ nodes:
 			if failLead {
 				return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{"lead died"}}, nil
 			}
-			return &engine.TurnResult{Status: engine.Completed, Output: "done", Usage: engine.Usage{Input: &in}}, nil
+			return &engine.TurnResult{Status: engine.Completed, Output: "done", Usage: record.Usage{Input: &in}}, nil
 		}
 	}
 	h := enginetest.New()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/internal/secret"
 )
@@ -30,8 +31,8 @@ type Host struct {
 
 	mu     sync.Mutex // a walk's tasks run one at a time, but callers may read concurrently
 	now    time.Time
-	facts  []*engine.Fact
-	events []*engine.Event
+	facts  []*record.Fact
+	events []*record.Event
 	values map[string]any
 	output any
 
@@ -45,10 +46,10 @@ func New() *Host { return &Host{now: Epoch} }
 var _ engine.Host = (*Host)(nil)
 
 // Facts are the facts recorded so far.
-func (h *Host) Facts() []*engine.Fact {
+func (h *Host) Facts() []*record.Fact {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]*engine.Fact(nil), h.facts...)
+	return append([]*record.Fact(nil), h.facts...)
 }
 
 // Values are the run's node values, once it ended.
@@ -161,7 +162,7 @@ func (h *Host) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, er
 		out = string(b)
 	}
 	one := int64(1)
-	return &engine.TurnResult{Status: engine.Completed, Output: out, Usage: engine.Usage{Input: &one, Output: &one}}, nil
+	return &engine.TurnResult{Status: engine.Completed, Output: out, Usage: record.Usage{Input: &one, Output: &one}}, nil
 }
 
 // Command answers a command by the script.
@@ -194,14 +195,14 @@ func Smallest(s map[string]any) any {
 	return "ok"
 }
 
-func (h *Host) Fact(f *engine.Fact) error {
+func (h *Host) Fact(f *record.Fact) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.facts = append(h.facts, f)
 	return nil
 }
 
-func (h *Host) Event(e *engine.Event) error {
+func (h *Host) Event(e *record.Event) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, e)

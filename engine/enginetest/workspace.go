@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/engine/worktrees"
 )
 
@@ -61,7 +62,7 @@ func (w *Workspace) commit() string {
 func (w *Workspace) Worktree(scope string) string                           { return "/memory/worktrees/" + scope }
 func (w *Workspace) KeepOutOfGit() error                                    { return nil }
 func (w *Workspace) ReadyWorktree(string) error                             { return nil }
-func (w *Workspace) Confine([]*engine.Worktree) []string                    { return nil }
+func (w *Workspace) Confine([]*record.Worktree) []string                    { return nil }
 func (w *Workspace) Tree(context.Context, string) string                    { return "" }
 func (w *Workspace) IntegrationBranch(runID string) string                  { return "flow/" + runID }
 func (w *Workspace) ScopeBranch(runID, scope string) string                 { return "flow/" + runID + "." + scope }

@@ -12,6 +12,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/enginetest"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/delegate"
@@ -44,7 +45,7 @@ func (f *fanOut) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		}
 		wg.Wait()
 	}
-	return &engine.TurnResult{Status: engine.Completed, Output: "ok", Usage: engine.Usage{Input: &in}}, nil
+	return &engine.TurnResult{Status: engine.Completed, Output: "ok", Usage: record.Usage{Input: &in}}, nil
 }
 
 // TestDelegationLimitsOnTheLocalHost: a turn's calls made at once are held

@@ -12,6 +12,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/enginetest"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 )
@@ -68,7 +69,7 @@ func TestLocalAndInMemoryHostsAgree(t *testing.T) {
 
 // ends are the visits' ends, sorted (a local map ends its items in any
 // order), with their outputs.
-func ends(facts []*engine.Fact) string {
+func ends(facts []*record.Fact) string {
 	var lines []string
 	for _, f := range facts {
 		if f.Type != rundir.FactEnd {

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/gitwork"
 	"github.com/flowrun/flow/internal/proc"
@@ -135,7 +136,7 @@ func settings(o *engine.Options) rundir.Settings {
 // checks the input again, to the same result), closes w, and ends every
 // process the run left. earlier holds the facts of earlier
 // attempts when the run resumes.
-func run(ctx context.Context, plan *flows.Plan, opts engine.Options, w *rundir.Writer, earlier []*engine.Fact) (res *engine.Result, err error) {
+func run(ctx context.Context, plan *flows.Plan, opts engine.Options, w *rundir.Writer, earlier []*record.Fact) (res *engine.Result, err error) {
 	defer func() {
 		// A run ends every process it started, daemons a step left included.
 		endLeftovers(opts.RunID)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/steps/transcript"
 )
 
@@ -24,7 +25,7 @@ type Stream interface {
 type Outcome struct {
 	Status      engine.TurnStatus
 	Output      string
-	Usage       engine.Usage
+	Usage       record.Usage
 	Diagnostics []string
 	Session     string
 	Steps       []transcript.Step

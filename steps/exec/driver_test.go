@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	flowrecord "github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/proc"
 )
@@ -103,30 +104,30 @@ func TestUsageReport(t *testing.T) {
 	tests := []struct {
 		name   string
 		stderr string
-		want   engine.Usage
+		want   flowrecord.Usage
 		diag   bool
 	}{
-		{name: "none", stderr: "log line\n", want: engine.Usage{Turns: ptr[int64](1)}},
+		{name: "none", stderr: "log line\n", want: flowrecord.Usage{Turns: ptr[int64](1)}},
 		{
 			name:   "reported",
 			stderr: "log line\nFLOW_USAGE {\"input\":120,\"output\":30,\"cost\":0.25}\n\n",
-			want:   engine.Usage{Input: ptr[int64](120), Output: ptr[int64](30), Cost: ptr(0.25), Turns: ptr[int64](1)},
+			want:   flowrecord.Usage{Input: ptr[int64](120), Output: ptr[int64](30), Cost: ptr(0.25), Turns: ptr[int64](1)},
 		},
 		{
 			name:   "every field",
 			stderr: `FLOW_USAGE {"input":1,"output":2,"cache_read":3,"cache_write":4,"cost":0,"turns":5}`,
-			want: engine.Usage{
+			want: flowrecord.Usage{
 				Input: ptr[int64](1), Output: ptr[int64](2), CacheRead: ptr[int64](3), CacheWrite: ptr[int64](4),
 				Cost: ptr(0.0), Turns: ptr[int64](5),
 			},
 		},
-		{name: "not the last line", stderr: "FLOW_USAGE {\"input\":1}\nlater\n", want: engine.Usage{Input: ptr[int64](1), Turns: ptr[int64](1)}},
+		{name: "not the last line", stderr: "FLOW_USAGE {\"input\":1}\nlater\n", want: flowrecord.Usage{Input: ptr[int64](1), Turns: ptr[int64](1)}},
 		{
 			name:   "a later total replaces the earlier",
 			stderr: "FLOW_USAGE {\"input\":1,\"output\":1}\nFLOW_USAGE {\"input\":5,\"output\":2}\n",
-			want:   engine.Usage{Input: ptr[int64](5), Output: ptr[int64](2), Turns: ptr[int64](1)},
+			want:   flowrecord.Usage{Input: ptr[int64](5), Output: ptr[int64](2), Turns: ptr[int64](1)},
 		},
-		{name: "malformed: unknown", stderr: "FLOW_USAGE {input:1}\n", want: engine.Usage{Turns: ptr[int64](1), Unknown: true}, diag: true},
+		{name: "malformed: unknown", stderr: "FLOW_USAGE {input:1}\n", want: flowrecord.Usage{Turns: ptr[int64](1), Unknown: true}, diag: true},
 	}
 	for _, tt := range tests {
 		got, diags := readUsage(tt.stderr, true)
@@ -151,7 +152,7 @@ func TestUsageReport(t *testing.T) {
 
 // readUsage reads the usage reports of stderr, written in pieces as a
 // pipe splits them.
-func readUsage(stderr string, final bool) (engine.Usage, []string) {
+func readUsage(stderr string, final bool) (flowrecord.Usage, []string) {
 	r := newReports(func(engine.Progress) {})
 	for i := 0; i < len(stderr); i += 5 {
 		_, _ = r.Write([]byte(stderr[i:min(i+5, len(stderr))]))
@@ -159,7 +160,7 @@ func readUsage(stderr string, final bool) (engine.Usage, []string) {
 	return r.usage(final)
 }
 
-func show(u engine.Usage) string {
+func show(u flowrecord.Usage) string {
 	b, _ := json.Marshal(u)
 	return string(b)
 }

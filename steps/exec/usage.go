@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/flowrun/flow/engine"
+	flowrecord "github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/steps/usage"
 )
 
@@ -131,7 +132,7 @@ func (r *reports) report(raw []byte) {
 // usage is what the program reported, once stderr has ended; final says
 // the program ended by itself (not stopped), so what it reported is all it
 // will. Turns is 1 unless the program says otherwise.
-func (r *reports) usage(final bool) (engine.Usage, []string) {
+func (r *reports) usage(final bool) (flowrecord.Usage, []string) {
 	r.flush()
 	if final {
 		r.ledger.Final()

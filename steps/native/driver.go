@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/internal/sandbox"
 	"github.com/flowrun/flow/steps/openai"
@@ -79,7 +80,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	}
 	start := time.Now()
 	zero := int64(0)
-	res := &engine.TurnResult{Usage: engine.Usage{Turns: &zero}}
+	res := &engine.TurnResult{Usage: record.Usage{Turns: &zero}}
 	model := cmp.Or(t.Model, a.Model)
 	key := os.Getenv(cmp.Or(a.APIKeyEnv, d.opts.APIKeyEnv))
 	secrets := t.Secrets.With(key)

@@ -277,7 +277,7 @@ func (c *conv) call(ctx context.Context, call openai.Call) (string, bool) {
 }
 
 // spentSince is what now reports past before: one step's usage.
-func spentSince(now, before engine.Usage) *record.Usage {
+func spentSince(now, before record.Usage) *record.Usage {
 	sub := func(a, b *int64) *int64 {
 		if a == nil {
 			return nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/steps/transcript"
 )
@@ -85,7 +86,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	}
 	start := time.Now()
 	one := int64(1) // a turn is one turn until a second round is answered
-	res := &engine.TurnResult{Usage: engine.Usage{Turns: &one}}
+	res := &engine.TurnResult{Usage: record.Usage{Turns: &one}}
 	model := t.Model
 	if model == "" {
 		model = a.Model

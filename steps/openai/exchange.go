@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/steps/transcript"
@@ -107,7 +108,7 @@ func (x *Exchange) Send(ctx context.Context, body []byte) (*Round, error) {
 }
 
 // Usage is what the turn's answers reported so far.
-func (x *Exchange) Usage() engine.Usage { return x.Ledger.Usage() }
+func (x *Exchange) Usage() record.Usage { return x.Ledger.Usage() }
 
 // Text is the answer's text (its first engine.AnswerLimit bytes).
 func (r *Round) Text() string { return r.p.text.String() }

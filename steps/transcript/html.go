@@ -5,7 +5,7 @@ import (
 	"html/template"
 	"sync"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 )
 
 type pageData struct {
@@ -53,7 +53,7 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 })
 
 // usageText renders usage, naming what was not reported.
-func usageText(u engine.Usage) string {
+func usageText(u record.Usage) string {
 	n := func(p *int64) string {
 		if p == nil {
 			return "not reported"

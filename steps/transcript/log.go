@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/secret"
 )
 
@@ -47,7 +48,7 @@ type Turn struct {
 	// AnswerFile holds it whole.
 	Answer      string       `json:"answer"`
 	AnswerFile  string       `json:"answer_file,omitempty"`
-	Usage       engine.Usage `json:"usage"`
+	Usage       record.Usage `json:"usage"`
 	Diagnostics []string     `json:"diagnostics,omitempty"`
 	Stderr      string       `json:"stderr,omitempty"`
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/secret"
 )
 
@@ -29,7 +30,7 @@ func TestLog(t *testing.T) {
 		l.Raw([]byte("not json"))
 		l.Raw([]byte("  \n"))
 		in := int64(10 * (i + 1))
-		err = l.End(&engine.TurnResult{Status: engine.Completed, Output: answer, Usage: engine.Usage{Input: &in}},
+		err = l.End(&engine.TurnResult{Status: engine.Completed, Output: answer, Usage: record.Usage{Input: &in}},
 			[]Step{{Kind: "tool", Title: "bash", Text: "ls </script>"}})
 		if err != nil {
 			t.Fatal(err)
@@ -137,7 +138,7 @@ func TestTail(t *testing.T) {
 func TestFlowWordsKnowTranscriptKeys(t *testing.T) {
 	t.Parallel()
 	keys := []string{"flow_turn_start", "flow_turn", "flow_raw_cut", "after_bytes", "raw"}
-	for _, v := range []any{Header{}, Turn{}, Step{}, engine.Usage{}} {
+	for _, v := range []any{Header{}, Turn{}, Step{}, record.Usage{}} {
 		ty := reflect.TypeOf(v)
 		for i := range ty.NumField() {
 			name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // Call is what a provider reported for one API call, in flow's vocabulary:
@@ -163,12 +163,12 @@ func (l *Ledger) Calls() int {
 // stream runs, the recorded one once it has ended. It is Partial when a
 // call went out but the provider's final figure never came. Turns and the
 // times are the driver's to fill in.
-func (l *Ledger) Usage() engine.Usage {
+func (l *Ledger) Usage() record.Usage {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var u engine.Usage
+	var u record.Usage
 	add := func(c Call) {
-		u.Add(engine.Usage{Input: c.Input, Output: c.Output, CacheRead: c.CacheRead, CacheWrite: c.CacheWrite, Cost: c.Cost})
+		u.Add(record.Usage{Input: c.Input, Output: c.Output, CacheRead: c.CacheRead, CacheWrite: c.CacheWrite, Cost: c.Cost})
 	}
 	if l.total != nil {
 		add(*l.total)
