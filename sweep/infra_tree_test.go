@@ -28,13 +28,13 @@ func (d *limitedHelper) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnR
 		if d.limited.Load() {
 			return nil, fmt.Errorf("%w: 429 too many requests", record.ErrRateLimit)
 		}
-		return &engine.TurnResult{Status: engine.Completed, Output: "helped", Usage: engine.Usage{Input: &in}}, nil
+		return &engine.TurnResult{Status: engine.Completed, Output: "helped", Usage: record.Usage{Input: &in}}, nil
 	}
 	r, err := delegate.Call(ctx, t.Delegate.Socket, t.Delegate.Token, "helper", "help")
 	if err != nil {
 		return nil, err
 	}
-	return &engine.TurnResult{Status: engine.Completed, Output: "lead: " + r.Answer + r.Error, Usage: engine.Usage{Input: &in}}, nil
+	return &engine.TurnResult{Status: engine.Completed, Output: "lead: " + r.Answer + r.Error, Usage: record.Usage{Input: &in}}, nil
 }
 
 // TestSweepChildRateLimitIsNotScored: a sweep whose lead delegates to a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/delegate"
@@ -36,7 +37,7 @@ func (d *runaway) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult,
 		return true
 	}
 	result := func(err error) (*engine.TurnResult, error) {
-		res := &engine.TurnResult{Status: engine.Completed, Output: "done", Usage: engine.Usage{Input: &live}}
+		res := &engine.TurnResult{Status: engine.Completed, Output: "done", Usage: record.Usage{Input: &live}}
 		if err != nil {
 			res.Status = engine.Aborted
 		}

@@ -32,14 +32,14 @@ func (d *limitedScout) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnRe
 		if d.limited.Load() {
 			return nil, fmt.Errorf("%w: 429 too many requests", record.ErrRateLimit)
 		}
-		return &engine.TurnResult{Status: engine.Completed, Output: "the scout looked", Usage: engine.Usage{Input: &in}}, nil
+		return &engine.TurnResult{Status: engine.Completed, Output: "the scout looked", Usage: record.Usage{Input: &in}}, nil
 	}
 	d.lead.Add(1)
 	r, err := delegate.Call(ctx, t.Delegate.Socket, t.Delegate.Token, "scout", "look")
 	if err != nil {
 		return nil, err
 	}
-	return &engine.TurnResult{Status: engine.Completed, Output: "lead heard: " + r.Answer + r.Error, Usage: engine.Usage{Input: &in}}, nil
+	return &engine.TurnResult{Status: engine.Completed, Output: "lead heard: " + r.Answer + r.Error, Usage: record.Usage{Input: &in}}, nil
 }
 
 // TestChildRateLimitIsInfrastructure: a child refused for now by its
