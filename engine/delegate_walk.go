@@ -54,9 +54,13 @@ func (r *runner) delegation(fr *frame, n *flows.Node, path string) *delegator {
 // serve opens the delegation of one turn of d's visit; slot is the turn's
 // place under the run's cap on live turns, which it lends to its children
 // while it waits for them.
-func (r *runner) serve(ctx context.Context, d *delegator, slot *delegation.Slot) (*Delegation, func(), *record.Failure) {
+func (r *runner) serve(ctx context.Context, d *delegator, slot *delegation.Slot, ts *turnStop) (*Delegation, func(), *record.Failure) {
 	del, closeFn, err := r.delegates.Serve(ctx, d.Path, func(ctx context.Context, req DelegateRequest) DelegateReply {
-		return r.delegate(ctx, d, slot, req)
+		reply := r.delegate(ctx, d, slot, req)
+		if ts.afterCall() {
+			reply = DelegateReply{Error: "the turn was stopped: nothing is left of its budget (" + reply.Error + ")"}
+		}
+		return reply
 	})
 	if err != nil {
 		return nil, nil, &record.Failure{Kind: schema.FailUnavailable, Message: "opening the turn's delegation: " + err.Error()}
@@ -102,6 +106,7 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *delegation.Sl
 	slot.Lend()
 	v, fail := r.visit(ctx, d.kids, n, nil, path)
 	slot.Reclaim(ctx)
+	r.infra.note(d.Path, path, fail)
 	reply := answerOf(path, v, fail)
 	d.Keep(path, req.Agent, req.Task, delegation.Answer{Text: reply.Answer, Error: reply.Error})
 	return reply

@@ -75,6 +75,10 @@ type Options struct {
 	// Notes are said as the run starts, after its start event (a
 	// resume's: what changed, what was ended).
 	Notes []string
+	// Killed is what a resumed run's killed attempts had reported
+	// spending, by visit (rundir.Killed): a visit that runs again counts
+	// it, marked partial (docs/resume-and-budgets.md).
+	Killed map[string]int64
 
 	// Delegates opens the delegation server of a run in this process, in
 	// its run directory (local.Delegates), and returns it with what closes
@@ -94,6 +98,10 @@ type Result struct {
 	// Overspend names each budget the run ended above, by how much and
 	// why; the run's end fact records the same.
 	Overspend []record.Overspend
+	// InfraInTree says a delegated child failed on the infrastructure
+	// (rate_limit, unavailable, killed; docs/delegation.md): its parent's
+	// answer was not kept. The run's end fact records the same.
+	InfraInTree bool
 }
 
 // Status is the run's status: succeeded, failed, stopped or waiting.
@@ -175,7 +183,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
 		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host),
 		waiter: host.Waiter(), waits: map[string]*record.Fact{},
-		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock())}
+		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock()), infra: newInfraTree(host.NewLock())}
 	r.wt, r.journal = r.newScopes(), replay.NewJournal(earlier, host.NewLock())
 	r.keys = r.newKeys(runDir(host, opts.RunID))
 	if r.live == nil {
@@ -199,12 +207,12 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	// What the caller prints is as redacted as what the run directory
 	// holds.
 	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(r.secrets(), plain),
-		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.Overspends()}
+		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.Overspends(), InfraInTree: r.infra.inTree()}
 	end := r.rt.Now()
 	wall := end.Sub(start).Milliseconds()
 	// The run's output is made of its visits' outputs, which the journal
 	// has: it goes to output.json, not into the journal a second time.
-	endErr := rec.Fact(record.RunEnded{Time: end, Run: opts.RunID, Status: res.Status(), OK: res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend}.Fact())
+	endErr := rec.Fact(record.RunEnded{Time: end, Run: opts.RunID, Status: res.Status(), OK: res.OK, Error: res.Failure, WallMS: wall, Overspend: res.Overspend, InfraInTree: res.InfraInTree}.Fact())
 	r.emit(&record.Event{Type: record.EventRunEnd, Status: res.Status(), OK: &res.OK, Error: res.Failure, Usage: &res.Usage, WallMS: wall, Dir: shown, Overspend: res.Overspend})
 	return res, errors.Join(endErr, rec.WriteValues(values), rec.Finish(plain))
 }
@@ -269,6 +277,7 @@ type runner struct {
 	delegates  Delegator
 	delegators map[string]*delegator
 	children   *delegation.Registry
+	infra      *infraTree
 
 	// waiter is the host's (Host.Waiter); waits are the waits earlier
 	// attempts journaled, by visit (docs/waits.md).

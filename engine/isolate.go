@@ -161,7 +161,7 @@ func outcomeStays(n *flows.Node, fail *record.Failure) bool {
 	if fail == nil {
 		return true
 	}
-	if !n.Continue {
+	if !n.Continue || !staysInfra(n, fail) {
 		return false
 	}
 	switch fail.Kind {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowrun/flow/engine/delegation"
+	"github.com/flowrun/flow/engine/ledger"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/engine/replay"
 	"github.com/flowrun/flow/flows"
@@ -78,7 +80,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 	home := r.dir.Home(homePath)
 	o.home = homePath
 	o.key = r.visitKey(ctx, fr, n, path, o.model, prompt, sess, nil)
-	o.usage = &record.Usage{}
+	o.usage = r.killedUsage(fr, path)
 	o.deleg = r.delegation(fr, n, path)
 	delay := r.opts.Backoff
 	for attempt := 1; ; attempt++ {
@@ -86,7 +88,7 @@ func (r *runner) agent(ctx context.Context, fr *frame, n *flows.Node, vars map[s
 		t := &Turn{RunID: r.opts.RunID, Visit: path, Agent: a, Model: o.model, Prompt: prompt, OutputSchema: an.OutputSchema,
 			Home: home, WorkDir: r.workDir(fr), Timeout: o.timeout, Progress: r.progress(path, a.Driver, o.model),
 			Secrets: r.secrets(), Key: replay.Offered(n, o.key), Tools: r.toolLog(path)}
-		answer, fail := r.turn(ctx, fr, t, o, sess)
+		answer, fail := r.turnOf(ctx, fr, t, o, sess)
 		var out any = answer.text
 		if fail == nil && an.Typed {
 			out, fail = r.typed(ctx, fr, t, answer, n, o, sess)
@@ -128,25 +130,10 @@ func (r *runner) turn(ctx context.Context, fr *frame, t *Turn, o *outcome, sess 
 	if refused != nil {
 		return reply{}, refused
 	}
-	if o.deleg != nil {
-		d, closeDelegation, fail := r.serve(ctx, o.deleg, slot)
-		if fail != nil {
-			r.ledger.Settle(b, nil, false)
-			return reply{}, fail
-		}
-		defer closeDelegation()
-		t.Delegate = d
+	res, fail, err := r.leaf(ctx, t, o, b, slot, sess)
+	if fail != nil {
+		return reply{}, fail
 	}
-	if sess != nil {
-		t.Session = sess.id
-	}
-	t.Watch, t.TokensLeft = b.Watch()
-	res, err := r.leaves.Turn(ctx, t)
-	var spent *record.Usage
-	if res != nil {
-		spent = &res.Usage
-	}
-	r.ledger.Settle(b, spent, errors.Is(err, errBudget))
 	if res != nil {
 		r.took(t, o, sess, res, err)
 	}
@@ -194,6 +181,44 @@ func turnEnd(ctx context.Context, t *Turn, res *TurnResult, err error) (reply, *
 		return reply{}, &record.Failure{Kind: schema.FailProvider, Message: msg}
 	}
 	return reply{text: res.Output, file: res.File, size: res.Size}, nil
+}
+
+// leaf runs t through the LeafRunner, serving its delegate calls, and
+// settles its booking with what it spent. A delegate call that found
+// nothing left of a budget ends the turn (turnStop): its error is then
+// errBudget.
+func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *ledger.Booking, slot *delegation.Slot, sess *session) (res *TurnResult, fail *record.Failure, err error) {
+	if sess != nil {
+		t.Session = sess.id
+	}
+	t.Watch, t.TokensLeft = b.Watch()
+	stopped := r.stoppable(ctx, b, func(tctx context.Context, ts *turnStop) {
+		defer ts.turnEnded()
+		if o.deleg != nil {
+			d, closeDelegation, f := r.serve(tctx, o.deleg, slot, ts)
+			if f != nil {
+				fail = f
+				return
+			}
+			defer closeDelegation() // after turnEnded: the calls held for the turn's end return first
+			t.Delegate = d
+		}
+		res, err = r.leaves.Turn(tctx, t)
+		ts.turnEnded()
+	})
+	if fail != nil {
+		r.ledger.Settle(b, nil, false)
+		return nil, fail, nil
+	}
+	if stopped && ctx.Err() == nil {
+		err = errBudget
+	}
+	var spent *record.Usage
+	if res != nil {
+		spent = &res.Usage
+	}
+	r.ledger.Settle(b, spent, errors.Is(err, errBudget))
+	return res, nil, err
 }
 
 // typed parses and validates a typed answer, whole (the LeafRunner hands

@@ -2,12 +2,14 @@ package rundir
 
 // DelegationTotals is, for each visit that started delegated children
 // (docs/delegation.md), what it spent with its whole subtree: its own
-// usage and every descendant's, each of every attempt, as the run's total
+// usage as its (last) end fact records it — the figure shown beside it —
+// and every descendant's, each of every attempt, as the run's total
 // counts them. Visits that delegated nothing are not in it: their total
 // is their own.
 func DelegationTotals(facts []*Fact) map[string]Usage {
 	parent := map[string]string{}
-	own := map[string]Usage{}
+	own := map[string]Usage{}  // every attempt's
+	last := map[string]Usage{} // the last end fact's
 	for _, f := range facts {
 		switch {
 		case f.Type == FactStart && f.Parent != "":
@@ -16,6 +18,7 @@ func DelegationTotals(facts []*Fact) map[string]Usage {
 			u := own[f.Visit]
 			u.Add(*f.Usage)
 			own[f.Visit] = u
+			last[f.Visit] = *f.Usage
 		}
 	}
 	if len(parent) == 0 {
@@ -25,7 +28,7 @@ func DelegationTotals(facts []*Fact) map[string]Usage {
 	for child := range parent {
 		for p, seen := parent[child], 0; p != "" && seen <= len(parent); p, seen = parent[p], seen+1 {
 			if _, ok := out[p]; !ok {
-				out[p] = own[p]
+				out[p] = last[p]
 			}
 			u := out[p]
 			u.Add(own[child])

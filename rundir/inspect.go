@@ -35,6 +35,9 @@ type RunInfo struct {
 	Worktrees []*Worktree `json:"worktrees,omitempty"`
 	// Overspend names each budget the run ended above (its end fact's).
 	Overspend []Overspend `json:"overspend,omitempty"`
+	// InfraInTree says a delegated child failed on the infrastructure
+	// (its end fact's; docs/delegation.md).
+	InfraInTree bool `json:"infra_in_tree,omitempty"`
 	// ForkedFrom is where a fork came from (flow fork), nil for a run
 	// that is not one.
 	ForkedFrom *record.Fork `json:"forked_from,omitempty"`
@@ -75,9 +78,9 @@ func summarize(dir string, facts []*Fact) (*RunInfo, error) {
 				if info.Started.IsZero() {
 					info.Started, info.Flow, info.ForkedFrom = f.Time, f.Flow, f.ForkedFrom
 				}
-				info.Status, info.Failure, info.Ended, info.Overspend = StatusInterrupted, nil, time.Time{}, nil
+				info.Status, info.Failure, info.Ended, info.Overspend, info.InfraInTree = StatusInterrupted, nil, time.Time{}, nil, false
 			} else {
-				info.Status, info.Failure, info.Ended, info.Overspend = f.Status, f.Error, f.Time, f.Overspend
+				info.Status, info.Failure, info.Ended, info.Overspend, info.InfraInTree = f.Status, f.Error, f.Time, f.Overspend, f.InfraInTree
 			}
 		case FactEnd:
 			if f.Usage != nil {

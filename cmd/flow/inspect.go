@@ -114,6 +114,9 @@ func (a *app) showCmd() *cobra.Command {
 			for _, o := range info.Overspend {
 				fmt.Fprintf(a.stdout, "overspent: %s\n", safeLine(o.String()))
 			}
+			if info.InfraInTree {
+				fmt.Fprintln(a.stdout, infraLine)
+			}
 			for _, t := range temporalTroubles(dir) {
 				fmt.Fprintln(a.stdout, safeLine(t))
 			}
@@ -163,17 +166,7 @@ func visitRows(facts []*rundir.Fact) []string {
 			if e.Reused != nil {
 				mark, detail = "↺", "reused from "+e.Reused.Run+" "+e.Reused.Visit+": "+detail
 			}
-			if e.Usage != nil && e.Usage.Tokens() > 0 {
-				partial := ""
-				if e.Usage.Partial {
-					partial = ", partial"
-				}
-				with := ""
-				if u, ok := trees[v]; ok {
-					with = fmt.Sprintf("; %d with its delegates", u.Tokens())
-				}
-				detail += fmt.Sprintf("  (%d tokens%s%s)", e.Usage.Tokens(), partial, with)
-			}
+			detail += treeUsageText(e.Usage, trees, v)
 			if sent := rundir.SentText(e); sent != "" {
 				detail += "  [" + sent + "]"
 			}
@@ -182,6 +175,31 @@ func visitRows(facts []*rundir.Fact) []string {
 		rows = append(rows, fmt.Sprintf("%s%s %s  %s", strings.Repeat("  ", visit.Depth), mark, safeLine(v), safeLine(detail)))
 	}
 	return rows
+}
+
+// infraLine is what flow show and flow run say of a run whose delegated
+// child failed on the infrastructure.
+const infraLine = "infra_in_tree: a delegated child failed on the infrastructure (rate_limit, unavailable or killed); its parent's answer was not kept"
+
+// treeUsageText is a visit's usage as flow show gives it: its own tokens,
+// and what it spent with its delegates when it delegated — also when it
+// reported no usage of its own (an exec parent).
+func treeUsageText(u *rundir.Usage, trees map[string]rundir.Usage, visit string) string {
+	tree, delegated := trees[visit]
+	if u == nil || u.Tokens() <= 0 {
+		if delegated && tree.Tokens() > 0 {
+			return fmt.Sprintf("  (%d tokens with its delegates)", tree.Tokens())
+		}
+		return ""
+	}
+	partial, with := "", ""
+	if u.Partial {
+		partial = ", partial"
+	}
+	if delegated {
+		with = fmt.Sprintf("; %d with its delegates", tree.Tokens())
+	}
+	return fmt.Sprintf("  (%d tokens%s%s)", u.Tokens(), partial, with)
 }
 
 func outputStart(v any) string {

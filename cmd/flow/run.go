@@ -183,6 +183,9 @@ func (a *app) summary(res *engine.Result) {
 		for _, o := range res.Overspend {
 			fmt.Fprintf(a.stderr, "\toverspent: %s\n", safeText(o.String()))
 		}
+		if res.InfraInTree {
+			fmt.Fprintf(a.stderr, "\t%s\n", infraLine)
+		}
 	}()
 	if res.OK {
 		fmt.Fprintf(a.stderr, "run %s succeeded in %s\n", res.RunID, safeText(res.Dir))

@@ -198,6 +198,9 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts engine.Opt
 		return nil, err
 	}
 	opts.Notes = []string{fmt.Sprintf("resuming run %s (%s, %s)", info.ID, info.Flow, info.Status)}
+	if opts.Killed, err = rundir.Killed(dir, earlier); err != nil {
+		opts.Notes = append(opts.Notes, "reading what the killed attempts spent: "+err.Error())
+	}
 	for _, f := range snap.Changed() {
 		opts.Notes = append(opts.Notes, f+" changed since the run started; resuming the run's snapshot of it")
 	}

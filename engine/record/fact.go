@@ -117,6 +117,10 @@ type Fact struct {
 	// Overspend, on a run's end fact, names each budget the run ended
 	// above: every reader says it from here.
 	Overspend []Overspend `json:"overspend,omitempty"`
+	// InfraInTree, on a run's end fact, says a delegated child failed on
+	// the infrastructure (rate_limit, unavailable, killed), so its
+	// parent's answer was not kept (docs/delegation.md).
+	InfraInTree bool `json:"infra_in_tree,omitempty"`
 }
 
 // Answer is who answered an ask visit, and when; the answer itself is the

@@ -46,12 +46,14 @@ type RunEnded struct {
 	Error     *Failure
 	WallMS    int64
 	Overspend []Overspend
+	// InfraInTree: a delegated child failed on the infrastructure.
+	InfraInTree bool
 }
 
 // Fact is the run fact with the run's end status.
 func (e RunEnded) Fact() *Fact {
 	ok := e.OK
-	return &Fact{Type: FactRun, Time: e.Time, RunID: e.Run, Status: e.Status, OK: &ok, Error: e.Error, WallMS: e.WallMS, Overspend: e.Overspend}
+	return &Fact{Type: FactRun, Time: e.Time, RunID: e.Run, Status: e.Status, OK: &ok, Error: e.Error, WallMS: e.WallMS, Overspend: e.Overspend, InfraInTree: e.InfraInTree}
 }
 
 // VisitStarted starts a visit.

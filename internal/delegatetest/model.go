@@ -157,3 +157,23 @@ func TwoCallsMade(token string) []engine.DelegateRequest {
 		{Token: token, Agent: "tester", Task: "run it a hundred times"},
 	}
 }
+
+// RunawayFinal is the answer of a Runaway turn that delegates no more.
+const RunawayFinal = "runaway-final-7781"
+
+// Runaway returns a modelserver handler for an agent that keeps
+// delegating to itself: a request that offers the delegate tool and holds
+// no reply of a call yet is answered with a call of args; any other
+// request (no tool offered, or a child's answer or failure in it) with
+// RunawayFinal. Every answer bills input and output tokens.
+func Runaway(args string, input, output int) func(modelserver.Request) modelserver.Reply {
+	return func(r modelserver.Request) modelserver.Reply {
+		rep := modelserver.Reply{Text: RunawayFinal, Input: input, Output: output}
+		body := string(r.Body)
+		replied := strings.Contains(body, RunawayFinal) || strings.Contains(body, "refused: ") || strings.Contains(body, "#1 failed (")
+		if name, ns := offered(r); name != "" && !replied {
+			rep.Text, rep.ToolCall = "", &modelserver.ToolCall{Name: name, Namespace: ns, Arguments: args}
+		}
+		return rep
+	}
+}

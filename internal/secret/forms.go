@@ -47,7 +47,7 @@ cancelled cheapest condition conflict duplicate-id duplicate-key duration fail_f
 frontmatter project_agents provider reserved-id reviewer run.start schedule-input sweep.json template
 terminal timezone too-many unavailable unconverged unknown-key visit.end visit.replayed visit.start
 progress shutdown flow.command flow.facts flow.run flow.turn converged iteration iterations file_bytes
-examples approved questions overspend limit_tokens limit_cost
+examples approved questions overspend limit_tokens limit_cost infra_in_tree
 isolated protocol response max_steps
 set_aside set_aside_by forked_from forks
 reserved`) {
