@@ -106,7 +106,7 @@ func (r *runner) delegate(ctx context.Context, d *delegator, slot *delegation.Sl
 	slot.Lend()
 	v, fail := r.visit(ctx, d.kids, n, nil, path)
 	slot.Reclaim(ctx)
-	r.infra.note(d.Path, path, fail)
+	r.infra.Note(d.Path, path, fail)
 	reply := answerOf(path, v, fail)
 	d.Keep(path, req.Agent, req.Task, delegation.Answer{Text: reply.Answer, Error: reply.Error})
 	return reply

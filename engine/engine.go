@@ -183,7 +183,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
 		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host),
 		waiter: host.Waiter(), waits: map[string]*record.Fact{},
-		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock()), infra: newInfraTree(host.NewLock())}
+		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock()), infra: delegation.NewInfra(host.NewLock())}
 	r.wt, r.journal = r.newScopes(), replay.NewJournal(earlier, host.NewLock())
 	r.keys = r.newKeys(runDir(host, opts.RunID))
 	if r.live == nil {
@@ -207,7 +207,7 @@ func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input 
 	// What the caller prints is as redacted as what the run directory
 	// holds.
 	res := &Result{RunID: opts.RunID, Dir: shown, OK: fail == nil, Output: secret.Value(r.secrets(), plain),
-		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.Overspends(), InfraInTree: r.infra.inTree()}
+		Failure: redactFailure(r.secrets(), fail), Usage: r.total(), Overspend: r.ledger.Overspends(), InfraInTree: r.infra.InTree()}
 	end := r.rt.Now()
 	wall := end.Sub(start).Milliseconds()
 	// The run's output is made of its visits' outputs, which the journal
@@ -277,7 +277,7 @@ type runner struct {
 	delegates  Delegator
 	delegators map[string]*delegator
 	children   *delegation.Registry
-	infra      *infraTree
+	infra      *delegation.Infra
 
 	// waiter is the host's (Host.Waiter); waits are the waits earlier
 	// attempts journaled, by visit (docs/waits.md).

@@ -1,11 +1,10 @@
 package engine
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/flowrun/flow/engine/shown"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
 )
@@ -29,74 +28,6 @@ func render(t *flows.Template, vars map[string]any) (string, error) {
 		b.WriteString(text(v))
 	}
 	return b.String(), nil
-}
-
-// text is a value as a template shows it.
-func text(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case nil:
-		return ""
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
-func fence(s string) string {
-	return "```\n" + strings.TrimRight(s, "\n") + "\n```"
-}
-
-// jsonFence shows a value as fenced JSON: indented when it nests at most
-// indentDepth deep, compact beyond. Indentation costs each line two bytes
-// per level, so a list nested n deep indents to n² bytes: 20 KB of
-// nested lists became a 200 MB turn.
-func jsonFence(v any) string {
-	v = flows.ShownValue(v)
-	var b []byte
-	var err error
-	if nests(v, indentDepth) {
-		b, err = json.Marshal(v)
-	} else {
-		b, err = json.MarshalIndent(v, "", "  ")
-	}
-	if err != nil {
-		return fence(fmt.Sprint(v))
-	}
-	return "```json\n" + string(b) + "\n```"
-}
-
-// indentDepth is how deep a value shown in a prompt may nest and still be
-// indented.
-const indentDepth = 16
-
-// nests reports whether v nests deeper than depth lists and objects.
-func nests(v any, depth int) bool {
-	switch x := v.(type) {
-	case []any:
-		if depth == 0 {
-			return true
-		}
-		for _, e := range x {
-			if nests(e, depth-1) {
-				return true
-			}
-		}
-	case map[string]any:
-		if depth == 0 {
-			return true
-		}
-		//workflowcheck:ignore whether any value nests too deep: the same answer in any order
-		for _, e := range x {
-			if nests(e, depth-1) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // promptTooLarge is a turn whose prompt would pass limits.prompt_bytes:
@@ -178,31 +109,14 @@ func readText(v any, isNode bool) string {
 	return s
 }
 
-// parseTyped reads a typed answer: the whole answer must be one JSON value
-// (a single surrounding code fence is tolerated), and it must fit t. Values
-// are never picked out of prose.
-func parseTyped(answer string, t *schema.Type) (any, error) {
-	s := strings.TrimSpace(answer)
-	if strings.HasPrefix(s, "```") && strings.HasSuffix(s, "```") && len(s) > 6 {
-		s = strings.TrimSpace(s[3 : len(s)-3])
-		if i := strings.IndexByte(s, '\n'); i >= 0 && !strings.ContainsAny(s[:i], "{[\"") {
-			s = s[i+1:]
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("the answer is not JSON: %v", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("the answer has more than one JSON value")
-	}
-	if err := t.Check(v); err != nil {
-		return nil, err
-	}
-	return normalize(t, v), nil
-}
-
 // normalize converts decoded JSON to the types expressions were checked
 // against: whole numbers where the type says integer.
 func normalize(t *schema.Type, v any) any { return t.Normalize(v) }
+
+// text, jsonFence, fence and parseTyped are package shown's.
+var (
+	text       = shown.Text
+	jsonFence  = shown.JSONFence
+	fence      = shown.Fence
+	parseTyped = shown.ParseTyped
+)

@@ -16,7 +16,7 @@ var typed = []struct {
 }{
 	{RunStarted{}, FactRun}, {RunEnded{}, FactRun}, {VisitStarted{}, FactStart}, {VisitEnded{}, FactEnd},
 	{WorktreeMade{}, FactWorktree}, {WorktreeRemoved{}, FactWorktree}, {ScopeLanded{}, FactLand},
-	{ToolCalled{}, FactTool},
+	{ToolCalled{}, FactTool}, {VisitWaiting{}, FactWaiting},
 }
 
 // factField is the Fact field a typed fact's field is written to.

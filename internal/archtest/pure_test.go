@@ -86,7 +86,7 @@ var impureAllowed = []string{}
 
 // pureDirs are the packages the walker is made of, under engine: package
 // engine itself and its vocabulary, engine/record.
-var pureDirs = []string{"", "record", "ledger", "delegation", "worktrees", "replay"}
+var pureDirs = []string{"", "record", "ledger", "delegation", "worktrees", "replay", "shown"}
 
 // TestEnginePure parses the non-test files of package engine and of its
 // vocabulary and fails on any effect the walker does itself rather than

@@ -47,7 +47,7 @@ func goFiles(t *testing.T, dir string) []string {
 // The engine stays a package a newcomer can read: at most 3,000 lines of
 // package engine itself (engine/local, engine/enginetest and the walker's
 // parts — engine/ledger, engine/delegation, engine/worktrees,
-// engine/replay — are packages of their own), and no assembly, unsafe or
+// engine/replay, engine/shown — are packages of their own), and no assembly, unsafe or
 // memory mapping anywhere in the module (STYLE.md, "Performance work").
 // The bound was 4,000 until the walker was split by feature
 // (docs/decisions.md, "The walker split by feature"); no function in it is
