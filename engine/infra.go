@@ -21,7 +21,7 @@ func (r *runner) turnOf(ctx context.Context, fr *frame, t *Turn, o *outcome, ses
 	if o.deleg == nil {
 		return r.turn(ctx, fr, t, o, sess)
 	}
-	r.infra.Take(t.Visit)
+	_ = r.infra.Take(t.Visit) // a note left from an earlier turn is stale
 	answer, fail := r.turn(ctx, fr, t, o, sess)
 	if infra := r.infra.Take(t.Visit); infra != nil && fail == nil {
 		return reply{}, infra
