@@ -38,19 +38,21 @@ const summaryFile = "summary.json"
 // still there) and the journal's size and modification time it was read
 // at. Its keys are RunInfo's, and short.
 type indexEntry struct {
-	ID         string       `json:"id"`
-	Flow       string       `json:"flow"`
-	Status     Status       `json:"status"`
-	Started    time.Time    `json:"started"`
-	Ended      time.Time    `json:"ended,omitzero"`
-	Usage      Usage        `json:"usage"`
-	Failure    *Failure     `json:"error,omitempty"`
-	Why        string       `json:"why,omitempty"`
-	Overspend  []Overspend  `json:"overspend,omitempty"`
-	ForkedFrom *record.Fork `json:"forked_from,omitempty"`
-	Kept       []*Worktree  `json:"kept,omitempty"`
-	Size       int64        `json:"size"`
-	MTime      int64        `json:"mtime"`
+	ID          string       `json:"id"`
+	Flow        string       `json:"flow"`
+	Status      Status       `json:"status"`
+	Started     time.Time    `json:"started"`
+	Ended       time.Time    `json:"ended,omitzero"`
+	Usage       Usage        `json:"usage"`
+	Failure     *Failure     `json:"error,omitempty"`
+	Why         string       `json:"why,omitempty"`
+	Overspend   []Overspend  `json:"overspend,omitempty"`
+	ForkedFrom  *record.Fork `json:"forked_from,omitempty"`
+	Kept        []*Worktree  `json:"kept,omitempty"`
+	Waiting     []WaitingOn  `json:"waiting,omitempty"`
+	InfraInTree bool         `json:"infra_in_tree,omitempty"`
+	Size        int64        `json:"size"`
+	MTime       int64        `json:"mtime"`
 }
 
 // journalVersion is what says a journal changed: its size and its
@@ -115,7 +117,7 @@ func Summaries(runsDir string) ([]*RunInfo, error) {
 func newEntry(info *RunInfo, v journalVersion) *indexEntry {
 	e := &indexEntry{ID: info.ID, Flow: info.Flow, Status: info.Status, Started: info.Started, Ended: info.Ended,
 		Usage: info.Usage, Failure: info.Failure, Why: info.Why, Overspend: info.Overspend, ForkedFrom: info.ForkedFrom,
-		Size: v.size, MTime: v.mtime}
+		Waiting: info.Waiting, InfraInTree: info.InfraInTree, Size: v.size, MTime: v.mtime}
 	if info.Status != StatusCorrupt {
 		e.Why = ""
 	}
@@ -128,7 +130,8 @@ func newEntry(info *RunInfo, v journalVersion) *indexEntry {
 // and a kept worktree is listed while it is still there (Inspect).
 func (e *indexEntry) info(dir string) *RunInfo {
 	info := &RunInfo{ID: e.ID, Dir: dir, Flow: e.Flow, Status: e.Status, Started: e.Started, Ended: e.Ended,
-		Usage: e.Usage, Failure: e.Failure, Why: e.Why, Overspend: e.Overspend, ForkedFrom: e.ForkedFrom}
+		Usage: e.Usage, Failure: e.Failure, Why: e.Why, Overspend: e.Overspend, ForkedFrom: e.ForkedFrom,
+		Waiting: e.Waiting, InfraInTree: e.InfraInTree}
 	end := info.Ended
 	if end.IsZero() {
 		end = time.Now()
