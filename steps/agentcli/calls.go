@@ -2,6 +2,7 @@ package agentcli
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 // facts are never replayed: the CLI ran the tools, and a resumed turn
 // starts afresh. The call's arguments and result are left out (the CLI's
 // transcript has them). A nil *Calls, or one without a log, journals
-// nothing. A Calls is fed by one goroutine, the stream's reader.
+// nothing. A Calls is safe for concurrent use: the openai driver reports
+// the results of an answer's calls as each returns.
 type Calls struct {
+	mu       sync.Mutex
 	log      *record.ToolLog
 	protocol string
 	turn     string
@@ -50,6 +53,8 @@ func (c *Calls) Usage(message string, u usage.Call) {
 	if c == nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.usage[message] = u
 }
 
@@ -58,6 +63,8 @@ func (c *Calls) Use(message, id, name string) {
 	if c == nil || id == "" {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	first := message != c.message || c.step == 0
 	if first {
 		c.step++
@@ -73,7 +80,12 @@ func (c *Calls) Use(message, id, name string) {
 
 // Result is the result of call id: its fact is written now.
 func (c *Calls) Result(id string, isError bool) {
-	if c == nil || c.log == nil || c.log.Record == nil || c.err != nil {
+	if c == nil || c.log == nil || c.log.Record == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
 		return
 	}
 	oc, ok := c.open[id]
