@@ -27,7 +27,7 @@ func TestToolSpansInJaeger(t *testing.T) {
 			agent := "---\nname: helper\ndescription: Helps with the test\ndriver: " + c.driver + "\nmodel: test-model\ntools: read, ls, bash\n" + frontmatter + "---\nYou help, briefly.\n"
 			env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT="+j.otlp, "OTEL_EXPORTER_OTLP_PROTOCOL=", "TRACEPARENT=")
 			flow := "f-" + c.driver
-			run, out, err := flowRun(t, map[string]string{"agents/helper.md": agent, "f.yaml": strings.Replace(billedFlow(0), "name: f\n", "name: "+flow+"\n", 1), "marker.txt": "x"}, env, "f.yaml")
+			run, out, err := flowRun(t, map[string]string{"agents/helper.md": agent, flow + ".yaml": strings.Replace(billedFlow(0), "name: f\n", "name: "+flow+"\n", 1), "marker.txt": "x"}, env, flow+".yaml")
 			if err != nil || strings.Contains(out, "traces not sent") {
 				t.Fatalf("flow run: %v\n%s", err, out)
 			}
