@@ -2,6 +2,7 @@ package agentcli
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 // facts are never replayed: the CLI ran the tools, and a resumed turn
 // starts afresh. The call's arguments and result are left out (the CLI's
 // transcript has them). A nil *Calls, or one without a log, journals
-// nothing. A Calls is fed by one goroutine, the stream's reader.
+// nothing. A Calls is safe for concurrent use: the openai driver reports
+// the results of an answer's calls as each returns.
 type Calls struct {
+	mu       sync.Mutex
 	log      *record.ToolLog
 	protocol string
 	turn     string
@@ -27,12 +30,14 @@ type Calls struct {
 	seq      int
 	usage    map[string]usage.Call // the answers' usage, by id, as last reported
 	open     map[string]*openCall  // calls made, by id, whose result has not come
+	answered map[int]bool          // the steps whose answer a fact carries
 	err      error
 }
 
 type openCall struct {
-	call record.ToolCall
-	at   time.Time
+	call    record.ToolCall
+	message string // the answer that made it
+	at      time.Time
 }
 
 var turns atomic.Int64
@@ -41,7 +46,7 @@ var turns atomic.Int64
 // ("claude", …) in the facts.
 func NewCalls(log *record.ToolLog, protocol string) *Calls {
 	return &Calls{log: log, protocol: protocol, turn: fmt.Sprintf("%s-%d-%d", protocol, time.Now().UnixNano(), turns.Add(1)),
-		usage: map[string]usage.Call{}, open: map[string]*openCall{}}
+		usage: map[string]usage.Call{}, open: map[string]*openCall{}, answered: map[int]bool{}}
 }
 
 // Usage keeps what the provider reported for the answer message, the
@@ -50,6 +55,8 @@ func (c *Calls) Usage(message string, u usage.Call) {
 	if c == nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.usage[message] = u
 }
 
@@ -58,22 +65,28 @@ func (c *Calls) Use(message, id, name string) {
 	if c == nil || id == "" {
 		return
 	}
-	first := message != c.message || c.step == 0
-	if first {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if message != c.message || c.step == 0 {
 		c.step++
 		c.message = message
 	}
 	c.seq++
-	oc := &openCall{call: record.ToolCall{Turn: c.turn, Step: c.step, Seq: c.seq, Protocol: c.protocol, ID: id, Name: name}, at: time.Now()}
-	if first {
-		oc.call.Response = message
-	}
-	c.open[id] = oc
+	c.open[id] = &openCall{call: record.ToolCall{Turn: c.turn, Step: c.step, Seq: c.seq, Protocol: c.protocol, ID: id, Name: name},
+		message: message, at: time.Now()}
 }
 
-// Result is the result of call id: its fact is written now.
+// Result is the result of call id: its fact is written now. The first of
+// a step's facts written — whichever of its calls returned first, as the
+// trace reads them in the journal's order — carries the answer and its
+// usage.
 func (c *Calls) Result(id string, isError bool) {
-	if c == nil || c.log == nil || c.log.Record == nil || c.err != nil {
+	if c == nil || c.log == nil || c.log.Record == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
 		return
 	}
 	oc, ok := c.open[id]
@@ -84,8 +97,10 @@ func (c *Calls) Result(id string, isError bool) {
 	call := oc.call
 	call.Error = isError
 	call.WallMS = time.Since(oc.at).Milliseconds()
-	if call.Response != "" {
-		if u, ok := c.usage[call.Response]; ok {
+	if !c.answered[call.Step] {
+		c.answered[call.Step] = true
+		call.Response = oc.message
+		if u, ok := c.usage[oc.message]; ok {
 			call.Usage = &record.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Cost: u.Cost}
 		}
 	}

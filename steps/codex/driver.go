@@ -160,7 +160,7 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		}
 		env = agentcli.Environ([]string{"CODEX_HOME", delegate.EnvSocket, delegate.EnvToken}, append(set, delegateEnv...)...)
 	}
-	s := newStream(t.Progress)
+	s := newStream(t.Progress, agentcli.NewCalls(t.Tools, "codex"))
 	s.before = threadBefore(home, a.Name, t.Session)
 	t.Progress(engine.Progress{Activity: "starting codex"})
 	exit, err := agentcli.Run(ctx, agentcli.Command{

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/modelserver"
@@ -84,10 +85,18 @@ func TestCodexToolCall(t *testing.T) {
 	tn := turn(t, s)
 	var acts []string
 	tn.Progress = func(p engine.Progress) { acts = append(acts, p.Activity) }
+	var facts []record.ToolCall
+	tn.Tools = &record.ToolLog{Record: func(c record.ToolCall) error { facts = append(facts, c); return nil }}
 	home := t.TempDir()
 	res, err := New(Options{Binary: bin, CodexHome: home}).Turn(context.Background(), tn)
 	if err != nil || res.Status != engine.Completed || res.Output != "There is one file: hello.txt." {
 		t.Fatalf("Turn = %+v, %v", res, err)
+	}
+	// The command is journalled for the trace, without usage: Codex shows
+	// none per request.
+	if len(facts) != 1 || facts[0].Name != "command_execution" || facts[0].ID == "" || facts[0].Protocol != "codex" ||
+		facts[0].Error || facts[0].Usage != nil {
+		t.Errorf("tool facts = %+v", facts)
 	}
 	reqs := s.Requests()
 	last := string(reqs[len(reqs)-1].Body)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/transcript"
 	"github.com/flowrun/flow/steps/usage"
 )
@@ -27,6 +28,7 @@ type event struct {
 
 // item is a thread item inside item.started/updated/completed.
 type item struct {
+	ID      string `json:"id"`
 	Type    string `json:"type"`
 	Text    string `json:"text"`
 	Message string `json:"message"`
@@ -58,10 +60,12 @@ type stream struct {
 	ledger    usage.Ledger
 	diag      []string
 	steps     []transcript.Step
+	calls     *agentcli.Calls // the turn's tool calls, journalled for its trace
+	started   map[string]bool // the tool items started and not yet completed
 }
 
-func newStream(progress func(engine.Progress)) *stream {
-	return &stream{progress: progress}
+func newStream(progress func(engine.Progress), calls *agentcli.Calls) *stream {
+	return &stream{progress: progress, calls: calls, started: map[string]bool{}}
 }
 
 // line folds line n (counted from 1) of stdout.
@@ -126,6 +130,7 @@ func (s *stream) line(n int, raw []byte) {
 }
 
 func (s *stream) item(typ string, it *item) {
+	s.tool(typ, it)
 	if typ == "item.started" {
 		switch it.Type {
 		case "command_execution":
@@ -169,6 +174,45 @@ func (s *stream) item(typ string, it *item) {
 	default:
 		s.diag = append(s.diag, fmt.Sprintf("unknown item type %q", it.Type))
 	}
+}
+
+// tool journals the tool items — a command, a file change, an MCP tool
+// call, a web search — from their start to their completion (one shown
+// only completed is a call of no duration). Codex's stream does not say
+// which request made a call, nor what each request spent (turn.completed
+// has the turn's usage only), so its calls carry no usage: the trace has
+// an execute_tool span per call and one chat span for the turn.
+func (s *stream) tool(typ string, it *item) {
+	name := toolName(it)
+	if name == "" || it.ID == "" {
+		return
+	}
+	switch typ {
+	case "item.started":
+		s.started[it.ID] = true
+		s.calls.Use("", it.ID, name)
+	case "item.completed":
+		if !s.started[it.ID] {
+			s.calls.Use("", it.ID, name)
+		}
+		delete(s.started, it.ID)
+		s.calls.Result(it.ID, it.Status == "failed" || it.Status == "declined" || it.Exit != nil && *it.Exit != 0)
+	}
+}
+
+// toolName names a tool item's tool ("" for an item that is no tool call):
+// an MCP tool by its own name, the others by their item type.
+func toolName(it *item) string {
+	switch it.Type {
+	case "command_execution", "file_change", "web_search":
+		return it.Type
+	case "mcp_tool_call":
+		if it.Tool != "" {
+			return it.Tool
+		}
+		return it.Type
+	}
+	return ""
 }
 
 func exitNote(it *item) string {

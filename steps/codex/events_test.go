@@ -62,7 +62,7 @@ func TestRecordedStreams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var acts []string
-		s := newStream(func(p engine.Progress) { acts = append(acts, p.Activity) })
+		s := newStream(func(p engine.Progress) { acts = append(acts, p.Activity) }, nil)
 		w := agentcli.NewLineWriter(s.line)
 		// Split writes mid-line, as a pipe does.
 		for i := 0; i < len(tt.stream); i += 7 {

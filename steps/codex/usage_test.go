@@ -19,7 +19,7 @@ func TestUsageCachedOnce(t *testing.T) {
 	const billed = 20431
 	feed := func(lines []byte, before threadUsage) (*stream, int64) {
 		var live int64
-		s := newStream(func(p engine.Progress) { live = max(live, p.Tokens) })
+		s := newStream(func(p engine.Progress) { live = max(live, p.Tokens) }, nil)
 		s.before = before
 		w := agentcli.NewLineWriter(s.line)
 		_, _ = w.Write(lines)

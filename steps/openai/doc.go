@@ -35,7 +35,11 @@
 // is. At most MaxRounds requests are sent: a model still calling tools in
 // the last fails the turn, still requesting tools. Every round's request
 // and the calls' results are in the transcript; only the turn text and
-// the final answer go into the session's history.
+// the final answer go into the session's history. Each call is also a
+// tool fact of the journal (protocol openai, with the usage of the answer
+// that made it, without arguments or result; never replayed), so that the
+// run's trace has a chat span per request and an execute_tool span per
+// call (docs/tracing.md).
 //
 // # Outcome
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/ratelimit"
+	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/transcript"
 )
 
@@ -128,7 +129,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		return finish(nil)
 	}
 	r := &rounds{d: d, t: t, log: log, res: res, endpoint: endpoint, key: key, model: model, secrets: secrets,
-		msgs: conversation(a.Instructions, hist.Messages, t.Prompt)}
+		msgs: conversation(a.Instructions, hist.Messages, t.Prompt), calls: agentcli.NewCalls(t.Tools, "openai")}
 	p, err := r.run(ctx)
 	steps = r.steps
 	if p == nil { // no answer: the request failed or was stopped

@@ -11,6 +11,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/internal/secret"
+	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/delegate"
 	"github.com/flowrun/flow/steps/transcript"
 	"github.com/flowrun/flow/steps/usage"
@@ -35,6 +36,8 @@ type rounds struct {
 	msgs                 []message
 	ledger               usage.Ledger
 	steps                []transcript.Step
+	calls                *agentcli.Calls // the turn's tool calls, journalled for its trace
+	answer               string          // the id of the last answer that made calls
 }
 
 // run sends rounds until the model answers without calling a tool, or
@@ -84,7 +87,26 @@ func (r *rounds) run(ctx context.Context) (*parser, error) {
 		if f := p.text.File(); f != "" {
 			_ = os.Remove(f)
 		}
+		r.made(round, p, calls)
 		r.serve(ctx, calls)
+	}
+}
+
+// made journals that the answer of round made calls, with its usage: the
+// turn's trace has a chat span per request and an execute_tool span per
+// call (docs/tracing.md). The answer is known by its id, or by its round
+// when the server gave none or the last one's.
+func (r *rounds) made(round int, p *parser, calls []wireCall) {
+	id := p.id
+	if id == "" || id == r.answer {
+		id = fmt.Sprintf("round %d", round)
+	}
+	r.answer = id
+	if p.reported != nil {
+		r.calls.Usage(id, *p.reported)
+	}
+	for _, c := range calls {
+		r.calls.Use(id, c.ID, c.Function.Name)
 	}
 }
 
@@ -105,6 +127,7 @@ func (r *rounds) serve(ctx context.Context, calls []wireCall) {
 		r.t.Progress(engine.Progress{Activity: "using " + c.Function.Name, Tokens: r.ledger.Tokens()})
 		wg.Go(func() {
 			text, isErr := r.call(ctx, c)
+			r.calls.Result(c.ID, isErr)
 			if isErr {
 				text = "Error: " + text
 			}

@@ -60,8 +60,9 @@ type parser struct {
 	done      bool          // [DONE] seen, or a whole JSON answer read
 	lastProg  time.Time
 	diag      []string
-	id        string // the completion's id, as its chunks give it
-	prompt    *int64 // the prompt tokens the server reported
+	id        string      // the completion's id, as its chunks give it
+	prompt    *int64      // the prompt tokens the server reported
+	reported  *usage.Call // the answer's usage, as the server reported it
 }
 
 type toolCall struct{ id, name, args string }
@@ -161,7 +162,9 @@ func (p *parser) chunk(c *chunk) {
 		if u.Details != nil {
 			cached = u.Details.Cached
 		}
-		p.ledger.Report(c.ID, usage.OpenAI(u.Prompt, cached, u.Completion))
+		call := usage.OpenAI(u.Prompt, cached, u.Completion)
+		p.reported = &call
+		p.ledger.Report(c.ID, call)
 		p.progress(engine.Progress{Activity: "writing", Tokens: p.ledger.Tokens()})
 	}
 	for _, ch := range c.Choices {

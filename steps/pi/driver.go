@@ -104,7 +104,7 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	return agentcli.Turn(ctx, t, agentcli.Command{
 		Name: "pi", Binary: d.opts.Binary, Args: args, Env: env, Dir: t.WorkDir, Prompt: t.Prompt,
 		RunID: t.RunID, Grace: d.opts.Grace,
-	}, newParser(t.Progress), key)
+	}, newParser(t.Progress, agentcli.NewCalls(t.Tools, "pi")), key)
 }
 
 // setup writes the turn's files into scratch and returns pi's arguments and

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/modelserver"
@@ -93,6 +94,8 @@ func TestE2EToolCall(t *testing.T) {
 	}
 	var progress clitest.Progress
 	tn.Progress = progress.Record
+	var facts []record.ToolCall
+	tn.Tools = &record.ToolLog{Record: func(c record.ToolCall) error { facts = append(facts, c); return nil }}
 	res, err := d.Turn(context.Background(), tn)
 	if err != nil || res.Status != engine.Completed || res.Output != "I saw marker.txt." {
 		t.Fatalf("Turn = %+v, %v", res, err)
@@ -100,6 +103,14 @@ func TestE2EToolCall(t *testing.T) {
 	clitest.Record(t, res, "tool.jsonl")
 	if *res.Usage.Turns != 2 {
 		t.Errorf("turns = %d, want 2", *res.Usage.Turns)
+	}
+	// The call is journalled for the trace, with the first answer's usage
+	// as billed: the second answer's is the rest of the turn's.
+	bills := s.Bills()
+	if len(facts) != 1 || facts[0].Name != "ls" || facts[0].ID == "" || facts[0].Protocol != "pi" || facts[0].Error ||
+		facts[0].Usage == nil || len(bills) != 2 || facts[0].Usage.Tokens() != bills[0].Tokens() ||
+		res.Usage.Tokens()-facts[0].Usage.Tokens() != bills[1].Tokens() {
+		t.Errorf("tool facts = %+v; bills %+v; usage %+v", facts, bills, res.Usage)
 	}
 	// The second request carries the tool's real result.
 	var last string

@@ -23,8 +23,9 @@ type event struct {
 		Type string `json:"type"`
 	} `json:"assistantMessageEvent"`
 	// tool_execution_*
-	ToolName string `json:"toolName"`
-	IsError  bool   `json:"isError"`
+	ToolName   string `json:"toolName"`
+	ToolCallID string `json:"toolCallId"`
+	IsError    bool   `json:"isError"`
 	// auto_retry_*
 	Attempt      int    `json:"attempt"`
 	MaxAttempts  int    `json:"maxAttempts"`
@@ -61,6 +62,7 @@ type msgUsage struct {
 // block is one content block of a message.
 type block struct {
 	Type      string          `json:"type"`
+	ID        string          `json:"id"`
 	Text      string          `json:"text"`
 	Thinking  string          `json:"thinking"`
 	Name      string          `json:"name"`
@@ -120,10 +122,11 @@ type parser struct {
 	agentEnd    bool
 	retryFailed string // auto_retry_end without success: the final error
 	steps       []transcript.Step
+	calls       *agentcli.Calls // the turn's tool calls, journalled for its trace
 }
 
-func newParser(progress func(engine.Progress)) *parser {
-	return &parser{activity: agentcli.NewActivity(progress), notes: agentcli.NewNotes("pi")}
+func newParser(progress func(engine.Progress), calls *agentcli.Calls) *parser {
+	return &parser{activity: agentcli.NewActivity(progress), notes: agentcli.NewNotes("pi"), calls: calls}
 }
 
 // Feed reads line n (counted from 1) of the stream.
@@ -173,6 +176,8 @@ func (p *parser) Feed(n int, line []byte) {
 		p.step(ev.Message)
 	case "tool_execution_start":
 		p.activity.Report("using " + ev.ToolName)
+	case "tool_execution_end":
+		p.calls.Result(ev.ToolCallID, ev.IsError)
 	case "auto_retry_start":
 		p.notes.Add("pi retries after an error (attempt %d of %d): %s", ev.Attempt, ev.MaxAttempts, ev.ErrorMessage)
 		p.activity.Report(fmt.Sprintf("retrying (%d of %d)", ev.Attempt, ev.MaxAttempts))
@@ -226,28 +231,42 @@ func (p *parser) step(m *message) {
 	}
 }
 
+// assistant takes a finished assistant message: its usage, and the tool
+// calls it made (journalled, with that usage, as each one's execution
+// ends).
 func (p *parser) assistant(m *message) {
 	p.last = m
 	p.turns++
+	id := m.ResponseID
+	if id == "" {
+		id = fmt.Sprintf("message %d", p.turns)
+	}
 	if m.Usage != nil {
-		id := m.ResponseID
-		if id == "" {
-			id = fmt.Sprintf("message %d", p.turns)
-		}
 		p.report(id, m.Usage)
+		p.calls.Usage(id, p.call(m.Usage))
+	}
+	for _, b := range m.Content {
+		if b.Type == "toolCall" {
+			p.calls.Use(id, b.ID, b.Name)
+		}
 	}
 }
 
 // report records the usage of response id and reports the live count.
 // pi's input excludes the cache on every provider it speaks to.
 func (p *parser) report(id string, u *msgUsage) {
+	p.ledger.Report(id, p.call(u))
+	p.activity.Tokens = p.ledger.Tokens()
+	p.activity.Update()
+}
+
+// call is a message's usage in flow's vocabulary.
+func (p *parser) call(u *msgUsage) usage.Call {
 	c := usage.Anthropic(u.Input, u.Output, u.CacheRead, u.CacheWrite)
 	if u.Cost != nil {
 		c.Cost = u.Cost.Total
 	}
-	p.ledger.Report(id, c)
-	p.activity.Tokens = p.ledger.Tokens()
-	p.activity.Update()
+	return c
 }
 
 // Outcome decides the turn's outcome from the stream alone, once it has

@@ -20,7 +20,7 @@ func parse(t *testing.T, stream []byte) agentcli.Outcome {
 
 // feed feeds a whole stream to a new parser.
 func feed(stream []byte) *parser {
-	p := newParser(nil)
+	p := newParser(nil, nil)
 	w := agentcli.NewLineWriter(p.Feed)
 	_, _ = w.Write(stream)
 	w.Flush()

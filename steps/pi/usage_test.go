@@ -18,7 +18,7 @@ func TestUsageOnceAResponse(t *testing.T) {
 	const billed = 2498
 
 	var progress clitest.Progress
-	p := newParser(progress.Record)
+	p := newParser(progress.Record, nil)
 	w := agentcli.NewLineWriter(p.Feed)
 	_, _ = w.Write(stream)
 	w.Flush()
