@@ -25,8 +25,10 @@
 //     -tokens) and Anthropic (anthropic-ratelimit-requests-remaining/-reset,
 //     …-tokens-…) send: when none remain, nothing is sent until the reset.
 //     What remains is the least any answer since the last reset says, less
-//     the requests sent after it still unanswered; once a reset with none
-//     left has passed, one request goes first to find out what it renewed.
+//     every request still unanswered (a provider counts in the order
+//     requests reach it, so any of them may be counted yet); a wait on it
+//     ends at the next answer. Once a reset with none left has passed, one
+//     request goes first to find out what it renewed.
 //     A Ticket's Heard hands the limiter an answer's header as it comes.
 //   - Headers are hostile input: every wait read from one is capped at
 //     MaxWait (the configuration key ratelimit.max_wait) where it is read,

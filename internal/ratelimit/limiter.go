@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 )
@@ -110,16 +109,15 @@ type Limiter struct {
 	mu        sync.Mutex
 	window    float64
 	inflight  int
-	until     time.Time  // nothing is sent before
-	untilSaid string     // the header that set until; "" for flow's own backoff
-	period    []answered // the answers since the provider's last stated reset that said what remains
-	floor     int        // what remains by the answers dropped from period; math.MaxInt: none
-	leftUntil time.Time  // the reset the provider stated; zero when none is known
-	leftSaid  string     // the header that stated it
-	probe     int        // the admission of the request finding out what a passed reset renewed; 0: none
-	decreased time.Time  // the last halving of the window
-	refusals  int        // refusals in a row
-	quotaAt   time.Time  // when the quota was seen
+	until     time.Time // nothing is sent before
+	untilSaid string    // the header that set until; "" for flow's own backoff
+	least     int       // the least any answer since the provider's last stated reset said remains; math.MaxInt: none said
+	leftUntil time.Time // the reset the provider stated; zero when none is known
+	leftSaid  string    // the header that stated it
+	probe     int       // the admission of the request finding out what a passed reset renewed; 0: none
+	decreased time.Time // the last halving of the window
+	refusals  int       // refusals in a row
+	quotaAt   time.Time // when the quota was seen
 	changed   chan struct{}
 	seq       int          // admissions so far
 	open      map[int]bool // the requests in flight, by admission: whether their answer's header came
@@ -128,7 +126,7 @@ type Limiter struct {
 
 func newLimiter(k Key, o Options) *Limiter {
 	o = o.withDefaults()
-	return &Limiter{key: k, opts: o, window: float64(o.Initial), changed: make(chan struct{}), open: map[int]bool{}, floor: math.MaxInt, stats: Stats{Key: k}}
+	return &Limiter{key: k, opts: o, window: float64(o.Initial), changed: make(chan struct{}), open: map[int]bool{}, least: math.MaxInt, stats: Stats{Key: k}}
 }
 
 // Ticket is one admitted request; Done it exactly once.
@@ -156,6 +154,7 @@ const (
 // most once a second.
 func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Ticket, error) {
 	var told time.Time
+	waited := false // a wait ended early by an answer counts once
 	for {
 		l.mu.Lock()
 		if l.stats.Quota != "" && time.Since(l.quotaAt) >= l.opts.QuotaHold {
@@ -169,8 +168,12 @@ func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Tic
 		now := time.Now()
 		wake, why := l.until, l.untilSaid
 		left := l.remaining()
+		// A wait on what remains ends early when an answer comes: answers
+		// arrive out of the order the provider counted them, and a later
+		// one may say a slot is free after all.
+		var answers chan struct{}
 		if left <= 0 && now.Before(l.leftUntil) && l.leftUntil.After(wake) {
-			wake, why = l.leftUntil, l.leftSaid
+			wake, why, answers = l.leftUntil, l.leftSaid, l.changed
 		}
 		if now.Before(wake) {
 			// wake is at most MaxWait (or the backoff's Cap) from when it
@@ -182,14 +185,20 @@ func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Tic
 			}
 			// Each waiter ends the wait at its own moment within Spread.
 			d = max(d+time.Duration(min(max(l.opts.Rand(), 0), 1)*float64(l.opts.Spread)), minSleep)
-			l.stats.Waits++
-			l.stats.Waited += d
+			if !waited {
+				l.stats.Waits++
+			}
 			l.mu.Unlock()
 			if onWait != nil && (told.IsZero() || now.Sub(told) >= reportEvery) {
 				told = now
 				onWait(d)
 			}
-			if err := sleep(ctx, d); err != nil {
+			waited = true
+			err := sleep(ctx, d, answers)
+			l.mu.Lock()
+			l.stats.Waited += time.Since(now)
+			l.mu.Unlock()
+			if err != nil {
 				return nil, err
 			}
 			continue
@@ -200,9 +209,6 @@ func (l *Limiter) Acquire(ctx context.Context, onWait func(time.Duration)) (*Tic
 		stale := left <= 0 && !l.leftUntil.IsZero()
 		if l.inflight < int(l.window) && (!stale || l.probe == 0) {
 			l.inflight++
-			if now.Before(l.leftUntil) && l.floor != math.MaxInt {
-				l.floor--
-			}
 			l.stats.Requests++
 			if l.stats.First.IsZero() {
 				l.stats.First = now
@@ -256,22 +262,18 @@ func (l *Limiter) heard(t *Ticket, header http.Header) {
 		reset := now.Add(h.requestsReset.D)
 		if l.leftUntil.IsZero() || !now.Before(l.leftUntil) {
 			// What was known ended with its reset: this answer says anew.
-			l.period, l.floor, l.leftUntil, l.leftSaid = l.period[:0], math.MaxInt, reset, h.requestsReset.Said
+			l.least, l.leftUntil, l.leftSaid = math.MaxInt, reset, h.requestsReset.Said
 		} else if reset.After(l.leftUntil) {
 			l.leftUntil, l.leftSaid = reset, h.requestsReset.Said
 		}
-		l.period = append(l.period, answered{seq: t.seq, left: h.requestsLeft})
-		if len(l.period) > maxPeriod {
-			l.floor = min(l.floor, l.remaining())
-			l.period = slices.Delete(l.period, 0, 1)
-		}
+		l.least = min(l.least, h.requestsLeft)
 		if l.probe == t.seq {
 			l.probe = 0
 		}
 	} else if t.seq == l.probe {
 		// The probe's answer says nothing of what remains: the provider
 		// stopped saying, and the stated reset is forgotten.
-		l.period, l.floor, l.leftUntil, l.leftSaid, l.probe = nil, math.MaxInt, time.Time{}, "", 0
+		l.least, l.leftUntil, l.leftSaid, l.probe = math.MaxInt, time.Time{}, "", 0
 	}
 	if h.tokensLeft == 0 {
 		if until := now.Add(h.tokensReset.D); until.After(l.until) {
@@ -325,34 +327,25 @@ func (l *Limiter) done(t *Ticket, a Answer) {
 	}
 }
 
-// answered is one answer that said what remains: the provider counted
-// request seq and those it saw before it, and left remained.
-type answered struct{ seq, left int }
-
-// maxPeriod bounds the answers a limiter keeps of one period.
-const maxPeriod = 64
-
 // remaining is what the provider's answers since its last stated reset
-// say remains now: the least any of them says, less the requests sent
-// after it whose answer has not come (they may not be counted yet; one
-// that has answered said so itself). The answers of one period come out
-// of order, and the provider may count requests in another order than
-// they were sent: the least is the one to trust. math.MaxInt when nothing
-// was said.
+// say remains now: the least any of them says, less every request in
+// flight whose answer has not come. A provider counts requests in the
+// order they reach it, not the order they were sent, so an answer says
+// nothing of which earlier requests it counted: each unheard one may
+// still be counted. The figure is low while answers are on their way and
+// right once they are all in — a wait on it ends at the next answer
+// (Acquire). math.MaxInt when nothing was said.
 func (l *Limiter) remaining() int {
-	var unheard []int
-	for seq, heard := range l.open {
+	if l.least == math.MaxInt {
+		return math.MaxInt
+	}
+	unheard := 0
+	for _, heard := range l.open {
 		if !heard {
-			unheard = append(unheard, seq)
+			unheard++
 		}
 	}
-	slices.Sort(unheard)
-	left := l.floor
-	for _, a := range l.period {
-		at, _ := slices.BinarySearch(unheard, a.seq+1)
-		left = min(left, a.left-(len(unheard)-at))
-	}
-	return left
+	return l.least - unheard
 }
 
 // backoff is the full-jitter wait after the n-th refusal in a row (n ≥ 1):
@@ -377,13 +370,16 @@ func (l *Limiter) Stats() Stats {
 // Key is the key l paces.
 func (l *Limiter) Key() Key { return l.key }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// sleep waits d, or until early is closed (nil: never), or ctx ends (its
+// cause).
+func sleep(ctx context.Context, d time.Duration, early <-chan struct{}) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	case <-t.C:
-		return nil
+	case <-early:
 	}
+	return nil
 }
