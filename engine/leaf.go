@@ -192,6 +192,9 @@ func (r *runner) leaf(ctx context.Context, t *Turn, o *outcome, b *ledger.Bookin
 		t.Session = sess.id
 	}
 	t.Watch, t.TokensLeft = b.Watch()
+	if b != nil {
+		t.Affords = b.Affords
+	}
 	stopped := r.stoppable(ctx, b, func(tctx context.Context, ts *turnStop) {
 		defer ts.turnEnded()
 		if o.deleg != nil {

@@ -58,6 +58,14 @@ type Turn struct {
 	// ignore both.
 	Watch      func(live int64) bool
 	TokensLeft int64
+	// Affords, when set, says whether the turn, having spent live tokens,
+	// may send one more request expected to cost next tokens under the
+	// budgets above it. A driver that sees each request before it goes
+	// out (the codex driver's meter) refuses the one it says no to, and
+	// its turn then fails ErrBudget (docs/resume-and-budgets.md). The
+	// walker sets it with Watch; a LeafRunner given only TokensLeft sets
+	// it from that.
+	Affords func(live, next int64) bool
 	// Key is the visit's key (docs/reuse-and-tests.md), nil when the
 	// visit may not be reused (an isolated scope).
 	Key *flows.VisitKey

@@ -80,13 +80,6 @@ func checkRunaway(t *testing.T, run, out string, err error, budget, billed, requ
 	}
 }
 
-// runawayGap says why a driver's runaway tree is not yet held to the
-// billing log: what its CLI reports of a turn that is ended mid-turn.
-var runawayGap = map[string]string{
-	"codex":  "codex reports a turn's usage only at turn.completed: a parent ended mid-turn records none, so the budget cannot count it (issue 36, item 1: still open for codex)",
-	"claude": "claude's stream-json gives a message's output tokens only in its final result: a parent ended after a tool call records output 1 for it (issue 36, item 1: still open for claude)",
-}
-
 // TestRunawayTreeBudget: on every driver, an agent that keeps delegating
 // to itself under a flow budget: the model server bills at most the
 // budget and one request, and usage.json is the billing log. Each waiting
@@ -94,9 +87,6 @@ var runawayGap = map[string]string{
 // that finds nothing left ends the parent's turn instead.
 func TestRunawayTreeBudget(t *testing.T) {
 	eachDriver(t, func(t *testing.T, dc driverCase) {
-		if why := runawayGap[dc.name]; why != "" {
-			t.Skip(why)
-		}
 		s := modelserver.Start(t)
 		const in, out = 3000, 40
 		s.Handle(delegatetest.Runaway(`{"agent":"runaway","task":"go one deeper"}`, in, out))

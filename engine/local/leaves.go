@@ -40,6 +40,12 @@ func (l Leaves) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, e
 	if watch == nil && t.TokensLeft > 0 {
 		watch = func(live int64) bool { return live > t.TokensLeft }
 	}
+	if t.Affords == nil && t.TokensLeft > 0 {
+		left := t.TokensLeft
+		turn := *t
+		turn.Affords = func(live, next int64) bool { return live < left && left-live >= next }
+		t = &turn
+	}
 	if watch != nil {
 		turn, progress := *t, t.Progress
 		turn.Progress = func(p engine.Progress) {

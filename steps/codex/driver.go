@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flowrun/flow/engine"
@@ -133,7 +134,26 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if os.Getenv(keyEnv) == "" {
 		providerKey = ""
 	}
-	args := arguments(t, model, base, providerKey, schemaFile, d.opts.MaxRetries)
+	// Codex's progress comes from its stream and from the meter, each on
+	// a goroutine of its own.
+	var progressMu sync.Mutex
+	progress := func(p engine.Progress) {
+		progressMu.Lock()
+		defer progressMu.Unlock()
+		t.Progress(p)
+	}
+	s := newStream(progress, agentcli.NewCalls(t.Tools, "codex"))
+	s.before = threadBefore(home, a.Name, t.Session)
+	codexBase := base
+	var mt *meter
+	if base != "" {
+		if mt, err = s.meter(responsesBase(base), t.Affords); err != nil {
+			return nil, fmt.Errorf("preparing codex: %w", err)
+		}
+		defer mt.close()
+		codexBase = mt.base
+	}
+	args := arguments(t, model, codexBase, providerKey, schemaFile, d.opts.MaxRetries)
 	var delegateEnv []string
 	if t.Delegate != nil {
 		var more []string
@@ -150,7 +170,7 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	}
 	defer log.Close()
 	log.Redact(os.Getenv(keyEnv)) // also when its name does not say it is a key
-	log.Record(map[string]any{"command": map[string]any{"visit": t.Visit, "argv": append([]string{d.opts.Binary}, args...), "codex_home": codexHome}})
+	log.Record(map[string]any{"command": map[string]any{"visit": t.Visit, "argv": append([]string{d.opts.Binary}, args...), "codex_home": codexHome, "base_url": base}})
 
 	var env []string // nil: the flow process's
 	if codexHome != "" || delegateEnv != nil {
@@ -160,13 +180,11 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		}
 		env = agentcli.Environ([]string{"CODEX_HOME", delegate.EnvSocket, delegate.EnvToken}, append(set, delegateEnv...)...)
 	}
-	s := newStream(t.Progress, agentcli.NewCalls(t.Tools, "codex"))
-	s.before = threadBefore(home, a.Name, t.Session)
-	t.Progress(engine.Progress{Activity: "starting codex"})
+	progress(engine.Progress{Activity: "starting codex"})
 	exit, err := agentcli.Run(ctx, agentcli.Command{
 		Name: "codex", Binary: d.opts.Binary, Args: args, Env: env, Dir: t.WorkDir, Prompt: t.Prompt,
 		RunID: t.RunID, Grace: d.opts.Grace, Transcript: log, Started: bindOf(t),
-		Lingering: func() { t.Progress(engine.Progress{Activity: "answer received, codex did not exit; ending it"}) },
+		Lingering: func() { progress(engine.Progress{Activity: "answer received, codex did not exit; ending it"}) },
 	}, s.line)
 	if err != nil {
 		return nil, err
@@ -180,17 +198,29 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	res.Usage.Turns = &one
 	res.Usage.WallMS = time.Since(start).Milliseconds()
 	var rerr error
-	if ctx.Err() != nil {
+	switch why := mt.refusal(); {
+	case ctx.Err() != nil:
 		// Only what the stream said before the cancel: the rest of the
 		// outcome (no turn.completed, no answer) is the cancel's doing.
 		res.Status = engine.Aborted
 		res.Diagnostics = append(s.diag, fmt.Sprintf("codex was stopped: %v", context.Cause(ctx)))
 		rerr = context.Cause(ctx)
-	} else {
+	case why != "":
+		// The meter refused a request the budget could not afford: the
+		// turn fails `budget`, with what it spent until then.
+		res.Status, res.Diagnostics = engine.Failed, append(s.diag, why)
+		rerr = fmt.Errorf("%w: %s", engine.ErrBudget, why)
+	default:
 		res.Status, res.Diagnostics = s.outcome(exit.Problem())
 		if n := exit.Lingering(); n != "" {
 			res.Diagnostics = append(res.Diagnostics, n)
 		}
+	}
+	res.Diagnostics = append(res.Diagnostics, mt.problems()...)
+	if s.after == nil && mt != nil && s.ledger.Calls() > 0 {
+		// Ended before turn.completed: the thread grew by what the meter
+		// counted, which the thread's next turn must not count again.
+		s.after = ptr(s.before.plus(s.ledger.Usage()))
 	}
 	if s.after != nil {
 		if err := saveThread(home, a.Name, res.Session, *s.after); err != nil {

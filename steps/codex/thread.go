@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/steps/transcript"
 	"github.com/flowrun/flow/steps/usage"
 )
@@ -31,6 +32,25 @@ func (u threadUsage) minus(before threadUsage) threadUsage {
 	}
 	return threadUsage{Input: sub(u.Input, before.Input), Cached: sub(u.Cached, before.Cached),
 		CacheWrite: sub(u.CacheWrite, before.CacheWrite), Output: sub(u.Output, before.Output)}
+}
+
+// plus is u and what a turn spent (flow's usage: input without the
+// cached tokens), as Codex would count the thread after it.
+func (u threadUsage) plus(spent record.Usage) threadUsage {
+	add := func(a *int64, b ...*int64) *int64 {
+		var n int64
+		if a != nil {
+			n = *a
+		}
+		for _, p := range b {
+			if p != nil {
+				n += *p
+			}
+		}
+		return &n
+	}
+	return threadUsage{Input: add(u.Input, spent.Input, spent.CacheRead, spent.CacheWrite), Cached: add(u.Cached, spent.CacheRead),
+		CacheWrite: add(u.CacheWrite, spent.CacheWrite), Output: add(u.Output, spent.Output)}
 }
 
 // threadsFile is where the driver keeps, in the scope's home, each
