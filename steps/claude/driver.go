@@ -97,7 +97,9 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 // arguments and environment.
 func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err error) {
 	tools := toolList(t.Agent.Tools)
-	args = []string{"-p", "--output-format", "stream-json", "--verbose",
+	// --include-partial-messages passes the API's stream on, whose
+	// message_delta events carry each message's output tokens as it ends.
+	args = []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
 		// Only the agent's tools exist, and they run without asking;
 		// anything else is denied rather than waiting for a person.
 		"--permission-mode", "dontAsk", "--tools", strings.Join(tools, ",")}

@@ -40,6 +40,18 @@ type event struct {
 	PermissionDenied []struct {
 		ToolName string `json:"tool_name"`
 	} `json:"permission_denials"`
+	// stream_event (--include-partial-messages): the API's own stream
+	Event *apiEvent `json:"event"`
+}
+
+// apiEvent is one event of the Messages API's stream, as Claude Code
+// passes it on with --include-partial-messages: message_start has the
+// message's id and its usage at the start, message_delta the usage at
+// its end (the output tokens above all).
+type apiEvent struct {
+	Type    string  `json:"type"`
+	Message *msg    `json:"message"`
+	Usage   *tokens `json:"usage"`
 }
 
 type msg struct {
@@ -108,10 +120,16 @@ type parser struct {
 	steps   []transcript.Step
 	tools   map[string]string // tool_use id → tool name, to title the results
 	calls   *agentcli.Calls   // the turn's tool calls, journalled for its trace
+	// usage is each message's usage as reported so far, by message id;
+	// streaming is the message each agent (the turn's, "", or a
+	// subagent's, by its tool use id) is streaming.
+	usage     map[string]tokens
+	streaming map[string]string
 }
 
 func newParser(progress func(engine.Progress), calls *agentcli.Calls) *parser {
-	return &parser{activity: agentcli.NewActivity(progress), notes: agentcli.NewNotes("claude"), tools: map[string]string{}, calls: calls}
+	return &parser{activity: agentcli.NewActivity(progress), notes: agentcli.NewNotes("claude"), tools: map[string]string{}, calls: calls,
+		usage: map[string]tokens{}, streaming: map[string]string{}}
 }
 
 // Feed reads line n (counted from 1) of the stream.
@@ -161,12 +179,7 @@ func (p *parser) Feed(n int, line []byte) {
 			// Claude Code sends one event per content block, each with its
 			// message's id and usage: the ledger counts each message once.
 			// A subagent's calls are billed too.
-			p.ledger.Report(ev.Message.ID, usage.Anthropic(u.Input, u.Output, u.CacheRead, u.CacheWrite))
-			if ev.ParentTool == "" {
-				p.calls.Usage(ev.Message.ID, usage.Anthropic(u.Input, u.Output, u.CacheRead, u.CacheWrite))
-			}
-			p.activity.Tokens = p.ledger.Tokens()
-			p.activity.Update()
+			p.report(ev.Message.ID, ev.ParentTool, *u)
 		}
 		if ev.ParentTool != "" {
 			return // a subagent's message: its parent's activity tells
@@ -183,6 +196,8 @@ func (p *parser) Feed(n int, line []byte) {
 				p.calls.Use(ev.Message.ID, b.ID, b.Name)
 			}
 		}
+	case "stream_event":
+		p.streamEvent(ev.ParentTool, ev.Event)
 	case "result":
 		r := ev
 		p.result = &r
@@ -206,6 +221,47 @@ func (p *parser) Feed(n int, line []byte) {
 			p.notes.Unknown(n, ev.Type)
 		}
 	}
+}
+
+// streamEvent reads a message's usage from the API's own stream
+// (--include-partial-messages): at its start, and at its end, where the
+// output tokens are — the assistant events carry only the start's, so a
+// turn stopped before its result counts each message whole.
+func (p *parser) streamEvent(agent string, e *apiEvent) {
+	switch {
+	case e == nil:
+	case e.Type == "message_start" && e.Message != nil && e.Message.ID != "":
+		p.streaming[agent] = e.Message.ID
+		if e.Message.Usage != nil {
+			p.report(e.Message.ID, agent, *e.Message.Usage)
+		}
+	case e.Type == "message_delta" && e.Usage != nil && p.streaming[agent] != "":
+		p.report(p.streaming[agent], agent, *e.Usage)
+	}
+}
+
+// report counts message id's usage u, from the agent's stream: each
+// figure is the largest reported of the message (its usage only grows as
+// it streams, and its start's is repeated on every content block), and
+// the ledger counts each message once.
+func (p *parser) report(id, agent string, u tokens) {
+	was := p.usage[id]
+	most := func(a, b *int64) *int64 {
+		if a == nil || b != nil && *b > *a {
+			return b
+		}
+		return a
+	}
+	now := tokens{Input: most(was.Input, u.Input), Output: most(was.Output, u.Output),
+		CacheRead: most(was.CacheRead, u.CacheRead), CacheWrite: most(was.CacheWrite, u.CacheWrite)}
+	p.usage[id] = now
+	c := usage.Anthropic(now.Input, now.Output, now.CacheRead, now.CacheWrite)
+	p.ledger.Report(id, c)
+	if agent == "" {
+		p.calls.Usage(id, c)
+	}
+	p.activity.Tokens = p.ledger.Tokens()
+	p.activity.Update()
 }
 
 // step keeps what a message did for the readable transcript, a subagent's

@@ -215,9 +215,9 @@ func (m *meter) seen(id string, c usage.Call) {
 // final response.completed, .incomplete or .failed event; a Chat
 // Completions stream's usage chunk), or from a whole JSON body at its end.
 type usageReader struct {
-	body io.ReadCloser
-	seen func(usage.Call)
-	line []byte // the incomplete line read so far
+	body  io.ReadCloser
+	seen  func(usage.Call)
+	line  []byte // the incomplete line read so far
 	whole bytes.Buffer
 	long  bool // the line or body outgrew maxJSONBody: not read
 }
