@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,5 +69,38 @@ func TestE2EStoppedTurnKeepsItsUsage(t *testing.T) {
 	t.Logf("billed %d, recorded %d (%+v)", billed, res.Usage.Tokens(), res.Usage)
 	if got := res.Usage.Tokens(); !res.Usage.Partial || billed == 0 || math.Abs(float64(got-billed)) > 0.05*float64(billed) {
 		t.Errorf("recorded %d tokens (partial %v), the server billed %d", got, res.Usage.Partial, billed)
+	}
+}
+
+// A turn stopped while a tool it called runs (as a delegating parent
+// waits on its child) records what the server billed for the message
+// that called it, its output tokens included: Claude Code's assistant
+// events carry a message's usage at its start (one output token), the
+// API's message_delta (--include-partial-messages) the rest.
+func TestE2EStoppedInAToolCountsItsMessageWhole(t *testing.T) {
+	t.Parallel()
+	d, s := e2e(t,
+		modelserver.Reply{Text: "Waiting.", ToolCall: &modelserver.ToolCall{Name: "Bash", Arguments: `{"command":"sleep 30","description":"wait"}`},
+			Input: 3000, Output: 40},
+		modelserver.Reply{Text: "never sent"})
+	tn := newTurn(t, "Wait.")
+	tn.Agent.Tools = []string{"bash"}
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	errStop := errors.New("over budget")
+	var once sync.Once
+	var live atomic.Int64
+	tn.Progress = func(p engine.Progress) {
+		live.Store(max(live.Load(), p.Tokens))
+		if p.Activity == "using Bash" {
+			once.Do(func() { time.AfterFunc(2*time.Second, func() { stop(errStop) }) })
+		}
+	}
+	res, err := d.Turn(ctx, tn)
+	if !errors.Is(err, errStop) || res == nil || res.Status != engine.Aborted {
+		t.Fatalf("Turn = %+v, %v; want aborted", res, err)
+	}
+	if got, billed := res.Usage.Tokens(), s.Billed(); got != billed || billed != 3040 || live.Load() != billed || !res.Usage.Partial {
+		t.Errorf("recorded %d tokens (live %d, partial %v), the server billed %d", got, live.Load(), res.Usage.Partial, billed)
 	}
 }

@@ -159,3 +159,23 @@ func TestHTMLEscapes(t *testing.T) {
 		t.Errorf("the answer or the tool result is missing:\n%s", page)
 	}
 }
+
+// The API's own stream (--include-partial-messages) completes a message's
+// usage: message_delta's output tokens count, whichever order Claude
+// Code's assistant event (the usage at the message's start) comes in,
+// and a subagent's message is counted apart from its parent's.
+func TestPartialMessagesCountEachMessageWhole(t *testing.T) {
+	t.Parallel()
+	lines := strings.Join([]string{
+		`{"type":"system","subtype":"init","session_id":"s"}`,
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":3000,"output_tokens":1}}},"parent_tool_use_id":null}`,
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_sub","usage":{"input_tokens":100,"output_tokens":1}}},"parent_tool_use_id":"toolu_1"}`,
+		`{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":40}},"parent_tool_use_id":null}`,
+		`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":3000,"output_tokens":1}}}`,
+		`{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}},"parent_tool_use_id":"toolu_1"}`,
+	}, "\n") + "\n"
+	u := feed([]byte(lines)).ledger.Usage()
+	if u.Tokens() != 3000+40+100+7 || !u.Partial {
+		t.Errorf("usage %d tokens (partial %v), want 3147, partial", u.Tokens(), u.Partial)
+	}
+}
