@@ -4,6 +4,7 @@
 //
 // # Invocation
 //
+// --include-partial-messages adds the API's own stream events (see Usage).
 // The turn text goes to Claude Code on stdin, from a regular file (one
 // argument may not exceed 128 KiB, and an open pipe would never end). The
 // agent's Markdown body is appended to the system prompt
@@ -49,8 +50,11 @@
 //
 // By the rule of package usage (docs/drivers.md#usage). Claude Code sends
 // one assistant event per content block, each with its message's id and
-// the usage of the message's start; the ledger counts each message once,
-// and that sum is the live count. The result's usage, total_cost_usd and
+// the usage of the message's start; the API's message_start and
+// message_delta stream events (--include-partial-messages) give its usage
+// at the start and at the end, with the output tokens. Each figure of a
+// message is the largest reported of it; the ledger counts each message
+// once, and that sum is the live count. The result's usage, total_cost_usd and
 // num_turns are the turn's final figure. A turn that ends without a result
 // (stopped, killed, cut off) records the sum of its messages, partial.
 //

@@ -31,6 +31,9 @@
 // decides what happens next. The key never appears on the command line or
 // on disk: Codex reads it from the environment it inherits.
 //
+// The provider's base_url is not the server's but the turn's meter (see
+// Usage), which forwards every request to it.
+//
 // Codex keeps its threads in CODEX_HOME. Options.CodexHome sets it for
 // every turn (tests use a temporary directory). Otherwise, with a base URL the
 // driver gives Codex a home of its own in the scope's home
@@ -68,8 +71,23 @@
 // cache_write_input_tokens as cache_write, output_tokens. That usage is the
 // whole thread's, so the driver keeps each thread's last figures in
 // <Home>/<agent>.codex-usage.json and a resumed turn records what it
-// added. Codex reports usage only at turn.completed: a turn stopped before
-// records none (null), partial. Codex reports no cost: it stays null.
+// added. Codex reports no cost: it stays null.
+//
+// Codex's stream reports usage only at turn.completed. So with a server,
+// each request goes through the turn's meter (meter.go): a listener on
+// 127.0.0.1, opened with the turn and closed with it, that forwards each
+// request unchanged and unbuffered (httputil.ReverseProxy, the key header
+// untouched and never logged) and reads the response's usage as it passes
+// — the Responses API's final event, a Chat Completions usage chunk, or a
+// whole JSON body — before Codex reads it. Each request's usage goes into
+// the stream's ledger and the turn's progress at once, so a turn stopped
+// mid-way records what it was billed (partial), and the budget watch sees
+// it. Before forwarding a request the meter asks Turn.Affords, with what
+// the turn spent and its largest request so far: one it says no to is
+// answered with an HTTP 400 that ends Codex's turn, never reaches the
+// server, and the turn fails engine.ErrBudget. Without a server (Codex's
+// own login) there is no meter: a turn stopped before turn.completed
+// records none (null), partial.
 //
 // # Transcript
 //
