@@ -38,7 +38,7 @@ func (a *scriptedAsker) Ask(ctx context.Context, q *Question) (Answer, error) {
 func askEnd(t *testing.T, facts []*record.Fact, visit string) *record.Fact {
 	t.Helper()
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Visit == visit {
+		if f.Type == record.FactEnd && f.Visit == visit {
 			return f
 		}
 	}
@@ -125,7 +125,7 @@ nodes:
 		ctx, cancel := context.WithCancelCause(context.Background())
 		stopper := &stopOnStart{visit: "wait", cancel: cancel}
 		res, facts, err := h.walk(ctx, t, p, Options{Asker: &scriptedAsker{answer: "ship", by: "bob"}, Commands: stopper})
-		if err != nil || res.Status() != rundir.StatusStopped {
+		if err != nil || res.Status() != record.StatusStopped {
 			t.Fatalf("first attempt should stop: %v %+v", err, res)
 		}
 		second := &scriptedAsker{answer: "hold", by: "carol"}
@@ -138,7 +138,7 @@ nodes:
 		}
 		var answers []string
 		for _, f := range facts {
-			if f.Type == rundir.FactEnd && f.Visit == "ship" {
+			if f.Type == record.FactEnd && f.Visit == "ship" {
 				answers = append(answers, f.Answer.By)
 			}
 		}

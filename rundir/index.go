@@ -38,21 +38,21 @@ const summaryFile = "summary.json"
 // still there) and the journal's size and modification time it was read
 // at. Its keys are RunInfo's, and short.
 type indexEntry struct {
-	ID          string       `json:"id"`
-	Flow        string       `json:"flow"`
-	Status      Status       `json:"status"`
-	Started     time.Time    `json:"started"`
-	Ended       time.Time    `json:"ended,omitzero"`
-	Usage       Usage        `json:"usage"`
-	Failure     *Failure     `json:"error,omitempty"`
-	Why         string       `json:"why,omitempty"`
-	Overspend   []Overspend  `json:"overspend,omitempty"`
-	ForkedFrom  *record.Fork `json:"forked_from,omitempty"`
-	Kept        []*Worktree  `json:"kept,omitempty"`
-	Waiting     []WaitingOn  `json:"waiting,omitempty"`
-	InfraInTree bool         `json:"infra_in_tree,omitempty"`
-	Size        int64        `json:"size"`
-	MTime       int64        `json:"mtime"`
+	ID          string             `json:"id"`
+	Flow        string             `json:"flow"`
+	Status      record.Status      `json:"status"`
+	Started     time.Time          `json:"started"`
+	Ended       time.Time          `json:"ended,omitzero"`
+	Usage       record.Usage       `json:"usage"`
+	Failure     *record.Failure    `json:"error,omitempty"`
+	Why         string             `json:"why,omitempty"`
+	Overspend   []record.Overspend `json:"overspend,omitempty"`
+	ForkedFrom  *record.Fork       `json:"forked_from,omitempty"`
+	Kept        []*record.Worktree `json:"kept,omitempty"`
+	Waiting     []WaitingOn        `json:"waiting,omitempty"`
+	InfraInTree bool               `json:"infra_in_tree,omitempty"`
+	Size        int64              `json:"size"`
+	MTime       int64              `json:"mtime"`
 }
 
 // journalVersion is what says a journal changed: its size and its
@@ -101,7 +101,7 @@ func Summaries(runsDir string) ([]*RunInfo, error) {
 		// A run that goes on changes its journal: its line would be stale
 		// at once. The journal is read after it was stat'ed, so a line
 		// records a version no older than what was read.
-		if ok && info.Status != StatusRunning {
+		if ok && info.Status != record.StatusRunning {
 			_ = writeSummary(dir, newEntry(info, v), nil)
 		}
 	}
@@ -118,7 +118,7 @@ func newEntry(info *RunInfo, v journalVersion) *indexEntry {
 	e := &indexEntry{ID: info.ID, Flow: info.Flow, Status: info.Status, Started: info.Started, Ended: info.Ended,
 		Usage: info.Usage, Failure: info.Failure, Why: info.Why, Overspend: info.Overspend, ForkedFrom: info.ForkedFrom,
 		Waiting: info.Waiting, InfraInTree: info.InfraInTree, Size: v.size, MTime: v.mtime}
-	if info.Status != StatusCorrupt {
+	if info.Status != record.StatusCorrupt {
 		e.Why = ""
 	}
 	e.Kept = info.Worktrees
@@ -136,10 +136,10 @@ func (e *indexEntry) info(dir string) *RunInfo {
 	if end.IsZero() {
 		end = time.Now()
 	}
-	if info.Status != StatusCorrupt {
+	if info.Status != record.StatusCorrupt {
 		info.WallMS = end.Sub(info.Started).Milliseconds()
-		if info.Status == StatusInterrupted && heldByLiveProcess(dir) {
-			info.Status = StatusRunning
+		if info.Status == record.StatusInterrupted && heldByLiveProcess(dir) {
+			info.Status = record.StatusRunning
 		}
 		info.Resumable, info.Why = resumable(info)
 	}
@@ -168,16 +168,16 @@ func readSummary(dir string) *indexEntry {
 // indexRun writes the summary of the run in dir, whose facts are facts,
 // as its Writer closes it: the next Summaries reads it instead of the
 // journal. It is best effort, as the index is a cache.
-func indexRun(dir string, facts []*Fact, secrets *secret.Redactor) {
+func indexRun(dir string, facts []*record.Fact, secrets *secret.Redactor) {
 	v, ok := journalStat(dir)
 	if !ok {
 		return
 	}
 	info, err := summarize(dir, facts)
-	if err != nil || info.Status == StatusRunning {
+	if err != nil || info.Status == record.StatusRunning {
 		return
 	}
-	info.Worktrees = Kept(facts)
+	info.Worktrees = record.Kept(facts)
 	_ = writeSummary(dir, newEntry(info, v), secrets)
 }
 

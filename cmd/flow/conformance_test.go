@@ -20,6 +20,7 @@ import (
 
 	"github.com/sourcegraph/conc"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/internal/modelserver"
@@ -181,7 +182,7 @@ var concerns = map[string]func(c *conformance, start entryPoint){
 		for _, r := range c.runs(dir) {
 			facts, _ := rundir.ReadJournal(r)
 			for _, f := range facts {
-				if f.Type == rundir.FactStart && f.Visit == "ask" {
+				if f.Type == record.FactStart && f.Visit == "ask" {
 					c.t.Errorf("the agent started in %s after a failed preflight", r)
 				}
 			}
@@ -412,9 +413,9 @@ func (c *conformance) served(dir, flow string, env []string) (string, int) {
 		}
 		for _, r := range c.runs(dir) {
 			info, err := rundir.Inspect(r)
-			if err == nil && info.Status != rundir.StatusRunning {
+			if err == nil && info.Status != record.StatusRunning {
 				code = exitFailed
-				if info.Status == rundir.StatusSucceeded {
+				if info.Status == record.StatusSucceeded {
 					code = exitOK
 				}
 				return true
