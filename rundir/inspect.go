@@ -129,6 +129,13 @@ func resumable(info *RunInfo) (bool, string) {
 // are not runs are skipped; a run whose journal is corrupt is listed with
 // StatusCorrupt and the error, naming the file and line, in Why.
 func List(runsDir string) ([]*RunInfo, error) {
+	return eachRun(runsDir, func(dir string) (*RunInfo, error) { return Inspect(dir) })
+}
+
+// eachRun is what read returns for every run directory under runsDir, a
+// corrupt run as such, newest first; runs read fails otherwise are left
+// out. A missing runsDir has no runs.
+func eachRun(runsDir string, read func(dir string) (*RunInfo, error)) ([]*RunInfo, error) {
 	entries, err := os.ReadDir(runsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -142,7 +149,7 @@ func List(runsDir string) ([]*RunInfo, error) {
 			continue
 		}
 		dir := filepath.Join(runsDir, e.Name())
-		info, err := Inspect(dir)
+		info, err := read(dir)
 		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
 			info, err = corrupt(dir, ce), nil
 		}
