@@ -43,6 +43,8 @@ var matrix = map[string]map[string]string{
 		"reuse": "flow serve takes no --reuse"},
 	"test": {"configured secret": "", "environment secret": "", "traces": "", "reuse": "", "budgets": "", "delegation": "", "rate limiting": "",
 		"preflight": "flow test answers every turn from its cassette, offline: no driver is reached"},
+	"fork": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "budgets": "", "delegation": "", "rate limiting": "",
+		"reuse": "a fork answers what its fork point does not reach from its origin; it takes no --reuse (docs/fork-and-diff.md)"},
 	"temporal worker": {"configured secret": "", "environment secret": "", "traces": "", "budgets": "", "rate limiting": "", "delegation": "",
 		"preflight": "the visits run on workers, which check nothing before a run they cannot see",
 		"reuse":     "refused on Temporal: workers cannot read this machine's recordings (docs/decisions.md)"},
@@ -143,6 +145,10 @@ var entryPoints = map[string]entryPoint{
 			c.t.Fatal(err)
 		}
 		return c.flow(dir, env, "test", flow)
+	},
+	"fork": func(c *conformance, dir, flow string, env []string, _ ...string) (string, int) {
+		c.stoppedRun(dir, flow)
+		return c.flow(dir, env, "fork", "last", "--at", "gate")
 	},
 	"temporal worker": func(c *conformance, dir, flow string, env []string, _ ...string) (string, int) {
 		clitest.Tool(c.t, "temporal") // skips only this cell when it is missing
