@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/flowrun/flow/steps/delegate"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 	"github.com/flowrun/flow/internal/proc"
 	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/steps/agentcli"
+	"github.com/flowrun/flow/steps/delegate"
+	"github.com/flowrun/flow/steps/meter"
 	"github.com/flowrun/flow/steps/transcript"
 )
 
@@ -145,13 +146,13 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	s := newStream(progress, agentcli.NewCalls(t.Tools, "codex"))
 	s.before = threadBefore(home, a.Name, t.Session)
 	codexBase := base
-	var mt *meter
+	var mt *meter.Meter
 	if base != "" {
 		if mt, err = s.meter(responsesBase(base), t.Affords); err != nil {
 			return nil, fmt.Errorf("preparing codex: %w", err)
 		}
-		defer mt.close()
-		codexBase = mt.base
+		defer mt.Close()
+		codexBase = mt.URL()
 	}
 	args := arguments(t, model, codexBase, providerKey, schemaFile, d.opts.MaxRetries)
 	var delegateEnv []string
@@ -198,7 +199,7 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	res.Usage.Turns = &one
 	res.Usage.WallMS = time.Since(start).Milliseconds()
 	var rerr error
-	switch why := mt.refusal(); {
+	switch why := mt.Refusal(); {
 	case ctx.Err() != nil:
 		// Only what the stream said before the cancel: the rest of the
 		// outcome (no turn.completed, no answer) is the cancel's doing.
@@ -216,7 +217,7 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 			res.Diagnostics = append(res.Diagnostics, n)
 		}
 	}
-	res.Diagnostics = append(res.Diagnostics, mt.problems()...)
+	res.Diagnostics = append(res.Diagnostics, mt.Problems()...)
 	if s.after == nil && mt != nil && s.ledger.Calls() > 0 {
 		// Ended before turn.completed: the thread grew by what the meter
 		// counted, which the thread's next turn must not count again.
@@ -231,6 +232,24 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		res.Diagnostics = append(res.Diagnostics, err.Error())
 	}
 	return res, rerr
+}
+
+// meter opens the turn's meter in front of base (package meter): each
+// request's usage goes to the stream's ledger and the turn's progress, as
+// the stream's own figures do, under the meter's number for the request
+// (the ledger then counts each request once, retries included); affords
+// (Turn.Affords, nil for none) is asked before each request with what the
+// turn spent so far.
+func (s *stream) meter(base string, affords func(live, next int64) bool) (*meter.Meter, error) {
+	report := func(r meter.Report) {
+		s.ledger.Report("request "+strconv.Itoa(r.Request), r.Call)
+		s.progress(engine.Progress{Activity: "model replied", Tokens: s.ledger.Tokens()})
+	}
+	var may func(int64) bool
+	if affords != nil {
+		may = func(next int64) bool { return affords(s.ledger.Tokens(), next) }
+	}
+	return meter.Start(base, report, may)
 }
 
 // arguments builds the codex command line of a turn (without the binary).
