@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,5 +103,46 @@ func TestE2EStoppedInAToolCountsItsMessageWhole(t *testing.T) {
 	}
 	if got, billed := res.Usage.Tokens(), s.Billed(); got != billed || billed != 3040 || live.Load() != billed || !res.Usage.Partial {
 		t.Errorf("recorded %d tokens (live %d, partial %v), the server billed %d", got, live.Load(), res.Usage.Partial, billed)
+	}
+}
+
+// A turn whose budget affords its first request only: the meter refuses
+// the second before it reaches the server, and the turn fails ErrBudget
+// with what the server billed.
+func TestE2EMeterRefusesOverBudget(t *testing.T) {
+	t.Parallel()
+	d, s := e2e(t,
+		modelserver.Reply{Text: "Listing.", ToolCall: &modelserver.ToolCall{Name: "Bash", Arguments: `{"command":"ls","description":"list"}`},
+			Input: 2000, Output: 20},
+		modelserver.Reply{Text: "never sent", Input: 2100, Output: 8})
+	tn := newTurn(t, "List the files.")
+	tn.Agent.Tools = []string{"bash"}
+	var mu sync.Mutex
+	var asked []int64
+	tn.Affords = func(spent, next int64) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, spent)
+		return spent+next <= 3000
+	}
+	res, err := d.Turn(context.Background(), tn)
+	if !errors.Is(err, engine.ErrBudget) || res == nil || res.Status != engine.Failed {
+		t.Fatalf("Turn = %+v, %v; want a failed turn and ErrBudget", res, err)
+	}
+	var gen int
+	for _, b := range s.Bills() {
+		gen++
+		t.Logf("billed %s %d", b.ID, b.Tokens())
+	}
+	if got := res.Usage.Tokens(); gen != 1 || got != s.Billed() || got != 2020 {
+		t.Errorf("the turn recorded %d tokens, the server billed %d in %d requests; want 2020 in 1", got, s.Billed(), gen)
+	}
+	if !strings.Contains(strings.Join(res.Diagnostics, "\n"), "was not sent") {
+		t.Errorf("diagnostics %q do not say a request was refused", res.Diagnostics)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) < 2 || asked[0] != 0 || asked[len(asked)-1] != 2020 {
+		t.Errorf("affords was asked with %v spent", asked)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/delegate"
+	"github.com/flowrun/flow/steps/meter"
 )
 
 // Options configure the claude driver. The zero value runs `claude` from
@@ -79,7 +80,24 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		return nil, fmt.Errorf("preparing claude: %w", err)
 	}
 	defer os.RemoveAll(scratch)
-	args, env, err := d.setup(t, scratch)
+	p := newParser(t.Progress, agentcli.NewCalls(t.Tools, "claude"))
+	// With a server, Claude Code talks to it through the turn's meter
+	// (package meter): each message's usage counts as the server sends
+	// it, and a request the budget cannot afford is never sent.
+	base := d.opts.BaseURL
+	var mt *meter.Meter
+	if base != "" {
+		var affords func(int64) bool
+		if t.Affords != nil {
+			affords = func(next int64) bool { return t.Affords(p.tokens(), next) }
+		}
+		if mt, err = meter.Start(base, p.metered, affords); err != nil {
+			return nil, fmt.Errorf("preparing claude: %w", err)
+		}
+		defer mt.Close()
+		base = mt.URL()
+	}
+	args, env, err := d.setup(t, scratch, base)
 	if err != nil {
 		return nil, fmt.Errorf("preparing claude: %w", err)
 	}
@@ -87,15 +105,26 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if d.opts.APIKeyEnv != "" {
 		key, _ = agentcli.Lookup(d.opts.Env, d.opts.APIKeyEnv)
 	}
-	return agentcli.Turn(ctx, t, agentcli.Command{
+	res, rerr := agentcli.Turn(ctx, t, agentcli.Command{
 		Name: "claude", Binary: d.opts.Binary, Args: args, Env: env, Dir: t.WorkDir, Prompt: t.Prompt,
 		RunID: t.RunID, Grace: d.opts.Grace,
-	}, newParser(t.Progress, agentcli.NewCalls(t.Tools, "claude")), key)
+	}, p, key)
+	if res != nil {
+		res.Diagnostics = append(res.Diagnostics, mt.Problems()...)
+		if why := mt.Refusal(); why != "" && ctx.Err() == nil {
+			// The meter refused a request the budget could not afford:
+			// the turn fails `budget`, with what it spent until then.
+			res.Status, res.Diagnostics = engine.Failed, append(res.Diagnostics, why)
+			rerr = fmt.Errorf("%w: %s", engine.ErrBudget, why)
+		}
+	}
+	return res, rerr
 }
 
 // setup writes the turn's files into scratch and returns Claude Code's
-// arguments and environment.
-func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err error) {
+// arguments and environment; base is the server's base URL Claude Code
+// is given (its meter's), "" for Claude Code's own.
+func (d *Driver) setup(t *engine.Turn, scratch, base string) (args, env []string, err error) {
 	tools := toolList(t.Agent.Tools)
 	// --include-partial-messages passes the API's stream on, whose
 	// message_delta events carry each message's output tokens as it ends.
@@ -139,9 +168,9 @@ func (d *Driver) setup(t *engine.Turn, scratch string) (args, env []string, err 
 
 	drop := []string{"CLAUDE_CODE_MAX_RETRIES"}
 	var extra []string
-	if d.opts.BaseURL != "" {
+	if base != "" {
 		drop = append(drop, "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "ANTHROPIC_AUTH_TOKEN")
-		extra = append(extra, "ANTHROPIC_BASE_URL="+d.opts.BaseURL)
+		extra = append(extra, "ANTHROPIC_BASE_URL="+base)
 		if t.Home != "" {
 			dir := filepath.Join(t.Home, "claude-config")
 			if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -3,10 +3,13 @@ package claude
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/steps/agentcli"
+	"github.com/flowrun/flow/steps/meter"
 	"github.com/flowrun/flow/steps/transcript"
 	"github.com/flowrun/flow/steps/usage"
 )
@@ -110,6 +113,9 @@ var knownEvents = map[string]bool{
 // the result event's: the exit status and the subtype can both say success
 // while is_error is true.
 type parser struct {
+	// mu orders the stream's lines and the meter's reports, which come
+	// on goroutines of their own.
+	mu       sync.Mutex
 	activity *agentcli.Activity
 	notes    *agentcli.Notes
 	ledger   usage.Ledger
@@ -134,6 +140,8 @@ func newParser(progress func(engine.Progress), calls *agentcli.Calls) *parser {
 
 // Feed reads line n (counted from 1) of the stream.
 func (p *parser) Feed(n int, line []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.lines = n
 	if strings.TrimSpace(string(line)) == "" {
 		return
@@ -264,6 +272,27 @@ func (p *parser) report(id, agent string, u tokens) {
 	p.activity.Update()
 }
 
+// tokens is the turn's live count, for the meter to ask the budget with.
+func (p *parser) tokens() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ledger.Tokens()
+}
+
+// metered counts a request's usage as the turn's meter read it from the
+// answer, before Claude Code read it: under the answer's message id, so
+// that it and the stream's reports of the message count once.
+func (p *parser) metered(r meter.Report) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id := r.ID
+	if id == "" {
+		id = "request " + strconv.Itoa(r.Request)
+	}
+	c := r.Call
+	p.report(id, "", tokens{Input: c.Input, Output: c.Output, CacheRead: c.CacheRead, CacheWrite: c.CacheWrite})
+}
+
 // step keeps what a message did for the readable transcript, a subagent's
 // too; the prompt (the user's text) is the turn's own.
 func (p *parser) step(role string, m *msg) {
@@ -313,6 +342,8 @@ func resultText(raw json.RawMessage) string {
 // Outcome decides the turn's outcome once the stream has ended; agentcli.Turn
 // adds how claude exited.
 func (p *parser) Outcome() agentcli.Outcome {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	o := agentcli.Outcome{Status: engine.Failed, Diagnostics: p.notes.List(), Session: p.session, Steps: p.steps,
 		Usage: p.ledger.Usage()}
 	if n := p.ledger.Calls(); n > 0 {
