@@ -20,7 +20,7 @@
 // The environment bounds Claude Code's own retries (CLAUDE_CODE_MAX_RETRIES
 // from Options.MaxRetries) and turns off telemetry, error reporting, the
 // auto-updater and other non-essential traffic. With Options.BaseURL the
-// driver sets ANTHROPIC_BASE_URL and a private CLAUDE_CONFIG_DIR in the
+// driver sets ANTHROPIC_BASE_URL (the turn's meter, see Usage) and a private CLAUDE_CONFIG_DIR in the
 // memory scope's home; the key is passed in the environment only.
 //
 // # Delegation
@@ -54,7 +54,14 @@
 // message_delta stream events (--include-partial-messages) give its usage
 // at the start and at the end, with the output tokens. Each figure of a
 // message is the largest reported of it; the ledger counts each message
-// once, and that sum is the live count. The result's usage, total_cost_usd and
+// once, and that sum is the live count.
+//
+// With Options.BaseURL, Claude Code talks to the server through the
+// turn's meter (package meter), whose reports of each message, read
+// before Claude Code reads them, go to the same ledger under the message's
+// id: a tool call never runs before its message is counted whole. The
+// meter asks Turn.Affords before each request, and one it says no to is
+// refused before it reaches the server: the turn fails engine.ErrBudget. The result's usage, total_cost_usd and
 // num_turns are the turn's final figure. A turn that ends without a result
 // (stopped, killed, cut off) records the sum of its messages, partial.
 //

@@ -74,7 +74,7 @@
 // added. Codex reports no cost: it stays null.
 //
 // Codex's stream reports usage only at turn.completed. So with a server,
-// each request goes through the turn's meter (meter.go): a listener on
+// each request goes through the turn's meter (package meter): a listener on
 // 127.0.0.1, opened with the turn and closed with it, that forwards each
 // request unchanged and unbuffered (httputil.ReverseProxy, the key header
 // untouched and never logged) and reads the response's usage as it passes
