@@ -91,7 +91,7 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 		if t.Affords != nil {
 			affords = func(next int64) bool { return t.Affords(p.tokens(), next) }
 		}
-		if mt, err = meter.Start(base, p.metered, affords); err != nil {
+		if mt, err = meter.Start(ctx, base, p.metered, affords); err != nil {
 			return nil, fmt.Errorf("preparing claude: %w", err)
 		}
 		defer mt.Close()

@@ -148,7 +148,7 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	codexBase := base
 	var mt *meter.Meter
 	if base != "" {
-		if mt, err = s.meter(responsesBase(base), t.Affords); err != nil {
+		if mt, err = s.meter(ctx, responsesBase(base), t.Affords); err != nil {
 			return nil, fmt.Errorf("preparing codex: %w", err)
 		}
 		defer mt.Close()
@@ -240,7 +240,7 @@ func (d *Driver) turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 // (the ledger then counts each request once, retries included); affords
 // (Turn.Affords, nil for none) is asked before each request with what the
 // turn spent so far.
-func (s *stream) meter(base string, affords func(live, next int64) bool) (*meter.Meter, error) {
+func (s *stream) meter(ctx context.Context, base string, affords func(live, next int64) bool) (*meter.Meter, error) {
 	report := func(r meter.Report) {
 		s.ledger.Report("request "+strconv.Itoa(r.Request), r.Call)
 		s.progress(engine.Progress{Activity: "model replied", Tokens: s.ledger.Tokens()})
@@ -249,7 +249,7 @@ func (s *stream) meter(base string, affords func(live, next int64) bool) (*meter
 	if affords != nil {
 		may = func(next int64) bool { return affords(s.ledger.Tokens(), next) }
 	}
-	return meter.Start(base, report, may)
+	return meter.Start(ctx, base, report, may)
 }
 
 // arguments builds the codex command line of a turn (without the binary).

@@ -29,6 +29,10 @@ type Meter struct {
 	srv    *http.Server
 	tr     *http.Transport
 	done   chan struct{} // closed when Serve returned
+	// ctx is every request's: it ends with the turn's, or at Close, and
+	// with it every request still forwarded.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	report  func(Report)
 	affords func(next int64) bool // may one more request of about next tokens go out; nil: always
@@ -51,11 +55,13 @@ type Report struct {
 // stream, to read its usage at the end; a longer one passes unread.
 const maxJSONBody = 8 << 20
 
-// Start opens a meter in front of base (an http or https base URL).
+// Start opens a meter in front of base (an http or https base URL), for
+// the turn whose context is ctx: once it ends, no request is forwarded,
+// and those forwarded are cut.
 // report counts each request's usage, on the goroutine that serves it;
 // affords, when not nil, is asked before each request with the largest
 // request's tokens so far (0 before the first).
-func Start(base string, report func(Report), affords func(next int64) bool) (*Meter, error) {
+func Start(ctx context.Context, base string, report func(Report), affords func(next int64) bool) (*Meter, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("the base URL %q is not an http(s) URL", base)
@@ -71,6 +77,7 @@ func Start(base string, report func(Report), affords func(next int64) bool) (*Me
 		done:   make(chan struct{}),
 		report: report, affords: affords,
 	}
+	m.ctx, m.cancel = context.WithCancel(ctx)
 	quiet := log.New(io.Discard, "", 0) // nothing of a request, its key least of all, is logged
 	proxy := &httputil.ReverseProxy{
 		Rewrite:        func(pr *httputil.ProxyRequest) { pr.SetURL(m.target); pr.Out.Host = u.Host },
@@ -80,7 +87,8 @@ func Start(base string, report func(Report), affords func(next int64) bool) (*Me
 		ModifyResponse: m.watch,
 		ErrorHandler:   m.proxyError,
 	}
-	m.srv = &http.Server{Handler: m.handler(proxy), ErrorLog: quiet, ReadHeaderTimeout: time.Minute}
+	m.srv = &http.Server{Handler: m.handler(proxy), ErrorLog: quiet, ReadHeaderTimeout: time.Minute,
+		BaseContext: func(net.Listener) context.Context { return m.ctx }}
 	go func() {
 		defer close(m.done)
 		_ = m.srv.Serve(ln) // ends with close
@@ -94,6 +102,7 @@ func (m *Meter) URL() string { return m.url }
 // Close ends the meter with its turn: the listener, every open
 // connection, and the connections kept to the server.
 func (m *Meter) Close() {
+	m.cancel()
 	_ = m.srv.Close()
 	<-m.done
 	m.tr.CloseIdleConnections()
@@ -126,6 +135,11 @@ func (m *Meter) Problems() []string {
 // that ends Codex's turn, and never reaches the server.
 func (m *Meter) handler(proxy http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && m.ctx.Err() != nil {
+			// The turn is being stopped: its process sends nothing more.
+			http.Error(w, "flow: the turn has ended", http.StatusServiceUnavailable)
+			return
+		}
 		if r.Method == http.MethodPost {
 			id, why := m.admit()
 			if why != "" {

@@ -1,6 +1,7 @@
 package meter
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/steps/usage"
@@ -75,7 +77,7 @@ func TestMeterCountsEachRequest(t *testing.T) {
 		modelserver.Reply{Text: "four", Input: 4000, Output: 44, CacheRead: 1000, CacheWrite: 500},
 		modelserver.Reply{Text: "five", Input: 5000, Output: 55})
 	var c counted
-	m, err := Start(s.URL()+"/v1", c.report, nil)
+	m, err := Start(context.Background(), s.URL()+"/v1", c.report, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func TestMeterRefusesWhatTheBudgetCannotAfford(t *testing.T) {
 	s := modelserver.Start(t, modelserver.Reply{Text: "one", Input: 1000, Output: 10})
 	var c counted
 	var asked []int64
-	m, err := Start(s.URL(), c.report, func(next int64) bool {
+	m, err := Start(context.Background(), s.URL(), c.report, func(next int64) bool {
 		asked = append(asked, next)
 		return next == 0
 	})
@@ -155,7 +157,7 @@ func TestMeterUnreachable(t *testing.T) {
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
 	var c counted
-	m, err := Start(gone.URL, c.report, nil)
+	m, err := Start(context.Background(), gone.URL, c.report, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestMeterUnreachable(t *testing.T) {
 	if p := m.Problems(); len(p) != 1 || strings.Contains(p[0], fakeKey) {
 		t.Errorf("problems = %q", p)
 	}
-	if _, err := Start("ftp://example.com", c.report, nil); err == nil {
+	if _, err := Start(context.Background(), "ftp://example.com", c.report, nil); err == nil {
 		t.Error("a base URL that is no http(s) URL was taken")
 	}
 }
@@ -189,7 +191,7 @@ func BenchmarkMeter(b *testing.B) {
 	}))
 	defer srv.Close()
 	var c counted
-	m, err := Start(srv.URL, c.report, func(int64) bool { return true })
+	m, err := Start(context.Background(), srv.URL, c.report, func(int64) bool { return true })
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -209,5 +211,42 @@ func BenchmarkMeter(b *testing.B) {
 	b.Run("metered", func(b *testing.B) { run(b, strings.TrimSuffix(m.URL(), "/")) })
 	if c.tokens() == 0 {
 		b.Error("the meter counted nothing")
+	}
+}
+
+// The meter ends with its turn: a request still forwarded when the turn
+// ends is cut (the server hears it go), and none is forwarded after.
+func TestMeterEndsWithItsTurn(t *testing.T) {
+	t.Parallel()
+	arrived, cut := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then the server hears the client go
+		close(arrived)
+		<-r.Context().Done()
+		close(cut)
+	}))
+	defer srv.Close()
+	ctx, end := context.WithCancel(context.Background())
+	var c counted
+	m, err := Start(ctx, srv.URL, c.report, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	done := make(chan int)
+	go func() {
+		status, _ := post(t, m.URL()+"/v1/responses", `{}`)
+		done <- status
+	}()
+	<-arrived
+	end()
+	select {
+	case <-cut:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forwarded request was not cut when the turn ended")
+	}
+	<-done
+	if status, _ := post(t, m.URL()+"/v1/responses", `{}`); status != http.StatusServiceUnavailable {
+		t.Errorf("a request after the turn ended: %d, want 503", status)
 	}
 }
