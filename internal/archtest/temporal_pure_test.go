@@ -210,26 +210,10 @@ func listDeps(t *testing.T, pkg string) map[string]*listedPackage {
 // a shrinking list, as TestEnginePure's. A line that no longer holds fails
 // too, so that it is struck out the day it is fixed.
 //
-// flows holds the loader's disk reads (flows.Reload's repository checks,
-// which move to preflight: issue 35, item 4). rundir, and through it
-// gitwork and proc, are reached by leaves.go, continue.go and attrs.go,
-// which name run-directory types and paths in workflow code; they go when
-// the workflow code names only the engine's vocabulary.
-// go.opentelemetry.io/otel/propagation is the trace context's carrier
-// (temporal/tracecontext.go, docs/tracing.md): the workflow side copies
-// a header map; net/http is imported by the same package's HTTP carrier,
-// which workflow code never calls.
+// flows holds the loader's disk reads (flows.Load); flows.Reload, which
+// the workflow calls, reads nothing (flows/reload_snapshot_test.go).
 var workflowImpureKnown = []string{
-	"go.opentelemetry.io/otel/propagation: import net/http",
 	"flows: import os",
-	"internal/gitwork: import os",
-	"internal/gitwork: import os/exec",
-	"internal/proc: import os",
-	"internal/proc: import os/exec",
-	"internal/proc: time.Now",
-	"internal/proc: time.Until",
-	"rundir: import os",
-	"rundir: time.Now",
 }
 
 // TestTemporalWorkflowIsPureTransitively is TestEngineIsPureTransitively
