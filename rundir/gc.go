@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flowrun/flow/internal/gitwork"
+	"github.com/flowrun/flow/internal/gitwork/refname"
 )
 
 // KeptWorktree is a worktree a run kept (docs/worktrees.md): of a scope
@@ -74,7 +75,7 @@ func listedHere(ctx context.Context, run string, w *Worktree) string {
 		return why
 	}
 	branch, ok, err := g.ListedWorktree(ctx, w.Path)
-	if err != nil || !ok || !strings.HasPrefix(branch, gitwork.IntegrationBranch(run)+".") {
+	if err != nil || !ok || !strings.HasPrefix(branch, refname.IntegrationBranch(run)+".") {
 		return why
 	}
 	return ""
