@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/internal/ordered"
 )
 
@@ -77,7 +78,7 @@ nodes:
 	file := filepath.Join(repo, "f.yaml")
 
 	// What the starting machine does: load, with the repository there.
-	loaded, diags := Load(file, Options{WorkDir: repo, UserAgentDirs: []string{}})
+	loaded, diags := Load(file, Options{Disk: osdisk.OS, WorkDir: repo, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatalf("load:\n%s", diags.Error())
 	}
@@ -105,7 +106,7 @@ nodes:
 		t.Logf("os.Getwd still answers %q", wd)
 	}
 	for _, workDir := range []string{repo, "", filepath.Join(gone, "elsewhere")} {
-		plan, diags := Reload(file, sources, agents, workDir, Options{})
+		plan, diags := Reload(file, sources, agents, workDir, Options{Disk: osdisk.OS})
 		if diags.HasErrors() {
 			t.Fatalf("Reload with workDir %q reads the disk:\n%s", workDir, diags.Error())
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/internal/gitwork/refname"
 	"github.com/flowrun/flow/reuse"
 	"github.com/flowrun/flow/rundir"
@@ -38,7 +39,7 @@ func runIso(t *testing.T, repo string, from ...string) (*engine.Result, []string
 	t.Helper()
 	side := filepath.Join(t.TempDir(), "side")
 	t.Setenv("SIDE", side)
-	plan, diags := flows.Load("testdata/isolated/iso.yaml", flows.Options{WorkDir: repo, UserAgentDirs: []string{}})
+	plan, diags := flows.Load("testdata/isolated/iso.yaml", flows.Options{Disk: osdisk.OS, WorkDir: repo, UserAgentDirs: []string{}})
 	if plan == nil || diags.HasErrors() {
 		t.Fatalf("loading: %v", diags)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -122,7 +123,7 @@ func (h *harness) runWith(src string, input any, settings rundir.Settings) (*Run
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		h.t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		h.t.Fatalf("load:\n%s", diags.Error())
 	}

@@ -25,7 +25,7 @@ import (
 // the standard library (which it checks as imported, not inside: fmt holds
 // os) and at Temporal's SDK (the API a workflow goes through). Each line is
 // "the package where the rule breaks: the rule".
-func workflowImpure(t *testing.T) []string {
+func workflowImpure(t *testing.T) (breaks, workflowFiles []string) {
 	t.Helper()
 	pkgs := listDeps(t, module+"/temporal")
 	dir := pkgs[module+"/temporal"].Dir
@@ -46,6 +46,7 @@ func workflowImpure(t *testing.T) []string {
 			continue
 		}
 		name := filepath.Base(file)
+		workflowFiles = append(workflowFiles, name)
 		for _, rule := range fileRules(f, false) {
 			out = append(out, "temporal ("+name+"): "+rule)
 		}
@@ -79,7 +80,7 @@ func workflowImpure(t *testing.T) []string {
 		}
 	}
 	sort.Strings(out)
-	return slices.Compact(out)
+	return slices.Compact(out), workflowFiles
 }
 
 // hostOnly says whether a standard package is an effect a workflow may not
@@ -214,15 +215,10 @@ func listDeps(t *testing.T, pkg string) map[string]*listedPackage {
 	return pkgs
 }
 
-// workflowImpureKnown are the breaks the Temporal workflow code has today:
-// a shrinking list, as TestEnginePure's. A line that no longer holds fails
-// too, so that it is struck out the day it is fixed.
-//
-// flows holds the loader's disk reads (flows.Load); flows.Reload, which
-// the workflow calls, reads nothing (flows/reload_snapshot_test.go).
-var workflowImpureKnown = []string{
-	"flows: import os",
-}
+// workflowImpureKnown are the breaks the Temporal workflow code has: a
+// list that only shrinks, as TestEnginePure's, and is empty. A line that
+// no longer holds fails too, so that it is struck out the day it is fixed.
+var workflowImpureKnown = []string{}
 
 // TestTemporalWorkflowIsPureTransitively is TestEngineIsPureTransitively
 // for the code that runs inside Temporal workflow functions (issue 35,
@@ -231,8 +227,16 @@ var workflowImpureKnown = []string{
 // workflow API, or a replay could diverge and a worker without the
 // repository fail the workflow.
 func TestTemporalWorkflowIsPureTransitively(t *testing.T) {
-	got := workflowImpure(t)
-	if len(got) == 0 {
+	got, files := workflowImpure(t)
+	for _, want := range []string{"workflow.go", "leaves.go", "workspace.go", "tracecontext.go"} {
+		if !slices.Contains(files, want) {
+			t.Errorf("temporal/%s is not taken for workflow code (found %q)", want, files)
+		}
+	}
+	if slices.Contains(files, "tracecontext_host.go") || slices.Contains(files, "worker.go") {
+		t.Errorf("host-side files taken for workflow code: %q", files)
+	}
+	if len(files) == 0 {
 		t.Fatal("found no workflow code: package temporal's files that use the workflow API")
 	}
 	for _, g := range got {
