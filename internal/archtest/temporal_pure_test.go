@@ -25,6 +25,11 @@ import (
 // the standard library (which it checks as imported, not inside: fmt holds
 // os) and at Temporal's SDK (the API a workflow goes through). Each line is
 // "the package where the rule breaks: the rule".
+//
+// It follows the imports of the workflow files, not of the types they use
+// from the package's other files: the workflow's input, RunInput
+// (wire.go), holds a rundir.Snapshot, whose pure Sources and
+// Settings.Durations the workflow calls, and rundir imports os.
 func workflowImpure(t *testing.T) (breaks, workflowFiles []string) {
 	t.Helper()
 	pkgs := listDeps(t, module+"/temporal")
