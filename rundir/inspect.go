@@ -99,7 +99,7 @@ func summarize(dir string, facts []*Fact) (*RunInfo, error) {
 	if info.Status == StatusInterrupted && heldByLiveProcess(dir) {
 		info.Status = StatusRunning
 	}
-	if info.Status == StatusWaiting {
+	if info.Status == StatusWaiting || waitsOnTemporal(dir, info.Status, facts) {
 		info.Waiting = waitingOn(facts)
 	}
 	info.Resumable, info.Why = resumable(info)

@@ -27,3 +27,15 @@ func waitingOn(facts []*Fact) []WaitingOn {
 	}
 	return out
 }
+
+// waitsOnTemporal says a run walked on Temporal that has not ended waits
+// there now (docs/waits.md, On Temporal): its workflow holds the wait,
+// so the run is running (its mirror attached) or not followed (none),
+// never ended waiting, and its waits are those journaled and not ended.
+func waitsOnTemporal(dir string, status Status, facts []*Fact) bool {
+	if status != StatusRunning && status != StatusInterrupted || len(record.Waits(facts)) == 0 {
+		return false
+	}
+	snap, err := ReadSnapshot(dir)
+	return err == nil && snap.Temporal != nil
+}

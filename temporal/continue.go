@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -142,7 +143,8 @@ func (c *continuer) next(ctx workflow.Context, in *RunInput, carried []*rundir.F
 	rec.frozen = true
 	keep := carried
 	for _, f := range rec.facts {
-		if f.Type != rundir.FactEnd && f.Type != rundir.FactLand && f.Type != rundir.FactWorktree {
+		// A wait's fact too: its time counts from when it was first reached.
+		if f.Type != rundir.FactEnd && f.Type != rundir.FactLand && f.Type != rundir.FactWorktree && f.Type != record.FactWaiting {
 			continue
 		}
 		g := *f
