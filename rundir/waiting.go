@@ -6,21 +6,15 @@ import "github.com/flowrun/flow/engine/record"
 // (docs/waits.md): it holds no process and goes on when resumed.
 const StatusWaiting = record.StatusWaiting
 
-// FactWaiting is record.FactWaiting.
-const FactWaiting = record.FactWaiting
-
-// Wait is record.Wait: what a wait visit waits for, since and until when.
-type Wait = record.Wait
-
 // WaitingOn is one wait a waiting run waits on: the wait visit and what
 // it waits for.
 type WaitingOn struct {
 	Visit string `json:"visit"`
-	Wait
+	record.Wait
 }
 
 // waitingOn are the waits of a run that ended waiting (record.Waits).
-func waitingOn(facts []*Fact) []WaitingOn {
+func waitingOn(facts []*record.Fact) []WaitingOn {
 	var out []WaitingOn
 	for _, f := range record.Waits(facts) {
 		out = append(out, WaitingOn{Visit: f.Visit, Wait: *f.Wait})
@@ -32,8 +26,8 @@ func waitingOn(facts []*Fact) []WaitingOn {
 // there now (docs/waits.md, On Temporal): its workflow holds the wait,
 // so the run is running (its mirror attached) or not followed (none),
 // never ended waiting, and its waits are those journaled and not ended.
-func waitsOnTemporal(dir string, status Status, facts []*Fact) bool {
-	if status != StatusRunning && status != StatusInterrupted || len(record.Waits(facts)) == 0 {
+func waitsOnTemporal(dir string, status record.Status, facts []*record.Fact) bool {
+	if status != record.StatusRunning && status != record.StatusInterrupted || len(record.Waits(facts)) == 0 {
 		return false
 	}
 	snap, err := ReadSnapshot(dir)
