@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
 )
@@ -101,7 +102,7 @@ func TestWaitTemporalKilledWorkerSignalResume(t *testing.T) {
 	if strings.Count(log, "before") != 1 || strings.Count(log, "after") != 1 || !strings.Contains(log, "after true https://x.example") {
 		t.Fatalf("steps before and after the wait ran other than once, or without the event's data:\n%s", log)
 	}
-	if info, err := rundir.Inspect(run); err != nil || info.Status != rundir.StatusSucceeded || len(info.Waiting) != 0 {
+	if info, err := rundir.Inspect(run); err != nil || info.Status != record.StatusSucceeded || len(info.Waiting) != 0 {
 		t.Fatalf("the mirrored run: %+v %v", info, err)
 	}
 	if code, o := flowEnv(t, bin, dir, env, "signal", id, "deploy-done", "--data", `{"ok": false, "url": ""}`); code != exitFailed || !strings.Contains(o, "other data") {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
 )
@@ -29,7 +30,7 @@ func (a *app) signalTemporal(ctx context.Context, dir string, ref *rundir.Tempor
 	if err := a.delivered(dir, event, already, err); err != nil {
 		return err
 	}
-	if info, err := rundir.Inspect(dir); err == nil && info.Status != rundir.StatusRunning {
+	if info, err := rundir.Inspect(dir); err == nil && info.Status != record.StatusRunning {
 		fmt.Fprintf(a.stderr, "the run goes on on Temporal by itself; follow it with `flow resume %s`\n", info.ID)
 	}
 	return nil
