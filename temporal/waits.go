@@ -3,7 +3,6 @@ package temporal
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -59,8 +58,10 @@ var _ engine.Waiter = (*signalWaiter)(nil)
 // execution before (continue-as-new). It makes no command: histories
 // recorded before waits ran on Temporal replay unchanged.
 func newSignalWaiter(ctx workflow.Context, carried map[string]KeptEvent) (*signalWaiter, error) {
-	wt := &signalWaiter{events: map[string]KeptEvent{}}
-	maps.Copy(wt.events, carried)
+	wt := &signalWaiter{events: carried}
+	if wt.events == nil {
+		wt.events = map[string]KeptEvent{}
+	}
 	if err := workflow.SetQueryHandler(ctx, QueryEvents, func() (map[string]KeptEvent, error) { return wt.events, nil }); err != nil {
 		return nil, err
 	}
