@@ -54,7 +54,7 @@ func onlyRunHas(runsDir, s string) (string, bool) {
 
 // TestWaitTemporalKilledWorkerSignalResume: a run on Temporal that waits
 // for an event, its client and one of its two workers killed (-9) during
-// the wait, lists as waiting; flow signal delivers the event to its
+// the wait (once the branch beside it ended), lists as waiting; flow signal delivers the event to its
 // workflow; flow resume follows it to its end: the step before the wait
 // ran once, the one after it once, with the event's data; a second
 // delivery of other data is refused, of the same data taken.
@@ -79,6 +79,13 @@ func TestWaitTemporalKilledWorkerSignalResume(t *testing.T) {
 		return ok && strings.Contains(stepsLog(t, dir), "build")
 	})
 	id := filepath.Base(run)
+	// The branch beside the wait ends first (a command a killed worker
+	// began is never run again by itself: docs/temporal.md), so that the
+	// run holds nothing but its wait.
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	await(t, 60*time.Second, "the branch beside the wait to end", func() bool { return journalHas(run, "end", "both/slow/build") })
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	if err := w1.Process.Signal(syscall.SIGKILL); err != nil {
@@ -91,9 +98,6 @@ func TestWaitTemporalKilledWorkerSignalResume(t *testing.T) {
 	}
 	if code, o := flowEnv(t, bin, dir, env, "signal", id, "deploy-done", "--data", `{"ok": true, "url": "https://x.example"}`); code != 0 || !strings.Contains(o, "delivered event deploy-done") {
 		t.Fatalf("flow signal: exit %d\n%s", code, o)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
 	}
 	if code, o := flowEnv(t, bin, dir, env, "resume", id); code != 0 {
 		t.Fatalf("flow resume: exit %d\n%s\nfirst attempt:\n%s", code, o, out.String())
