@@ -28,7 +28,8 @@ func (a *app) signalCmd() *cobra.Command {
 			"(an id or a run directory). A wait for EVENT takes it when it is reached, or,\n" +
 			"when the run waits on it already, once it is resumed (flow resume RUN; flow\n" +
 			"serve resumes it by itself). The same data delivered again is taken as\n" +
-			"delivered; other data is refused (exit 1).",
+			"delivered; other data is refused (exit 1). A run on Temporal takes the event as a\n" +
+			"signal to its workflow, and goes on by itself (docs/waits.md, On Temporal).",
 		Example: "  flow signal 20261201-093000-ab12cd deploy-done --data '{\"ok\": true}'\n" +
 			"  flow signal last review --data @review.json",
 		Args: cobra.ExactArgs(2),
