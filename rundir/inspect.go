@@ -99,7 +99,7 @@ func summarize(dir string, facts []*record.Fact) (*RunInfo, error) {
 	if info.Status == record.StatusInterrupted && heldByLiveProcess(dir) {
 		info.Status = record.StatusRunning
 	}
-	if info.Status == StatusWaiting {
+	if info.Status == StatusWaiting || waitsOnTemporal(dir, info.Status, facts) {
 		info.Waiting = waitingOn(facts)
 	}
 	info.Resumable, info.Why = resumable(info)
