@@ -43,8 +43,7 @@ var matrix = map[string]map[string]string{
 	"test": {"configured secret": "", "environment secret": "", "traces": "", "reuse": "", "budgets": "", "delegation": "", "rate limiting": "",
 		"preflight": "flow test answers every turn from its cassette, offline: no driver is reached"},
 	"temporal worker": {"configured secret": "", "environment secret": "", "traces": "", "budgets": "", "rate limiting": "", "delegation": "",
-		"preflight": "the visits run on workers, which check nothing before a run they cannot see",
-		"reuse":     "refused on Temporal: workers cannot read this machine's recordings (docs/decisions.md)"},
+		"reuse": "", "preflight": "the visits run on workers, which check nothing before a run they cannot see"},
 }
 
 const (
@@ -143,14 +142,15 @@ var entryPoints = map[string]entryPoint{
 		}
 		return c.flow(dir, env, "test", flow)
 	},
-	"temporal worker": func(c *conformance, dir, flow string, env []string, _ ...string) (string, int) {
+	"temporal worker": func(c *conformance, dir, flow string, env []string, flags ...string) (string, int) {
 		clitest.Tool(c.t, "temporal") // skips only this cell when it is missing
 		if c.server == nil {
 			c.server = devserver.Start(c.parent)
 		}
 		queue := "conformance-" + filepath.Base(dir)
 		startWorkerEnv(c.t, c.bin, dir, c.server.Address, queue, env, "--runs-dir", filepath.Join(dir, ".flow", "worker"))
-		return c.flow(dir, append(env, "FLOW_TEMPORAL_HEARTBEAT=2s"), "run", "--temporal", c.server.Address, "--task-queue", queue, flow)
+		args := append([]string{"run", "--temporal", c.server.Address, "--task-queue", queue}, flags...)
+		return c.flow(dir, append(env, "FLOW_TEMPORAL_HEARTBEAT=2s"), append(args, flow)...)
 	},
 }
 
