@@ -8,8 +8,8 @@ import (
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/trace"
 	"github.com/flowrun/flow/reuse"
-	"github.com/flowrun/flow/temporal"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/temporal"
 )
 
 // hosted is a backend of the Runner: inner walks the runs, and every run

@@ -36,14 +36,14 @@ type Client struct {
 	// DataConverter(Key), which is how the client reads them here too.
 	Key    Key
 	Load   LoadOptions
-	// Reuse names the recordings the runs reuse from (flow run --reuse;
-	// reuse.go), nil for none.
-	Reuse *ReuseFrom
 	Timing Timing
 	// Poll is how often the mirror reads the progress of the activities
 	// in flight (facts it reads when the history grows, long-polled);
 	// default 250 ms.
 	Poll time.Duration
+	// Reuse names the recordings the runs reuse from (flow run --reuse;
+	// reuse.go), nil for none.
+	Reuse *ReuseFrom
 }
 
 func (c *Client) queue() string {
