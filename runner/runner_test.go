@@ -81,7 +81,7 @@ func TestLocalStopStopsTheRun(t *testing.T) {
 	started := make(chan struct{}, 1)
 	opts := options(dir)
 	opts.OnEvent = func(e *record.Event) {
-		if e.Type == rundir.EventVisitStart && e.Node == "nap" {
+		if e.Type == record.EventVisitStart && e.Node == "nap" {
 			select {
 			case started <- struct{}{}:
 			default:
@@ -99,7 +99,7 @@ func TestLocalStopStopsTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status() != rundir.StatusStopped {
+	if res.Status() != record.StatusStopped {
 		t.Fatalf("status %s, want stopped", res.Status())
 	}
 	info, err := rundir.Inspect(res.Dir)

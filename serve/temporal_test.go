@@ -17,6 +17,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
@@ -88,7 +89,7 @@ func TestServeTemporalSchedulesFireOnTemporalAndAreMirrored(t *testing.T) {
 	for mirrored == nil {
 		runs, _ := rundir.List(runsDir)
 		for _, r := range runs {
-			if r.Status == rundir.StatusSucceeded {
+			if r.Status == record.StatusSucceeded {
 				mirrored = r
 			}
 		}

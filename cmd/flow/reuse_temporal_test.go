@@ -7,10 +7,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/internal/modelserver"
-	"github.com/flowrun/flow/rundir"
 )
 
 // editedFlow: b reads a, c reads b, d reads nothing; every turn on the
@@ -118,7 +118,7 @@ func TestReuseOnTemporalAfterAPromptEdit(t *testing.T) {
 		t.Errorf("answers = %v", got)
 	}
 	for _, f := range journal(t, run) {
-		if f.Type != rundir.FactEnd || f.Visit == "" {
+		if f.Type != record.FactEnd || f.Visit == "" {
 			continue
 		}
 		switch f.Visit {
@@ -228,10 +228,10 @@ func treeReused(t *testing.T, run string) map[string]bool {
 	t.Helper()
 	reused := map[string]bool{}
 	for _, f := range journal(t, run) {
-		if f.Type == rundir.FactStart && f.Parent != "" && f.Visit != "lead/delegate:scout#1" {
+		if f.Type == record.FactStart && f.Parent != "" && f.Visit != "lead/delegate:scout#1" {
 			t.Errorf("a second child: %s", f.Visit)
 		}
-		if f.Type == rundir.FactEnd && f.Reused != nil {
+		if f.Type == record.FactEnd && f.Reused != nil {
 			reused[f.Visit] = true
 		}
 	}
