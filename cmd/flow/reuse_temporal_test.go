@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/internal/modelserver"
+	"github.com/flowrun/flow/rundir"
 )
 
 // editedFlow: b reads a, c reads b, d reads nothing; every turn on the
@@ -236,4 +239,34 @@ func treeReused(t *testing.T, run string) map[string]bool {
 		}
 	}
 	return reused
+}
+
+// TestReuseOnTemporalRefusesAKnownSecretWithoutAKey: a recorded answer
+// that holds what is now a secret of this process would reach Temporal's
+// history in clear with the reused visits; without temporal.key the run
+// is refused, exit 2, before any run directory is made, saying why (the
+// flow file does not hold the value: the agent makes it).
+func TestReuseOnTemporalRefusesAKnownSecretWithoutAKey(t *testing.T) {
+	clitest.Tool(t, "temporal")
+	srv := devserver.Start(t)
+	const value = "the-recorded-value-7f3a9c2e1b"
+	d := newSweepDir(t, map[string]string{"f.yaml": `name: f
+agents:
+  - {name: echo, description: says it, driver: exec, command: [sh, -c, 'cat >/dev/null; echo the-recorded-$(echo value)-7f3a9c2e1b']}
+nodes:
+  - {id: say, agent: echo, prompt: go}
+`})
+	if out, err := d.cmd("run", "f.yaml").CombinedOutput(); err != nil {
+		t.Fatalf("flow run: %v\n%s", err, out)
+	}
+	c := d.cmd("run", "--reuse", "--temporal", srv.Address, "--task-queue", "refused", "f.yaml")
+	c.Env = append(c.Env, "MY_SERVICE_TOKEN="+value, "FLOW_TEMPORAL_KEY=")
+	out, err := c.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "hold a secret") || strings.Contains(string(out), value) {
+		t.Errorf("flow run --reuse --temporal with a recorded secret and no key: %v, want exit 2 saying why\n%s", err, out)
+	}
+	if runs, _ := rundir.List(filepath.Join(d.dir, "runs")); len(runs) != 1 {
+		t.Errorf("%d runs; the refused run made a run directory", len(runs))
+	}
 }
