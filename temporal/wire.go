@@ -57,6 +57,9 @@ type RunInput struct {
 	// Searchable says the run was started with flow's search attributes
 	// (attrs.go): the workflow sets its status attribute when it ends.
 	Searchable bool `json:"searchable,omitempty"`
+	// Reused holds, compressed, the recorded visits the run may take
+	// instead of running them, by key (flow run --reuse; reuse.go).
+	Reused []byte `json:"reused,omitempty"`
 }
 
 // LoadOptions are the flows.Options a workflow loads the snapshot with.

@@ -88,6 +88,7 @@ type harness struct {
 	driver *scripted
 	queues []string         // the task queue of each activity, in order
 	snap   *rundir.Snapshot // the run's, once run
+	reused []byte           // the recorded visits the run may take (RunInput.Reused)
 	mu     sync.Mutex
 }
 
@@ -134,7 +135,7 @@ func (h *harness) runWith(src string, input any, settings rundir.Settings) (*Run
 	settings.WorkDir = dir
 	snap := local.NewSnapshot("run-1", plan, in, settings)
 	h.snap = snap
-	h.env.ExecuteWorkflow(WorkflowName, &RunInput{Snapshot: snap, Timing: Timing{Heartbeat: time.Minute}})
+	h.env.ExecuteWorkflow(WorkflowName, &RunInput{Snapshot: snap, Timing: Timing{Heartbeat: time.Minute}, Reused: h.reused})
 	if !h.env.IsWorkflowCompleted() {
 		h.t.Fatal("the workflow did not complete")
 	}
