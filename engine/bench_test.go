@@ -15,6 +15,7 @@ import (
 	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // noopDriver answers every turn at once, so a benchmark measures the
@@ -32,7 +33,7 @@ const benchAgents = `agents:
 func benchPlan(b *testing.B, name, src string) *flows.Plan {
 	b.Helper()
 	dir := b.TempDir()
-	p, diags := flows.LoadSource(filepath.Join(dir, name+".yaml"), []byte(src), flows.Options{UserAgentDirs: []string{}, WorkDir: dir})
+	p, diags := flows.LoadSource(filepath.Join(dir, name+".yaml"), []byte(src), flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir})
 	if diags.HasErrors() {
 		b.Fatalf("load:\n%s", diags.Error())
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -86,7 +87,7 @@ func load(t *testing.T, name, src string) *flows.Plan {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	p, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatalf("load:\n%s", diags.Error())
 	}
@@ -494,7 +495,7 @@ input: {topic: string}
 nodes:
   - {id: write, agent: worker, prompt: "notes on ${{ input.topic }}"}
 `)
-	p, diags := flows.Load(filepath.Join(dir, "main.yaml"), flows.Options{UserAgentDirs: []string{}})
+	p, diags := flows.Load(filepath.Join(dir, "main.yaml"), flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

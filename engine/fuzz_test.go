@@ -13,6 +13,7 @@ import (
 	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -65,7 +66,7 @@ func FuzzLoadAndRun(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	load := flows.Options{UserAgentDirs: []string{}, WorkDir: dir, Drivers: []string{"pi", "claude", "codex", "openai", "exec"}}
+	load := flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir, Drivers: []string{"pi", "claude", "codex", "openai", "exec"}}
 	drivers := map[string]Driver{}
 	for _, name := range load.Drivers {
 		drivers[name] = dryDriver{}

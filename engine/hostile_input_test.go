@@ -9,6 +9,7 @@ import (
 
 	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -81,7 +82,7 @@ func TestNULValueIsACondition(t *testing.T) {
 func loadBeside(t *testing.T, dir, name, src string) *flows.Plan {
 	t.Helper()
 	writeFile(t, dir, name+".yaml", src)
-	p, diags := flows.Load(filepath.Join(dir, name+".yaml"), flows.Options{UserAgentDirs: []string{}})
+	p, diags := flows.Load(filepath.Join(dir, name+".yaml"), flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatalf("load:\n%s", diags.Error())
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -72,7 +73,7 @@ func walkLocal(ctx context.Context, t *testing.T, p *flows.Plan, opts Options) (
 // resumeLocal is local.Resume of the run directory.
 func resumeLocal(ctx context.Context, t *testing.T, _ *flows.Plan, first *Result, _ []*record.Fact, opts Options) (*Result, []*record.Fact, error) {
 	t.Helper()
-	res, err := local.Resume(ctx, first.Dir, flows.Options{UserAgentDirs: []string{}}, opts)
+	res, err := local.Resume(ctx, first.Dir, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}}, opts)
 	if err != nil {
 		return nil, nil, err
 	}

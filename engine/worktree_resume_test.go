@@ -15,6 +15,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -52,7 +53,7 @@ func gitOut(dir string, args ...string) string {
 
 func resumeIn(t *testing.T, runDir string, d Driver) (*Result, []*record.Fact) {
 	t.Helper()
-	res, err := local.Resume(context.Background(), runDir, flows.Options{UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, Backoff: time.Millisecond})
+	res, err := local.Resume(context.Background(), runDir, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}

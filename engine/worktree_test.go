@@ -16,6 +16,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -62,7 +63,7 @@ func loadIn(t *testing.T, dir, name, src string) *flows.Plan {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}, WorkDir: dir})
+	p, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir})
 	if diags.HasErrors() {
 		t.Fatalf("load:\n%s", diags.Error())
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // BenchmarkLoad loads a generated flow of 1,000 nodes, each reading the one
@@ -32,7 +34,7 @@ nodes:
 	}
 	file := filepath.Join(b.TempDir(), "big.yaml")
 	data := []byte(src.String())
-	opts := Options{UserAgentDirs: []string{}}
+	opts := Options{Disk: osdisk.OS, UserAgentDirs: []string{}}
 	if _, diags := LoadSource(file, data, opts); diags.HasErrors() {
 		b.Fatalf("load:\n%s", diags.Error())
 	}

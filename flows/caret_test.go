@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // TestCaretUnderColumn loads every golden archive and checks, for each
@@ -24,7 +26,7 @@ func TestCaretUnderColumn(t *testing.T) {
 		}
 		dir := t.TempDir()
 		writeArchive(t, ar, dir)
-		_, diags := Load(filepath.Join(dir, name+".yaml"), Options{UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers})
+		_, diags := Load(filepath.Join(dir, name+".yaml"), Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers})
 		for _, d := range diags {
 			if d.Source == "" {
 				continue

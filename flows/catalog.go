@@ -1,7 +1,6 @@
 package flows
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -37,12 +36,9 @@ func (c *Catalogue) Problems() schema.Diagnostics {
 	return out.Sorted()
 }
 
-// UserAgentDirs are the user's agent directories, lowest priority first.
-func UserAgentDirs() []string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return nil
-	}
+// UserAgentDirs are the agent directories of the user whose home is home,
+// lowest priority first.
+func UserAgentDirs(home string) []string {
 	return []string{
 		filepath.Join(home, ".config", "flow", "agents"),
 		filepath.Join(home, ".pi", "agent", "agents"),
@@ -79,7 +75,7 @@ func NewCatalogue(opts Options, extraDirs []string) *Catalogue {
 }
 
 func (c *Catalogue) addDir(dir, scope string, opts Options) {
-	entries, err := os.ReadDir(dir)
+	entries, err := opts.readDir(dir)
 	if err != nil {
 		return // an absent directory is an empty one
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // testDrivers stand for the drivers a program registers (cmd/flow
@@ -84,7 +86,7 @@ f.yaml:3:54: driver: unknown driver "pi"
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, diags := LoadSource(filepath.Join(dir, "f.yaml"), []byte(tc.src),
-				Options{UserAgentDirs: []string{}, WorkDir: dir, Drivers: tc.drivers})
+				Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir, Drivers: tc.drivers})
 			got := strings.ReplaceAll(diags.Error(), dir+string(filepath.Separator), "")
 			if got != tc.want {
 				t.Errorf("diagnostics:\n%s\nwant:\n%s", got, tc.want)

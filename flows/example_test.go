@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // A flow is checked whole before anything runs: every fault is reported at
@@ -19,7 +20,7 @@ nodes:
       - when: tests.output.passed == "yes"
         do: [{id: deploy, run: [make, deploy], timout: 5m}]
 `)
-	_, diags := flows.LoadSource("review.yaml", src, flows.Options{UserAgentDirs: []string{}})
+	_, diags := flows.LoadSource("review.yaml", src, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	for _, d := range diags {
 		fmt.Println(d)
 	}

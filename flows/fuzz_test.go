@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // FuzzLoad holds the loader to two promises for any input: it never panics,
@@ -33,7 +35,7 @@ func FuzzLoad(f *testing.F) {
 	// directory keeps the fuzzer away from the seeds' neighbours.
 	dir := f.TempDir()
 	file := filepath.Join(dir, "fuzz.yaml")
-	opts := Options{UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers}
+	opts := Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		_, diags := LoadSource(file, src, opts)
 		lines := countLines(src)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -39,7 +40,7 @@ func TestGolden(t *testing.T) {
 			if !hasWant && !update {
 				t.Fatalf("%s has no errors file", path)
 			}
-			_, diags := Load(filepath.Join(dir, name+".yaml"), Options{UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers})
+			_, diags := Load(filepath.Join(dir, name+".yaml"), Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers})
 			got := strings.ReplaceAll(diags.Error(), dir+string(filepath.Separator), "")
 			if got != "" {
 				got += "\n"
@@ -140,7 +141,7 @@ nodes:
 `
 	wantLines := []int{2, 8, 9, 12, 15, 19}
 	dir := t.TempDir()
-	_, diags := LoadSource(filepath.Join(dir, "faults.yaml"), []byte(src), Options{UserAgentDirs: []string{}, WorkDir: dir})
+	_, diags := LoadSource(filepath.Join(dir, "faults.yaml"), []byte(src), Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir})
 	if len(diags) != len(wantLines) {
 		t.Fatalf("got %d diagnostics, want %d:\n%s", len(diags), len(wantLines), diags.Error())
 	}

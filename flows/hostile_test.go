@@ -9,6 +9,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -69,7 +70,7 @@ func loadHostile(t *testing.T, ar *txtar.Archive, name string) (*Plan, schema.Di
 	t.Helper()
 	dir := t.TempDir()
 	writeArchive(t, ar, dir)
-	opts := Options{UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers, DriverTools: hostileDriverTools,
+	opts := Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers, DriverTools: hostileDriverTools,
 		Limits: archiveLimits(t, ar)}
 	plan, diags := Load(filepath.Join(dir, name+".yaml"), opts)
 	for i := range diags {

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // Aliases resolve to the anchored values: a default is the anchored number,
@@ -122,7 +124,7 @@ func TestDirDriver(t *testing.T) {
 // 9007199254740993 became …992); one past int64 is refused at its column.
 func TestHostileBigIntegers(t *testing.T) {
 	src := "name: big\ninput: {n: {type: integer, default: 9007199254740993}, l: {type: [integer], default: [-9223372036854775807]}}\nnodes:\n  - {id: a, run: [echo]}\n"
-	p, diags := LoadSource("big.yaml", []byte(src), Options{UserAgentDirs: []string{}})
+	p, diags := LoadSource("big.yaml", []byte(src), Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -132,7 +134,7 @@ func TestHostileBigIntegers(t *testing.T) {
 	if got := p.Root.Input.Field("l").Type.Default.([]any)[0]; got != int64(-9223372036854775807) {
 		t.Errorf("list default = %#v", got)
 	}
-	_, diags = LoadSource("big.yaml", []byte("name: big\ninput: {n: {type: any, default: 18446744073709551615}}\nnodes:\n  - {id: a, run: [echo]}\n"), Options{UserAgentDirs: []string{}})
+	_, diags = LoadSource("big.yaml", []byte("name: big\ninput: {n: {type: any, default: 18446744073709551615}}\nnodes:\n  - {id: a, run: [echo]}\n"), Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if !strings.Contains(diags.Error(), "big.yaml:2:33: range: 18446744073709551615 is a whole number too large to keep exactly") {
 		t.Errorf("a whole number past int64: %s", diags.Error())
 	}

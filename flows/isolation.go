@@ -49,11 +49,11 @@ func (c *checker) isolation(n *Node, d *schema.Node, sc *scope, ancestors []*sch
 			if !filepath.IsAbs(dir) {
 				dir = filepath.Join(workDir, dir)
 			}
-			if !isRepo(dir) {
+			if !c.loader.opts.isRepo(dir) {
 				c.diags.Add(d.Repo.Pos, schema.CodeIsolation, "give the directory of a git repository (relative to the working directory)", "repo %q is not in a git repository", d.Repo.Value)
 			}
 		}
-	case !isRepo(workDir):
+	case !c.loader.opts.isRepo(workDir):
 		c.diags.Add(d.Isolation.Pos, schema.CodeIsolation, "run flow inside a git repository, or give repo: <a repository's directory>",
 			"isolation: worktree needs a git repository, and the working directory is in none")
 	}

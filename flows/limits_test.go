@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -119,7 +120,7 @@ nodes:
                   a: [{id: l, run: "echo '${{ item.name }}' [x"}]
                   b: [{id: r, run: [echo, "}"]}]
 `
-	_, diags := LoadSource(filepath.Join(t.TempDir(), "prose.yaml"), []byte(src), Options{UserAgentDirs: []string{}})
+	_, diags := LoadSource(filepath.Join(t.TempDir(), "prose.yaml"), []byte(src), Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatalf("refused:\n%s", diags.Error())
 	}
@@ -139,7 +140,7 @@ func TestLimitsAreFast(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			runtime.LockOSThread()
 			start := threadCPU(t)
-			_, diags := LoadSource(filepath.Join(dir, "x.yaml"), []byte(src), Options{UserAgentDirs: []string{}})
+			_, diags := LoadSource(filepath.Join(dir, "x.yaml"), []byte(src), Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 			took := threadCPU(t) - start
 			runtime.UnlockOSThread()
 			runtime.ReadMemStats(&after)
@@ -201,7 +202,7 @@ func TestLoadIsLinear(t *testing.T) {
 				src := ordinary(size, dense)
 				runtime.GC()
 				start := cpuTime()
-				_, diags := LoadSource(filepath.Join(dir, "big.yaml"), src, Options{UserAgentDirs: []string{}})
+				_, diags := LoadSource(filepath.Join(dir, "big.yaml"), src, Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 				took := cpuTime() - start
 				if diags.HasErrors() {
 					t.Fatalf("%d bytes: %s", len(src), diags[0])
@@ -244,7 +245,7 @@ func TestLoadIsLinearOnOneLine(t *testing.T) {
 	dir := t.TempDir()
 	// Quadratic loading fails here in seconds rather than in hours below.
 	start := cpuTime()
-	if _, diags := LoadSource(filepath.Join(dir, "big.yaml"), oneLine(128<<10), Options{UserAgentDirs: []string{}}); diags.HasErrors() {
+	if _, diags := LoadSource(filepath.Join(dir, "big.yaml"), oneLine(128<<10), Options{Disk: osdisk.OS, UserAgentDirs: []string{}}); diags.HasErrors() {
 		t.Fatal(diags[0])
 	}
 	if took := cpuTime() - start; took > time.Second {
@@ -256,7 +257,7 @@ func TestLoadIsLinearOnOneLine(t *testing.T) {
 			src := oneLine(size)
 			runtime.GC()
 			start := cpuTime()
-			_, diags := LoadSource(filepath.Join(dir, "big.yaml"), src, Options{UserAgentDirs: []string{}})
+			_, diags := LoadSource(filepath.Join(dir, "big.yaml"), src, Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 			took := cpuTime() - start
 			if diags.HasErrors() {
 				t.Fatalf("%d bytes: %s", len(src), diags[0])
@@ -288,7 +289,7 @@ func TestScriptOfManyValuesIsFast(t *testing.T) {
 	}
 	b.WriteString("\n")
 	start := cpuTime()
-	_, diags := LoadSource("p.yaml", []byte(b.String()), Options{UserAgentDirs: []string{}})
+	_, diags := LoadSource("p.yaml", []byte(b.String()), Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	took := cpuTime() - start
 	if diags.HasErrors() {
 		t.Fatal(diags[0])
@@ -308,7 +309,7 @@ func BenchmarkLoadScale(b *testing.B) {
 			file := filepath.Join(b.TempDir(), "big.yaml")
 			b.SetBytes(int64(len(src)))
 			for b.Loop() {
-				if _, diags := LoadSource(file, src, Options{UserAgentDirs: []string{}}); diags.HasErrors() {
+				if _, diags := LoadSource(file, src, Options{Disk: osdisk.OS, UserAgentDirs: []string{}}); diags.HasErrors() {
 					b.Fatal(diags[0])
 				}
 			}
@@ -318,7 +319,7 @@ func BenchmarkLoadScale(b *testing.B) {
 			file := filepath.Join(b.TempDir(), "big.yaml")
 			b.SetBytes(int64(len(src)))
 			for b.Loop() {
-				if _, diags := LoadSource(file, src, Options{UserAgentDirs: []string{}}); diags.HasErrors() {
+				if _, diags := LoadSource(file, src, Options{Disk: osdisk.OS, UserAgentDirs: []string{}}); diags.HasErrors() {
 					b.Fatal(diags[0])
 				}
 			}

@@ -2,10 +2,7 @@ package flows
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -43,6 +40,10 @@ type Options struct {
 	// Agents, when set, replaces discovery: the agents as a snapshot
 	// recorded them, so a resume runs the same agents.
 	Agents []*Agent
+	// Disk is what the load reads files and directories from; nil reads
+	// nothing (every file is then ErrNoDisk, unless in Sources). Package
+	// flows/osdisk's OS is the machine's.
+	Disk Disk
 	// Limits bound the size, nesting and node count of every flow and
 	// agent file read (configuration: limits.file_bytes, limits.depth,
 	// limits.nodes); zero fields take schema's defaults.
@@ -52,46 +53,6 @@ type Options struct {
 	// (Reload): nothing is read from the disk — no file outside Sources,
 	// no working directory but the recorded one, no repository checked.
 	recorded bool
-}
-
-// read reads a flow file, at most one byte past the size limit: a larger
-// file is refused by the parser without being read whole.
-func (o Options) read(path string) ([]byte, error) {
-	if src, ok := o.Sources[path]; ok {
-		return src, nil
-	}
-	if o.recorded {
-		return nil, fmt.Errorf("%s: %w", path, os.ErrNotExist)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, int64(o.Limits.WithDefaults().FileBytes)+1))
-}
-
-// readDir lists dir, or nothing for a recorded plan.
-func (o Options) readDir(dir string) ([]os.DirEntry, error) {
-	if o.recorded {
-		return nil, os.ErrNotExist
-	}
-	return os.ReadDir(dir)
-}
-
-func (o Options) workDir() string {
-	if o.WorkDir != "" || o.recorded {
-		return o.WorkDir
-	}
-	wd, _ := os.Getwd()
-	return wd
-}
-
-func (o Options) userDirs() []string {
-	if o.UserAgentDirs != nil {
-		return o.UserAgentDirs
-	}
-	return UserAgentDirs()
 }
 
 // Load reads, checks and compiles the flow in file, the flows it calls and
@@ -174,7 +135,7 @@ func (l *loader) flow(file string, src []byte) *Flow {
 			p = filepath.Join(filepath.Dir(file), p)
 		}
 		if l.opts.Agents == nil { // a snapshot's agents: nothing is read from the disk
-			if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			if !l.opts.isDir(p) {
 				l.diags.Add(d.Pos, schema.CodeAgents, "agent directories are relative to the flow file", "agent directory %q does not exist", d.Value)
 			}
 		}

@@ -2,10 +2,12 @@ package flows
 
 import (
 	"testing"
+
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 func TestLoadSpecExample(t *testing.T) {
-	p, diags := Load("testdata/ok/review.yaml", Options{UserAgentDirs: []string{}})
+	p, diags := Load("testdata/ok/review.yaml", Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatalf("unexpected diagnostics:\n%s", diags.Error())
 	}

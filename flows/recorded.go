@@ -24,10 +24,10 @@ func EncodeAgents(agents map[string]*Agent) map[string]json.RawMessage {
 
 // Reload compiles file again from what a run recorded: the sources of the
 // flow files by path and the agents as EncodeAgents wrote them. Nothing is
-// read from the disk: no file outside sources, not the current directory,
-// and no repository is checked (a Temporal worker need not have it; the
-// checks ran when the run was loaded, before its snapshot). workDir, when
-// not "", is the run's working directory.
+// read from the disk — opts.Disk is not used: no file outside sources, not
+// the current directory, and no repository is checked (a Temporal worker
+// need not have it; the checks ran when the run was loaded, before its
+// snapshot). workDir, when not "", is the run's working directory.
 func Reload(file string, sources map[string][]byte, agents map[string]json.RawMessage, workDir string, opts Options) (*Plan, schema.Diagnostics) {
 	opts.Sources, opts.Agents, opts.recorded = sources, make([]*Agent, 0, len(agents)), true
 	for _, name := range ordered.Keys(agents) {

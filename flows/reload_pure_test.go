@@ -3,6 +3,8 @@ package flows
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // Reload reads nothing: a recorded plan with an isolated scope compiles
@@ -13,7 +15,7 @@ func TestReloadReadsNothing(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "f.yaml")
 	src := "name: f\nnodes:\n  - {id: iso, isolation: worktree, run: [echo, hi]}\n"
-	plan, diags := Reload(file, map[string][]byte{file: []byte(src)}, nil, filepath.Join(dir, "not-here"), Options{})
+	plan, diags := Reload(file, map[string][]byte{file: []byte(src)}, nil, filepath.Join(dir, "not-here"), Options{Disk: osdisk.OS})
 	if diags.HasErrors() {
 		t.Fatalf("a recorded plan is checked against the disk:\n%s", diags.Error())
 	}
@@ -21,7 +23,7 @@ func TestReloadReadsNothing(t *testing.T) {
 		t.Fatalf("plan %q", plan.Root.Name)
 	}
 	other := filepath.Join(dir, "g.yaml")
-	_, diags = Reload(other, map[string][]byte{file: []byte(src)}, nil, dir, Options{})
+	_, diags = Reload(other, map[string][]byte{file: []byte(src)}, nil, dir, Options{Disk: osdisk.OS})
 	if !diags.HasErrors() {
 		t.Fatal("Reload read a flow file that the run did not record")
 	}

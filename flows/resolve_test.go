@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // TestResolveModelPrecedence holds ResolveModel to docs/flow-files.md, agent: a sweep cell's
@@ -42,7 +44,7 @@ nodes:
 			t.Fatal(err)
 		}
 	}
-	p, diags := Load(filepath.Join(dir, "caller.yaml"), Options{UserAgentDirs: []string{}, Drivers: testDrivers})
+	p, diags := Load(filepath.Join(dir, "caller.yaml"), Options{Disk: osdisk.OS, UserAgentDirs: []string{}, Drivers: testDrivers})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

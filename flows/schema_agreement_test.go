@@ -11,6 +11,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -67,7 +68,7 @@ func TestSchemaAgreesWithValidateOnGoldens(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		_, diags := Load(file, Options{UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers})
+		_, diags := Load(file, Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers})
 		text := diags.Error()
 		structural := strings.Contains(text, ": unknown-key: ") || strings.Contains(text, ": type: ") || strings.Contains(text, ": yaml: ")
 		ok, verr := schemaAccepts(t, s, src)
@@ -108,7 +109,7 @@ func TestSchemaAgreesWithValidate(t *testing.T) {
 			if err := os.WriteFile(file, []byte(c.src), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, diags := Load(file, Options{UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers})
+			_, diags := Load(file, Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir, Drivers: testDrivers})
 			if got := diags.Error() == ""; got != c.ok {
 				t.Errorf("flow validate: accepted %v, want %v:\n%s", got, c.ok, diags.Error())
 			}

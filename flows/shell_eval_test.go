@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -225,7 +226,7 @@ func TestEvaluatorSpellings(t *testing.T) {
 	refused := 0
 	for i, c := range evalSpellings {
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
-			_, diags := flows.LoadSource("spell.yaml", evalFlow(c.script), flows.Options{UserAgentDirs: []string{}})
+			_, diags := flows.LoadSource("spell.yaml", evalFlow(c.script), flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 			var shell []string
 			for _, d := range diags {
 				if d.Code != schema.CodeShell {
@@ -272,7 +273,7 @@ func TestTaintIsLinear(t *testing.T) {
 	// does not make it longer.
 	runtime.LockOSThread()
 	start := loadingCPU(t)
-	_, diags := flows.LoadSource("chain.yaml", []byte(src.String()), flows.Options{UserAgentDirs: []string{}})
+	_, diags := flows.LoadSource("chain.yaml", []byte(src.String()), flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	took := loadingCPU(t) - start
 	runtime.UnlockOSThread()
 	t.Logf("%d assignments loaded in %v of CPU", n, took)

@@ -3,7 +3,6 @@ package flows
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -198,7 +197,7 @@ func (c *checker) sweep(d *schema.Sweep, used []string, inputT *schema.Type) *Sw
 		if !filepath.IsAbs(s.Inputs) {
 			s.Inputs = filepath.Join(filepath.Dir(c.flow.File), s.Inputs)
 		}
-		if _, err := os.Stat(s.Inputs); c.loader.opts.Agents == nil && err != nil {
+		if _, err := c.loader.opts.disk().Stat(s.Inputs); c.loader.opts.Agents == nil && err != nil {
 			c.diags.Add(d.Inputs.Pos, schema.CodeSweep, "sweep.inputs is a JSON Lines file relative to the flow file, one task a line", "sweep.inputs: %s", readError(err))
 		}
 	}

@@ -3,6 +3,8 @@ package flows
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // TestScoreEval: a score reads the top-level nodes' values as a run
@@ -18,7 +20,7 @@ sweep: {score: '`+score+`'}
 nodes:
   - {id: tests, run: [go, test]}
   - {id: verdict, agent: judge, output: {approved: boolean, grade: number}, prompt: p}
-`), Options{UserAgentDirs: []string{}})
+`), Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 		if diags.HasErrors() {
 			t.Fatal(diags.Error())
 		}

@@ -68,7 +68,7 @@ func (d *Dry) decide(i int, x Decision) {
 func (d *Dry) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, error) {
 	i := d.note(Decision{Visit: t.Visit}) // before its children's
 	if t.Key != nil {
-		if h, ok := d.From.lookup(t.Key.Key); ok {
+		if h, ok := d.From.lookup(t.Key.Key); ok && d.From.away(h) == "" {
 			changed, err := delegateAgain(ctx, h, t)
 			if err != nil {
 				return nil, err
@@ -82,6 +82,9 @@ func (d *Dry) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, err
 		}
 	}
 	m := d.From.explain(t.Visit, t.Key, t.Model)
+	if why := d.From.awayKey(t.Key); why != "" {
+		m.Reason = why
+	}
 	d.decide(i, Decision{Visit: t.Visit, Reason: m.Reason})
 	if h, ok := d.From.nearest(t.Visit); ok {
 		if _, err := delegateAgain(ctx, h, t); err != nil {
@@ -114,7 +117,7 @@ func isolatedReuse(k *flows.VisitKey) string {
 // with a placeholder that passed.
 func (d *Dry) Command(_ context.Context, c *engine.Command) (*engine.CommandResult, error) {
 	if c.Key != nil && c.Reuse {
-		if h, ok := d.From.lookup(c.Key.Key); ok {
+		if h, ok := d.From.lookup(c.Key.Key); ok && d.From.away(h) == "" {
 			d.note(Decision{Visit: c.Visit, Reuse: true, From: h.rec.Name + "/" + h.fact.Visit, Reason: isolatedReuse(c.Key)})
 			return commandAnswer(h)
 		}
@@ -122,6 +125,9 @@ func (d *Dry) Command(_ context.Context, c *engine.Command) (*engine.CommandResu
 	reason := "a run node runs again unless it says reuse: true"
 	if c.Reuse {
 		reason = d.From.explain(c.Visit, c.Key, "").Reason
+		if why := d.From.awayKey(c.Key); why != "" {
+			reason = why
+		}
 	}
 	if c.Key != nil && !c.Reuse {
 		if h, ok := d.From.lookup(c.Key.Key); ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/reuse"
 )
 
@@ -24,7 +25,7 @@ func TestDryNamesFirstDifference(t *testing.T) {
 	edit(t, dir, "big.yaml", "models: {m: small}", "models: {m: large}")
 	side := filepath.Join(dir, "side")
 	t.Setenv("SIDE", side)
-	plan, diags := flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{WorkDir: dir, UserAgentDirs: []string{}})
+	plan, diags := flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{Disk: osdisk.OS, WorkDir: dir, UserAgentDirs: []string{}})
 	if plan == nil {
 		t.Fatal(diags)
 	}

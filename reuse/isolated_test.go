@@ -13,7 +13,8 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/internal/gitwork"
+	"github.com/flowrun/flow/flows/osdisk"
+	"github.com/flowrun/flow/internal/gitwork/refname"
 	"github.com/flowrun/flow/reuse"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/exec"
@@ -38,7 +39,7 @@ func runIso(t *testing.T, repo string, from ...string) (*engine.Result, []string
 	t.Helper()
 	side := filepath.Join(t.TempDir(), "side")
 	t.Setenv("SIDE", side)
-	plan, diags := flows.Load("testdata/isolated/iso.yaml", flows.Options{WorkDir: repo, UserAgentDirs: []string{}})
+	plan, diags := flows.Load("testdata/isolated/iso.yaml", flows.Options{Disk: osdisk.OS, WorkDir: repo, UserAgentDirs: []string{}})
 	if plan == nil || diags.HasErrors() {
 		t.Fatalf("loading: %v", diags)
 	}
@@ -107,7 +108,7 @@ func TestReuseLandsIsolatedScopesAgain(t *testing.T) {
 	if landed != 3 {
 		t.Errorf("%d scopes landed, want 3", landed)
 	}
-	branch := gitwork.IntegrationBranch(second.RunID)
+	branch := refname.IntegrationBranch(second.RunID)
 	for _, note := range []string{"alpha", "beta", "fix"} {
 		file := "notes/" + note + ".md"
 		if got := gitIn(t, repo, "show", branch+":"+file); got != "the note "+note {
@@ -135,7 +136,7 @@ func TestReuseLandsIsolatedScopesAgain(t *testing.T) {
 	if !slices.Equal(ran, []string{"write[1]/note"}) {
 		t.Errorf("with alpha's change stale, the run ran %v live, want only write[1]/note", ran)
 	}
-	branch = gitwork.IntegrationBranch(third.RunID)
+	branch = refname.IntegrationBranch(third.RunID)
 	if got := gitIn(t, repo, "show", branch+":notes/alpha.md"); got != "the note alpha" {
 		t.Errorf("alpha on %s: %q", branch, got)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/reuse"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/exec"
@@ -81,7 +82,7 @@ func runFlow(t *testing.T, dir string, input any, from ...string) (*engine.Resul
 	side := filepath.Join(dir, "side")
 	os.Remove(side)
 	t.Setenv("SIDE", side)
-	plan, diags := flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{WorkDir: dir, UserAgentDirs: []string{}})
+	plan, diags := flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{Disk: osdisk.OS, WorkDir: dir, UserAgentDirs: []string{}})
 	if plan == nil {
 		t.Fatalf("loading: %v", diags)
 	}
@@ -194,7 +195,7 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 	dir := copyTree(t, "testdata/mutation")
 	side := filepath.Join(dir, "side")
 	t.Setenv("SIDE", side)
-	plan, diags := flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{WorkDir: dir, UserAgentDirs: []string{}})
+	plan, diags := flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{Disk: osdisk.OS, WorkDir: dir, UserAgentDirs: []string{}})
 	if plan == nil {
 		t.Fatal(diags)
 	}
@@ -217,7 +218,7 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 	}
 	// An edited prompt misses, naming the visit, with a diff.
 	edit(t, dir, "big.yaml", "Continue.", "Continue, please.")
-	plan, _ = flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{WorkDir: dir, UserAgentDirs: []string{}})
+	plan, _ = flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{Disk: osdisk.OS, WorkDir: dir, UserAgentDirs: []string{}})
 	leaves = &reuse.Leaves{From: set, Commands: run.New(), LiveCommands: true}
 	out, err = local.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: input, Leaves: leaves})
 	if err != nil || out.OK {

@@ -52,6 +52,7 @@ type Set struct {
 	byKey  map[string]hit
 	byPath map[string]hit // the latest recorded visit at each path: what a miss is compared with
 	byNode map[string]hit
+	remote bool // the run's leaves run on Temporal's workers (Remote)
 }
 
 // Open reads the journals of the run or cassette directories dirs. A run

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/gitwork"
+	"github.com/flowrun/flow/internal/gitwork/refname"
 )
 
 // KeptWorktree is a worktree a run kept (docs/worktrees.md): of a scope
@@ -75,7 +76,7 @@ func listedHere(ctx context.Context, run string, w *record.Worktree) string {
 		return why
 	}
 	branch, ok, err := g.ListedWorktree(ctx, w.Path)
-	if err != nil || !ok || !strings.HasPrefix(branch, gitwork.IntegrationBranch(run)+".") {
+	if err != nil || !ok || !strings.HasPrefix(branch, refname.IntegrationBranch(run)+".") {
 		return why
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"github.com/flowrun/flow/internal/trace"
 	"github.com/flowrun/flow/reuse"
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/temporal"
 )
 
 // hosted is a backend of the Runner: inner walks the runs, and every run
@@ -148,6 +149,9 @@ type LeafOption func(*leafOpts)
 type leafOpts struct {
 	live bool // the drivers answer turns: their CLIs and servers must be there
 	make func(live engine.LeafRunner) (engine.LeafRunner, error)
+	// reuse names the recordings of Reuse, for a run on Temporal, whose
+	// leaves are not this process's (temporal.ReuseFrom).
+	reuse *temporal.ReuseFrom
 }
 
 func leafOptions(opts []LeafOption) leafOpts {
@@ -163,6 +167,7 @@ func leafOptions(opts []LeafOption) leafOpts {
 // runsDir is this machine's runs directory (reuse.Open).
 func Reuse(runsDir string, dirs ...string) LeafOption {
 	return func(lo *leafOpts) {
+		lo.reuse = &temporal.ReuseFrom{RunsDir: runsDir, Dirs: dirs}
 		lo.make = func(live engine.LeafRunner) (engine.LeafRunner, error) {
 			set, err := reuse.Open(runsDir, dirs...)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/run"
 )
@@ -23,7 +24,7 @@ func load(t *testing.T, src string) (*flows.Plan, string) {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{WorkDir: dir})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, WorkDir: dir})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

@@ -141,9 +141,15 @@ func WithTrigger(ctx context.Context, trigger string) context.Context {
 // with every concern of the runner (flow run --temporal, flow sweep
 // --temporal, flow serve --temporal). cfg.Load is the runner's. The
 // caller closes c after the backend's last run.
-func (r *Runner) OnTemporal(c client.Client, cfg TemporalConfig) Backend {
+//
+// Of leaves, only Reuse applies: the runs' leaves run on the workers,
+// and the recordings it names are handed to each run's workflow
+// (docs/reuse-and-tests.md, "On Temporal").
+func (r *Runner) OnTemporal(c client.Client, cfg TemporalConfig, leaves ...LeafOption) Backend {
 	cfg.Load = r.cfg.Load
-	return &hosted{r: r, inner: OnTemporal(c, cfg), leaves: leafOptions(nil)}
+	t := OnTemporal(c, cfg)
+	t.c.Reuse = leafOptions(leaves).reuse
+	return &hosted{r: r, inner: t, leaves: leafOptions(nil)}
 }
 
 // WorkerConfig is where a worker's visits run on its machine (flow

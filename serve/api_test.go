@@ -21,6 +21,7 @@ import (
 
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -396,7 +397,7 @@ func TestEventStreamOutlivesReadTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := New(Config{Dir: flowDir, WorkDir: dir, RunsDir: filepath.Join(dir, "runs"), Log: discard, Listener: ln,
-		ReadTimeout: 200 * time.Millisecond, Load: flows.Options{UserAgentDirs: []string{}}})
+		ReadTimeout: 200 * time.Millisecond, Load: flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 func loadGraphFlow(t *testing.T, src string) *flows.Flow {
@@ -16,7 +17,7 @@ func loadGraphFlow(t *testing.T, src string) *flows.Flow {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	p, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // TestGraphStatesByNode: visits map onto the flow's nodes by path with
@@ -33,7 +34,7 @@ nodes:
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	p, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -23,7 +24,7 @@ func loadFlow(t *testing.T, src string) *flows.Plan {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	p, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

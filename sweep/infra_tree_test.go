@@ -12,6 +12,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/steps/delegate"
 	"github.com/flowrun/flow/sweep"
 )
@@ -58,7 +59,7 @@ nodes:
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	load := flows.Options{WorkDir: dir, UserAgentDirs: []string{}, Drivers: []string{"exec"}}
+	load := flows.Options{Disk: osdisk.OS, WorkDir: dir, UserAgentDirs: []string{}, Drivers: []string{"exec"}}
 	plan, diags := flows.Load(file, load)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())

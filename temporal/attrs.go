@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flowrun/flow/engine/record"
-	"github.com/flowrun/flow/rundir"
 )
 
 // The search attributes flow sets on its runs' workflows, so that the
@@ -81,11 +80,6 @@ func (c *Client) searchable(ctx context.Context) bool {
 		sa.ok = f && t && s
 	})
 	return sa.ok
-}
-
-// memo is what the Temporal UI shows of a run without registration.
-func memo(snap *rundir.Snapshot, trigger string) map[string]any {
-	return map[string]any{"flow": snap.Flow, "trigger": trigger, "file": snap.File}
 }
 
 // startAttrs are a run's search attributes as it starts.

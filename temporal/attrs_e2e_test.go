@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -22,7 +23,7 @@ func TestE2EARunCarriesItsFlowTriggerAndStatus(t *testing.T) {
 	if err := os.WriteFile(file, []byte("name: named\nnodes:\n  - {id: a, run: [\"true\"]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -31,7 +32,7 @@ func TestE2EARunCarriesItsFlowTriggerAndStatus(t *testing.T) {
 	c := &Client{Client: cl.c, Address: cl.srv.Address, TaskQueue: cl.queue}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	run, err := c.start(WithTrigger(ctx, "api"), snap, nil, false)
+	run, err := c.start(WithTrigger(ctx, "api"), snap, nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,9 @@ type Client struct {
 	// in flight (facts it reads when the history grows, long-polled);
 	// default 250 ms.
 	Poll time.Duration
+	// Reuse names the recordings the runs reuse from (flow run --reuse;
+	// reuse.go), nil for none.
+	Reuse *ReuseFrom
 }
 
 func (c *Client) queue() string {
@@ -62,6 +65,10 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Opti
 	if err := c.Check(ctx, plan, opts); err != nil {
 		return nil, err // before the run directory: a refused run leaves nothing
 	}
+	reused, err := c.reused(opts)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Delegates == nil {
 		// Delegate calls are served on the workers (temporal/delegate.go),
 		// not by a socket of this process.
@@ -72,7 +79,7 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Opti
 		return nil, err
 	}
 	snap.Temporal = &TemporalRef{Address: c.Address, Namespace: c.Namespace, TaskQueue: c.queue(), Workflow: snap.Run}
-	run, err := c.start(ctx, snap, nil, opts.Asker != nil)
+	run, err := c.start(ctx, snap, nil, opts.Asker != nil, reused)
 	if err == nil {
 		snap.Temporal.Execution = run.GetRunID()
 		err = w.WriteSnapshot(snap)
@@ -134,7 +141,7 @@ func (c *Client) converter(id string) converter.DataConverter {
 // TemporalRef is where a run lives on Temporal, as its snapshot records it.
 type TemporalRef = rundir.TemporalRun
 
-func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*record.Fact, attended bool) (client.WorkflowRun, error) {
+func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*record.Fact, attended bool, reused []byte) (client.WorkflowRun, error) {
 	// The snapshot's relative paths were read from here, as a local run
 	// (or resume) in this directory reads them.
 	origin, _ := os.Getwd()
@@ -152,7 +159,7 @@ func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*re
 		// after it closed, a resume starts it again.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier, Origin: origin, Attended: attended, Searchable: searchable})
+	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier, Origin: origin, Attended: attended, Searchable: searchable, Reused: reused})
 	if err != nil {
 		return nil, fmt.Errorf("starting run %s on Temporal at %s: %w", snap.Run, c.Address, err)
 	}
@@ -213,7 +220,7 @@ func (c *Client) AttachAsking(ctx context.Context, dir string, onEvent func(*rec
 	// replays the ended visits from the journal.
 	m.note(fmt.Sprintf("resuming run %s (%s, %s) on Temporal", info.ID, info.Flow, info.Status))
 	ref.Base = len(earlier)
-	run, err := c.start(ctx, snap, earlier, asker != nil)
+	run, err := c.start(ctx, snap, earlier, asker != nil, nil)
 	if err != nil {
 		_ = w.Close()
 		return nil, err

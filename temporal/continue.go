@@ -142,7 +142,8 @@ func (c *continuer) next(ctx workflow.Context, in *RunInput, carried []*record.F
 	rec.frozen = true
 	keep := carried
 	for _, f := range rec.facts {
-		if f.Type != record.FactEnd && f.Type != record.FactLand && f.Type != record.FactWorktree {
+		// A wait's fact too: its time counts from when it was first reached.
+		if f.Type != record.FactEnd && f.Type != record.FactLand && f.Type != record.FactWorktree && f.Type != record.FactWaiting {
 			continue
 		}
 		g := *f
@@ -154,9 +155,10 @@ func (c *continuer) next(ctx workflow.Context, in *RunInput, carried []*record.F
 	if err != nil {
 		return err
 	}
-	if len(blob) > maxCarried {
+	// The recorded visits a run reuses (reuse.go) go on beside them.
+	if bound := maxCarried - len(in.Reused); len(blob) > bound {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the run's %d ended visits take %d KiB compressed, more than the %d KiB a run carries into its next execution",
-			len(keep), len(blob)>>10, maxCarried>>10), "too_large", nil)
+			len(keep), len(blob)>>10, bound>>10), "too_large", nil)
 	}
 	n := *in
 	n.Carried, n.Before = blob, len(rec.facts)

@@ -19,6 +19,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -89,7 +90,7 @@ func (cl *cluster) run(src string, timing Timing) (*RunOutput, []*record.Fact, s
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatalf("load:\n%s", diags.Error())
 	}

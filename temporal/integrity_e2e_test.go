@@ -20,6 +20,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
 )
@@ -58,7 +59,7 @@ func startFlow(t *testing.T, c client.Client, queue, src string, attended bool) 
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatalf("load:\n%s", diags.Error())
 	}
@@ -300,7 +301,7 @@ func TestE2EAKeyedSchedulesFiresRun(t *testing.T) {
 	if err := os.WriteFile(file, []byte("name: f\nnodes:\n  - {id: t, run: [echo, hi]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

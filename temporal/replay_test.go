@@ -21,6 +21,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -97,7 +98,7 @@ func recordAsk(t *testing.T, cl *cluster) string {
 	if err := os.WriteFile(file, []byte(askFlow), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatalf("load:\n%s", diags.Error())
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/run"
@@ -94,7 +95,7 @@ func runMap(t *testing.T, n, k, limit int, wait time.Duration, facts bool) (*Run
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatalf("load:\n%s", diags.Error())
 	}
@@ -242,7 +243,7 @@ func TestE2ETheMirrorFollowsARunThatContinuesAsNew(t *testing.T) {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

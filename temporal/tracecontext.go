@@ -1,10 +1,6 @@
 package temporal
 
 import (
-	"context"
-
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 )
@@ -17,26 +13,16 @@ const traceHeader = "traceparent"
 // every activity, so that the agents and commands a worker runs get the
 // run's TRACEPARENT as they do in flow run's own process. Give it to the
 // client's ContextPropagators; the workers made from that client use it
-// too.
+// too. The workflow carries the traceparent as a string and nothing more
+// (this file); the client and the activities, outside the workflow,
+// inject and extract it with OpenTelemetry's propagator
+// (tracecontext_host.go), which holds an HTTP carrier a workflow must not
+// reach.
 type TraceContext struct{}
 
 var _ workflow.ContextPropagator = TraceContext{}
 
 type traceKey struct{}
-
-// Inject writes ctx's span context, when it has one, into the headers.
-func (TraceContext) Inject(ctx context.Context, w workflow.HeaderWriter) error {
-	return set(w, w3c(ctx))
-}
-
-// Extract gives the activity's context the span context of the headers.
-func (TraceContext) Extract(ctx context.Context, r workflow.HeaderReader) (context.Context, error) {
-	tp, err := get(r)
-	if err != nil || tp == "" {
-		return ctx, err
-	}
-	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{traceHeader: tp}), nil
-}
 
 // InjectFromWorkflow passes the workflow's span context on to what it
 // starts (activities, child workflows, a continue-as-new).
@@ -53,16 +39,6 @@ func (TraceContext) ExtractToWorkflow(ctx workflow.Context, r workflow.HeaderRea
 		return ctx, err
 	}
 	return workflow.WithValue(ctx, traceKey{}, tp), nil
-}
-
-// w3c is ctx's span context as a W3C traceparent, "" without one.
-func w3c(ctx context.Context) string {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return ""
-	}
-	c := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, c)
-	return c[traceHeader]
 }
 
 func set(w workflow.HeaderWriter, tp string) error {

@@ -98,7 +98,15 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: lv, Recorder: rec, Blind: true, Workspace: ws, Delegator: dels})
+	run, err := withReused(lv, in.Reused, dels)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("the recorded visits the run reuses do not read: "+err.Error(), "refused", nil)
+	}
+	waiter, err := newSignalWaiter(ctx, in.Events)
+	if err != nil {
+		return nil, err
+	}
+	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: run, Recorder: rec, Blind: true, Workspace: ws, Delegator: dels, Waiter: waiter})
 	// The workflow's cancellation stops the walk with the cause a Ctrl-C
 	// gives, from a coroutine: deterministic.
 	//workflowcheck:ignore Background has no Done, so no goroutine starts; stop runs whole on one coroutine
@@ -112,6 +120,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		return engine.Walk(withWorkflow(root, w), plan, opts, host, earlier)
 	})
 	if errors.Is(err, errContinue) {
+		in.Events = waiter.events // those taken until now stay delivered
 		return nil, cont.next(ctx, in, earlier[len(in.Earlier):], rec)
 	}
 	if res == nil {

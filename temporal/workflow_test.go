@@ -20,6 +20,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -87,6 +88,7 @@ type harness struct {
 	driver *scripted
 	queues []string         // the task queue of each activity, in order
 	snap   *rundir.Snapshot // the run's, once run
+	reused []byte           // the recorded visits the run may take (RunInput.Reused)
 	mu     sync.Mutex
 }
 
@@ -122,7 +124,7 @@ func (h *harness) runWith(src string, input any, settings rundir.Settings) (*Run
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		h.t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		h.t.Fatalf("load:\n%s", diags.Error())
 	}
@@ -133,7 +135,7 @@ func (h *harness) runWith(src string, input any, settings rundir.Settings) (*Run
 	settings.WorkDir = dir
 	snap := local.NewSnapshot("run-1", plan, in, settings)
 	h.snap = snap
-	h.env.ExecuteWorkflow(WorkflowName, &RunInput{Snapshot: snap, Timing: Timing{Heartbeat: time.Minute}})
+	h.env.ExecuteWorkflow(WorkflowName, &RunInput{Snapshot: snap, Timing: Timing{Heartbeat: time.Minute}, Reused: h.reused})
 	if !h.env.IsWorkflowCompleted() {
 		h.t.Fatal("the workflow did not complete")
 	}

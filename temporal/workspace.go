@@ -13,7 +13,7 @@ import (
 
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/engine/worktrees"
-	"github.com/flowrun/flow/internal/gitwork"
+	"github.com/flowrun/flow/internal/gitwork/refname"
 )
 
 // workspace holds the working copies of a run's isolated scopes on
@@ -79,10 +79,10 @@ func (ws *workspace) Confine(list []*record.Worktree) (notes []string) {
 // Tree is "": a directory's content is a worker's, not the workflow's.
 func (ws *workspace) Tree(context.Context, string) string { return "" }
 
-func (ws *workspace) IntegrationBranch(runID string) string { return gitwork.IntegrationBranch(runID) }
+func (ws *workspace) IntegrationBranch(runID string) string { return refname.IntegrationBranch(runID) }
 
 func (ws *workspace) ScopeBranch(runID, scope string) string {
-	return gitwork.ScopeBranch(runID, scope)
+	return refname.ScopeBranch(runID, scope)
 }
 
 // scopeAt is the scope whose worktree path is dir, or nil: what a leaf in
@@ -191,7 +191,7 @@ func (r *remoteRepo) BranchHead(ctx context.Context, branch string) (string, boo
 // is the message's Flow-Scope trailer, by which a retried landing finds
 // the one it made before.
 func (r *remoteRepo) Merge(ctx context.Context, commit, visit, msg string) (worktrees.LandResult, error) {
-	in := &LandInput{URL: r.url, RunID: r.ws.runID, Scope: trailer(msg, "Flow-Scope"), Integration: gitwork.IntegrationBranch(r.ws.runID),
+	in := &LandInput{URL: r.url, RunID: r.ws.runID, Scope: trailer(msg, "Flow-Scope"), Integration: refname.IntegrationBranch(r.ws.runID),
 		Commit: commit, Visit: visit, Msg: msg}
 	var out LandOutput
 	if err := r.ws.step(ctx, LandActivity, in, &out); err != nil {

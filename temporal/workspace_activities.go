@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/internal/gitwork"
+	"github.com/flowrun/flow/internal/gitwork/refname"
 )
 
 // The working copies of isolated scopes on workers (docs/temporal.md,
@@ -19,7 +20,7 @@ import (
 // clone of its own of the repository's remote, cached in its runs
 // directory (.clones/), and they meet only in the remote. A
 // scope's branch there is its last checkpoint; a visit's worker leaves
-// what the visit changed on a pending branch (gitwork.PendingBranch),
+// what the visit changed on a pending branch (refname.PendingBranch),
 // which the visit's checkpoint takes as the scope's next head; landing
 // merges on the run's branch flow/<run-id> there. Every step is safe to
 // run again after its worker died mid-way: each sets a branch to a
@@ -136,7 +137,7 @@ func (a *Activities) Repo(ctx context.Context, in *RepoInput) (*RepoOutput, erro
 		if err != nil {
 			return nil, err
 		}
-		branch := gitwork.IntegrationBranch(in.RunID)
+		branch := refname.IntegrationBranch(in.RunID)
 		if _, ok, err := g.FetchBranch(ctx, in.URL, branch); err != nil || ok {
 			return &RepoOutput{URL: in.URL}, err
 		}
@@ -211,7 +212,7 @@ func (a *Activities) Checkpoint(ctx context.Context, in *CheckpointInput) (*Chec
 	if err := g.FetchCommit(ctx, in.URL, in.Since); err != nil {
 		return nil, err
 	}
-	head, ok, err := g.FetchBranch(ctx, in.URL, gitwork.PendingBranch(in.Branch, in.Visit))
+	head, ok, err := g.FetchBranch(ctx, in.URL, refname.PendingBranch(in.Branch, in.Visit))
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +312,7 @@ func (a *Activities) enterScope(ctx context.Context, ref *ScopeRef, runID, visit
 	if !ok {
 		return "", nil, fmt.Errorf("the scope's branch %s is not on %s", ref.Branch, ref.URL)
 	}
-	pending := gitwork.PendingBranch(ref.Branch, visit)
+	pending := refname.PendingBranch(ref.Branch, visit)
 	// The worktree is cleared before use and removed after: its path stays
 	// inside the run's own worktrees directory, whatever the history says.
 	if runID == "" || runID == "." || runID == ".." || strings.ContainsAny(runID, `/\`) {

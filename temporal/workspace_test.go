@@ -17,7 +17,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
-	"github.com/flowrun/flow/internal/gitwork"
+	"github.com/flowrun/flow/internal/gitwork/refname"
 	"github.com/flowrun/flow/steps/run"
 )
 
@@ -85,7 +85,7 @@ func TestWorkspaceScopesLandOnceInOrderAcrossWorkers(t *testing.T) {
 	heads := map[string]string{}
 	for i, sc := range scopes {
 		w, other := workers[i%2], workers[(i+1)%2]
-		branch := gitwork.ScopeBranch(run, sc)
+		branch := refname.ScopeBranch(run, sc)
 		if err := w.Scope(ctx, &ScopeInput{URL: url, Branch: branch, At: base}); err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestWorkspaceScopesLandOnceInOrderAcrossWorkers(t *testing.T) {
 	land := func(w *Activities, sc string) *LandOutput {
 		t.Helper()
 		msg := "flow: land " + sc + "\n\nFlow-Run: " + run + "\nFlow-Scope: " + sc + "\n"
-		out, err := w.Land(ctx, &LandInput{URL: url, RunID: run, Scope: trailer(msg, "Flow-Scope"), Integration: gitwork.IntegrationBranch(run),
+		out, err := w.Land(ctx, &LandInput{URL: url, RunID: run, Scope: trailer(msg, "Flow-Scope"), Integration: refname.IntegrationBranch(run),
 			Commit: heads[sc], Visit: sc, Msg: msg})
 		if err != nil || len(out.Conflicts) > 0 {
 			t.Fatalf("Land %s: %+v, %v", sc, out, err)
@@ -152,7 +152,7 @@ func TestWorkspaceScopesLandOnceInOrderAcrossWorkers(t *testing.T) {
 	}
 
 	for _, sc := range scopes {
-		if err := a.Drop(ctx, &DropInput{URL: url, Branch: gitwork.ScopeBranch(run, sc), Drop: true}); err != nil {
+		if err := a.Drop(ctx, &DropInput{URL: url, Branch: refname.ScopeBranch(run, sc), Drop: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

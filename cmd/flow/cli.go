@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/internal/proc"
 	"github.com/flowrun/flow/internal/sandbox"
 	"github.com/flowrun/flow/internal/secret"
@@ -341,7 +342,7 @@ func secretKey(k string) bool {
 
 // loadOptions are the flows.Options the configuration implies.
 func (a *app) loadOptions() flows.Options {
-	return flows.Options{ProjectAgents: a.cfg.GetBool("project_agents"), DefaultDriver: a.cfg.GetString("driver"),
+	return flows.Options{Disk: osdisk.OS, ProjectAgents: a.cfg.GetBool("project_agents"), DefaultDriver: a.cfg.GetString("driver"),
 		Drivers: a.drivers.Names(), DriverTools: a.drivers.Tools(), Limits: schema.Limits{
 			FileBytes: a.cfg.GetInt("limits.file_bytes"), Depth: a.cfg.GetInt("limits.depth"), Nodes: a.cfg.GetInt("limits.nodes"),
 			PromptBytes: a.cfg.GetInt("limits.prompt_bytes"),

@@ -46,8 +46,7 @@ var matrix = map[string]map[string]string{
 	"fork": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "budgets": "", "delegation": "", "rate limiting": "",
 		"reuse": "a fork answers what its fork point does not reach from its origin; it takes no --reuse (docs/fork-and-diff.md)"},
 	"temporal worker": {"configured secret": "", "environment secret": "", "traces": "", "budgets": "", "rate limiting": "", "delegation": "",
-		"preflight": "the visits run on workers, which check nothing before a run they cannot see",
-		"reuse":     "refused on Temporal: workers cannot read this machine's recordings (docs/decisions.md)"},
+		"reuse": "", "preflight": "the visits run on workers, which check nothing before a run they cannot see"},
 }
 
 const (
@@ -150,14 +149,15 @@ var entryPoints = map[string]entryPoint{
 		c.stoppedRun(dir, flow)
 		return c.flow(dir, env, "fork", "last", "--at", "gate")
 	},
-	"temporal worker": func(c *conformance, dir, flow string, env []string, _ ...string) (string, int) {
+	"temporal worker": func(c *conformance, dir, flow string, env []string, flags ...string) (string, int) {
 		clitest.Tool(c.t, "temporal") // skips only this cell when it is missing
 		if c.server == nil {
 			c.server = devserver.Start(c.parent)
 		}
 		queue := "conformance-" + filepath.Base(dir)
 		startWorkerEnv(c.t, c.bin, dir, c.server.Address, queue, env, "--runs-dir", filepath.Join(dir, ".flow", "worker"))
-		return c.flow(dir, append(env, "FLOW_TEMPORAL_HEARTBEAT=2s"), "run", "--temporal", c.server.Address, "--task-queue", queue, flow)
+		args := append([]string{"run", "--temporal", c.server.Address, "--task-queue", queue}, flags...)
+		return c.flow(dir, append(env, "FLOW_TEMPORAL_HEARTBEAT=2s"), append(args, flow)...)
 	},
 }
 

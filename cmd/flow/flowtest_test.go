@@ -444,30 +444,3 @@ func TestReuseWritersLandsAgain(t *testing.T) {
 		}
 	}
 }
-
-// TestReuseRefusedOnTemporal: --reuse with --temporal is refused, exit 2,
-// before any server is dialled (the address is a closed port), saying why.
-func TestReuseRefusedOnTemporal(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples"), dir).CombinedOutput(); err != nil {
-		t.Fatalf("copying the examples: %v\n%s", err, out)
-	}
-	bin := flowBinary(t)
-	runs := t.TempDir()
-	if out, err := command(bin, dir, runs, "run", "examples/fanout.yaml").CombinedOutput(); err != nil {
-		t.Fatalf("flow run: %v\n%s", err, out)
-	}
-	o := newOffline(t)
-	out, err := command(bin, dir, runs, "run", "--reuse", "--temporal", o.closed, "examples/fanout.yaml").CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-		t.Fatalf("flow run --reuse --temporal: %v, want exit 2\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "workers that cannot read them: leave out --temporal") || strings.Contains(string(out), "dial") {
-		t.Errorf("the refusal does not say why, or dialled:\n%s", out)
-	}
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/flowrun/flow/engine/enginetest"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
 )
@@ -273,7 +274,7 @@ func inMemory(t *testing.T, root, rel, localRuns string, want parity) {
 		}
 		return &r, nil
 	}
-	plan, diags := flows.Load(filepath.Join(root, rel), flows.Options{WorkDir: root, UserAgentDirs: []string{}, Drivers: []string{"exec", "pi", "claude", "codex", "openai"}})
+	plan, diags := flows.Load(filepath.Join(root, rel), flows.Options{Disk: osdisk.OS, WorkDir: root, UserAgentDirs: []string{}, Drivers: []string{"exec", "pi", "claude", "codex", "openai"}})
 	if diags.HasErrors() {
 		t.Fatalf("%s does not load:\n%s", rel, diags.Error())
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // inputFlows are flows of each kind of input, for the input parsing tests.
@@ -25,7 +26,7 @@ func loadInputFlows(t testing.TB) map[string]*flows.Flow {
 		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		plan, diags := flows.Load(path, flows.Options{Drivers: registry().Names()})
+		plan, diags := flows.Load(path, flows.Options{Disk: osdisk.OS, Drivers: registry().Names()})
 		if diags.HasErrors() {
 			t.Fatalf("%s: %v", name, diags)
 		}

@@ -67,6 +67,7 @@ func (a *app) planCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "assume this --timeout for every agent turn")
 	cmd.Flags().StringVar(&reuseSpec, "reuse", "", "say which visits flow run --reuse would reuse (last, or RUN[,RUN]) and why the others would run")
 	cmd.Flags().Lookup("reuse").NoOptDefVal = "last"
+	in.temporal.add(cmd.Flags(), "with --reuse: say what flow run --reuse on Temporal would reuse (nothing is dialled)")
 	cmd.Flags().StringVar(&in.input, "input", "", "with --reuse: the input as JSON (default the reused run's)")
 	cmd.Flags().StringVar(&in.inputFile, "input-file", "", "with --reuse: read the input (JSON) from a file")
 	cmd.Flags().StringArrayVarP(&in.inputKV, "set", "i", nil, "with --reuse: one input field, key=value (repeatable)")

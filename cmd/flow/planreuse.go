@@ -41,6 +41,11 @@ func (a *app) planReuse(ctx context.Context, plan *flows.Plan, spec string, f ru
 	if err != nil {
 		return invalid("%v", err)
 	}
+	if a.temporalSettings(f.temporal).address != "" {
+		// As flow run --reuse does on Temporal: the visits a run there
+		// cannot take run live (docs/reuse-and-tests.md, "On Temporal").
+		set = set.Remote()
+	}
 	tmp, err := os.MkdirTemp("", "flow-plan-reuse-")
 	if err != nil {
 		return err

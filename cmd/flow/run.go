@@ -76,12 +76,6 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 			return invalid("%v", err)
 		}
 	}
-	if reused != nil && a.temporalSettings(f.temporal).address != "" {
-		// Refused before dialling: a Temporal run's leaves run on its
-		// workers, which do not read this machine's recordings
-		// (docs/decisions.md, "Reuse on Temporal").
-		return invalid("--reuse answers visits from the recordings on this machine, and a run on Temporal runs its visits on workers that cannot read them: leave out --temporal (and temporal.address) to reuse, or run on Temporal without --reuse")
-	}
 	var leaves []runner.LeafOption
 	if reused != nil {
 		leaves = append(leaves, runner.Reuse(a.cfg.GetString("runs_dir"), reused...))

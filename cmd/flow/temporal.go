@@ -140,14 +140,14 @@ func (a *app) temporalKey() (runner.TemporalKey, error) {
 
 // onTemporal is the runner's backend that hands runs to the Temporal
 // server c is connected to and mirrors them here.
-func (a *app) onTemporal(c client.Client, f temporalFlags) (runner.Backend, error) {
+func (a *app) onTemporal(c client.Client, f temporalFlags, leaves ...runner.LeafOption) (runner.Backend, error) {
 	r, err := a.runner()
 	if err != nil {
 		return nil, err
 	}
 	key, _ := a.temporalKey() // dialTemporal read it
 	return r.OnTemporal(c, runner.TemporalConfig{Key: key, Address: f.address, Namespace: f.namespace, TaskQueue: f.taskQueue,
-		Heartbeat: a.cfg.GetDuration("temporal.heartbeat"), SessionWait: a.cfg.GetDuration("temporal.session_wait")}), nil
+		Heartbeat: a.cfg.GetDuration("temporal.heartbeat"), SessionWait: a.cfg.GetDuration("temporal.session_wait")}, leaves...), nil
 }
 
 // backend is where runs of f go: Temporal, when f (or the configuration)
@@ -162,7 +162,7 @@ func (a *app) backend(ctx context.Context, f temporalFlags, leaves ...runner.Lea
 	if err != nil {
 		return nil, nil, err
 	}
-	if b, err = a.onTemporal(c, f); err != nil {
+	if b, err = a.onTemporal(c, f, leaves...); err != nil {
 		c.Close()
 		return nil, nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/flowrun/flow/engine/enginetest"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // loadText loads a flow written into a temporary directory.
@@ -23,7 +24,7 @@ func loadText(t *testing.T, name, src string) *flows.Plan {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{WorkDir: dir, UserAgentDirs: []string{}, Drivers: []string{"exec"}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, WorkDir: dir, UserAgentDirs: []string{}, Drivers: []string{"exec"}})
 	if diags.HasErrors() {
 		t.Fatalf("load:\n%s", diags.Error())
 	}

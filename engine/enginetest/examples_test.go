@@ -12,12 +12,13 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/enginetest"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // walk loads an example and walks it on a fresh in-memory host.
 func walk(t *testing.T, file string) (*enginetest.Host, *engine.Result, error) {
 	t.Helper()
-	plan, diags := flows.Load(file, flows.Options{WorkDir: filepath.Join("..", ".."), UserAgentDirs: []string{}, Drivers: []string{"exec", "pi", "claude", "codex", "openai"}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, WorkDir: filepath.Join("..", ".."), UserAgentDirs: []string{}, Drivers: []string{"exec", "pi", "claude", "codex", "openai"}})
 	if diags.HasErrors() {
 		t.Fatalf("%s does not load:\n%s", file, diags.Error())
 	}

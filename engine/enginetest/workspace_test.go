@@ -10,6 +10,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/enginetest"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 )
 
 // TestIsolatedScopesGoThroughTheWorkspace walks the isolated example on
@@ -17,7 +18,7 @@ import (
 // each map item's scope is opened, checkpointed, landed in item order and
 // removed, as the walker asks its Workspace, and the journal says so.
 func TestIsolatedScopesGoThroughTheWorkspace(t *testing.T) {
-	plan, diags := flows.Load(filepath.Join("..", "..", "examples", "writers.yaml"), flows.Options{WorkDir: filepath.Join("..", ".."), UserAgentDirs: []string{}, Drivers: []string{"exec", "pi", "claude", "codex", "openai"}})
+	plan, diags := flows.Load(filepath.Join("..", "..", "examples", "writers.yaml"), flows.Options{Disk: osdisk.OS, WorkDir: filepath.Join("..", ".."), UserAgentDirs: []string{}, Drivers: []string{"exec", "pi", "claude", "codex", "openai"}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -55,7 +56,7 @@ func TestIsolatedScopesGoThroughTheWorkspace(t *testing.T) {
 // conflict: its visit fails `conflict`, its worktree is kept, and the
 // items either side land.
 func TestAConflictingLandingFailsTheScope(t *testing.T) {
-	plan, diags := flows.Load(filepath.Join("..", "..", "examples", "writers.yaml"), flows.Options{WorkDir: filepath.Join("..", ".."), UserAgentDirs: []string{}, Drivers: []string{"exec", "pi", "claude", "codex", "openai"}})
+	plan, diags := flows.Load(filepath.Join("..", "..", "examples", "writers.yaml"), flows.Options{Disk: osdisk.OS, WorkDir: filepath.Join("..", ".."), UserAgentDirs: []string{}, Drivers: []string{"exec", "pi", "claude", "codex", "openai"}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

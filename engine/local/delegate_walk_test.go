@@ -14,6 +14,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/delegate"
 )
@@ -69,7 +70,7 @@ nodes:
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{WorkDir: dir, UserAgentDirs: []string{}, Drivers: []string{"exec"}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, WorkDir: dir, UserAgentDirs: []string{}, Drivers: []string{"exec"}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -145,7 +146,7 @@ nodes:
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{WorkDir: dir, UserAgentDirs: []string{}, Drivers: []string{"exec"}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, WorkDir: dir, UserAgentDirs: []string{}, Drivers: []string{"exec"}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -199,7 +200,7 @@ nodes:
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, diags := flows.Load(file, flows.Options{WorkDir: dir, UserAgentDirs: []string{}, Drivers: []string{"exec"}})
+	plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, WorkDir: dir, UserAgentDirs: []string{}, Drivers: []string{"exec"}})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

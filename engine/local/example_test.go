@@ -11,6 +11,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -38,7 +39,7 @@ nodes:
     max: 10
     do: [{id: say, agent: shouter, prompt: "hello ${{ item }}"}]
 `)
-	plan, diags := flows.LoadSource(filepath.Join(dir, "hello.yaml"), src, flows.Options{UserAgentDirs: []string{}})
+	plan, diags := flows.LoadSource(filepath.Join(dir, "hello.yaml"), src, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		fmt.Println(diags)
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -34,7 +35,7 @@ nodes:
 // values are the same.
 func TestLocalAndInMemoryHostsAgree(t *testing.T) {
 	dir := t.TempDir()
-	plan, diags := flows.LoadSource(filepath.Join(dir, "hello.yaml"), []byte(src), flows.Options{UserAgentDirs: []string{}})
+	plan, diags := flows.LoadSource(filepath.Join(dir, "hello.yaml"), []byte(src), flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowrun/flow/engine/worktrees"
 	"github.com/flowrun/flow/internal/gitwork"
+	"github.com/flowrun/flow/internal/gitwork/refname"
 )
 
 // The local host's working copies: git worktrees, made and landed by git
@@ -21,9 +22,9 @@ const gitTimeout = 2 * time.Minute
 
 // IntegrationBranch is flow/<run-id>, ScopeBranch flow/<run-id>.<scope>
 // (docs/worktrees.md).
-func (workspace) IntegrationBranch(runID string) string { return gitwork.IntegrationBranch(runID) }
+func (workspace) IntegrationBranch(runID string) string { return refname.IntegrationBranch(runID) }
 func (workspace) ScopeBranch(runID, scope string) string {
-	return gitwork.ScopeBranch(runID, scope)
+	return refname.ScopeBranch(runID, scope)
 }
 
 // OpenRepo opens the repository of dir and makes the run's integration
@@ -41,7 +42,7 @@ func (workspace) OpenRepo(ctx context.Context, runID, dir string, base func(top 
 			return nil, noGit(err)
 		}
 	}
-	if err := g.EnsureBranch(ctx, gitwork.IntegrationBranch(runID), at); err != nil {
+	if err := g.EnsureBranch(ctx, refname.IntegrationBranch(runID), at); err != nil {
 		return nil, noGit(err)
 	}
 	return &localRepo{git: g, run: runID, base: at}, nil
@@ -102,13 +103,13 @@ func (r *localRepo) BranchHead(ctx context.Context, branch string) (string, bool
 func (r *localRepo) Merge(ctx context.Context, commit, visit, msg string) (worktrees.LandResult, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	return landResult(r.git.Merge(ctx, gitwork.IntegrationBranch(r.run), commit, gitwork.RunIdentity(r.run, visit), msg))
+	return landResult(r.git.Merge(ctx, refname.IntegrationBranch(r.run), commit, gitwork.RunIdentity(r.run, visit), msg))
 }
 
 func (r *localRepo) Rebase(ctx context.Context, path, visit string) (worktrees.LandResult, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	return landResult(r.git.Rebase(ctx, path, gitwork.IntegrationBranch(r.run), gitwork.RunIdentity(r.run, visit)))
+	return landResult(r.git.Rebase(ctx, path, refname.IntegrationBranch(r.run), gitwork.RunIdentity(r.run, visit)))
 }
 
 func landResult(l gitwork.Landing, err error) (worktrees.LandResult, error) {

@@ -19,7 +19,9 @@ var forbiddenDeep = []string{
 // TestEngineIsPureTransitively walks every package the walker imports,
 // directly or not (go list -deps): none is an effect of a host's. A
 // package the engine imports that runs git (as flows once did, through
-// gitwork, to check a repository) fails it.
+// gitwork, to check a repository) fails it, and so does one of the
+// module's own that imports os, os/exec or the network (as flows once did,
+// to read flow files: the disk is now a flows.Disk its caller gives).
 func TestEngineIsPureTransitively(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", module+"/engine").Output()
 	if err != nil {
@@ -29,6 +31,16 @@ func TestEngineIsPureTransitively(t *testing.T) {
 		for _, bad := range forbiddenDeep {
 			if dep == bad || strings.HasSuffix(bad, "/") && strings.HasPrefix(dep, bad) || dep == strings.TrimSuffix(bad, "/") {
 				t.Errorf("the walker reaches %s", dep)
+			}
+		}
+	}
+	for path, p := range listDeps(t, module+"/engine") {
+		if !strings.HasPrefix(path, module+"/") {
+			continue
+		}
+		for _, im := range p.Imports {
+			if hostOnly(im) {
+				t.Errorf("the walker reaches %s, which imports %s", strings.TrimPrefix(path, module+"/"), im)
 			}
 		}
 	}

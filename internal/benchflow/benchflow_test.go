@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/internal/clitest"
 )
 
@@ -44,7 +45,7 @@ func TestGeneratedFlowsLoad(t *testing.T) {
 			if err := os.WriteFile(file, []byte(tt.src), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			plan, diags := flows.Load(file, flows.Options{UserAgentDirs: []string{}})
+			plan, diags := flows.Load(file, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}})
 			if len(diags) > 0 || plan == nil {
 				t.Fatalf("the generated flow does not load:\n%v\n%s", diags, tt.src)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/steps/drivers"
 )
 
@@ -55,7 +56,7 @@ nodes:
   - {id: say, agent: parrot, prompt: "hello ${{ input }}"}
 `)
 	plan, diags := flows.LoadSource(filepath.Join(dir, "hello.yaml"), src,
-		flows.Options{UserAgentDirs: []string{}, Drivers: reg.Names()})
+		flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}, Drivers: reg.Names()})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -76,7 +77,7 @@ func TestUnregisteredDriverIsPositioned(t *testing.T) {
 	var reg drivers.Registry
 	reg.Register(echoSpec(), drivers.Spec{Name: "shout", New: func(drivers.Config) (engine.Driver, error) { return echo{}, nil }})
 	src := []byte("name: f\nnodes:\n  - {id: a, agent: {name: x, description: d, driver: whisper}, prompt: p}\n")
-	_, diags := flows.LoadSource("f.yaml", src, flows.Options{UserAgentDirs: []string{}, Drivers: reg.Names()})
+	_, diags := flows.LoadSource("f.yaml", src, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}, Drivers: reg.Names()})
 	got := diags.Error()
 	if want := "f.yaml:3:54: driver: unknown driver \"whisper\"\n" +
 		"    3 |   - {id: a, agent: {name: x, description: d, driver: whisper}, prompt: p}\n" +

@@ -12,6 +12,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/steps/run"
 )
 
@@ -47,7 +48,7 @@ nodes:
     do:
       - {id: ok, run: ["true"]}
 `, items, concurrency)
-		plan, diags := flows.LoadSource(filepath.Join(dir, "truth.yaml"), []byte(src), flows.Options{UserAgentDirs: []string{}, WorkDir: dir})
+		plan, diags := flows.LoadSource(filepath.Join(dir, "truth.yaml"), []byte(src), flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir})
 		if diags.HasErrors() {
 			b.Fatalf("load:\n%s", diags.Error())
 		}

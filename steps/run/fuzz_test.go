@@ -14,6 +14,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/steps/run"
 )
 
@@ -81,7 +82,7 @@ func FuzzRunScript(f *testing.F) {
 			}
 		}
 		dir := t.TempDir()
-		plan, diags := flows.LoadSource(filepath.Join(dir, "fuzz.yaml"), []byte(src.String()), flows.Options{UserAgentDirs: []string{}, WorkDir: dir})
+		plan, diags := flows.LoadSource(filepath.Join(dir, "fuzz.yaml"), []byte(src.String()), flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir})
 		if plan == nil || diags.HasErrors() {
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/exec"
 	"github.com/flowrun/flow/steps/run"
@@ -82,7 +83,7 @@ func contextFlow(name, before, value string) string {
 func runContexts(t *testing.T, src, v string, input any) {
 	t.Helper()
 	dir := t.TempDir()
-	plan, diags := flows.LoadSource(filepath.Join(dir, "hostile.yaml"), []byte(src), flows.Options{UserAgentDirs: []string{}, WorkDir: dir})
+	plan, diags := flows.LoadSource(filepath.Join(dir, "hostile.yaml"), []byte(src), flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}, WorkDir: dir})
 	if diags.HasErrors() {
 		t.Fatalf("load:\n%s\n%s", diags.Error(), src)
 	}
