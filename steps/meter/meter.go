@@ -29,8 +29,8 @@ type Meter struct {
 	srv    *http.Server
 	tr     *http.Transport
 	done   chan struct{} // closed when Serve returned
-	// ctx is every request's: it ends with the turn's, or at Close, and
-	// with it every request still forwarded.
+	// ctx is every request's: it ends at Close, and with it every request
+	// still forwarded.
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -56,8 +56,8 @@ type Report struct {
 const maxJSONBody = 8 << 20
 
 // Start opens a meter in front of base (an http or https base URL), for
-// the turn whose context is ctx: once it ends, no request is forwarded,
-// and those forwarded are cut.
+// the turn whose context is ctx (its values; the meter ends at Close,
+// once the CLI is gone).
 // report counts each request's usage, on the goroutine that serves it;
 // affords, when not nil, is asked before each request with the largest
 // request's tokens so far (0 before the first).
@@ -77,7 +77,7 @@ func Start(ctx context.Context, base string, report func(Report), affords func(n
 		done:   make(chan struct{}),
 		report: report, affords: affords,
 	}
-	m.ctx, m.cancel = context.WithCancel(ctx)
+	m.ctx, m.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	quiet := log.New(io.Discard, "", 0) // nothing of a request, its key least of all, is logged
 	proxy := &httputil.ReverseProxy{
 		Rewrite:        func(pr *httputil.ProxyRequest) { pr.SetURL(m.target); pr.Out.Host = u.Host },
@@ -136,7 +136,7 @@ func (m *Meter) Problems() []string {
 func (m *Meter) handler(proxy http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && m.ctx.Err() != nil {
-			// The turn is being stopped: its process sends nothing more.
+			// The turn has ended: nothing more is sent for it.
 			http.Error(w, "flow: the turn has ended", http.StatusServiceUnavailable)
 			return
 		}
