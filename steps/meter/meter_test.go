@@ -232,10 +232,13 @@ func TestMeterEndsWithItsTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	done := make(chan int)
+	done := make(chan struct{})
 	go func() {
-		status, _ := post(t, m.URL()+"/v1/responses", `{}`)
-		done <- status
+		defer close(done)
+		resp, err := http.Post(m.URL()+"/v1/responses", "application/json", strings.NewReader(`{}`))
+		if err == nil {
+			resp.Body.Close()
+		}
 	}()
 	<-arrived
 	m.Close()
