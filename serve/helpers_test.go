@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
+	"github.com/flowrun/flow/runner"
 )
 
 // fakeCommands runs `run:` nodes without processes: [sleep, N] waits N
@@ -87,7 +88,7 @@ func boot(t *testing.T, files map[string]string, edit func(*Config)) *booted {
 	}
 	cmds := &fakeCommands{}
 	cfg := Config{Dir: flowDir, WorkDir: dir, RunsDir: filepath.Join(dir, "runs"), Log: discard,
-		Load: flows.Options{UserAgentDirs: []string{}}, Engine: engine.Options{Commands: cmds}}
+		Load: flows.Options{UserAgentDirs: []string{}}, Host: runner.Host{Commands: cmds}}
 	if edit != nil {
 		edit(&cfg)
 	}
