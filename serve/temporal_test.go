@@ -15,7 +15,6 @@ import (
 	"github.com/sourcegraph/conc"
 	tclient "go.temporal.io/sdk/client"
 
-	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
