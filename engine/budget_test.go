@@ -144,7 +144,7 @@ budget: {cost: 0.025}
 			t.Fatalf("overspend %+v", o)
 		}
 		end := facts[len(facts)-1]
-		if end.Type != rundir.FactRun || len(end.Overspend) != 1 || end.Overspend[0] != o {
+		if end.Type != record.FactRun || len(end.Overspend) != 1 || end.Overspend[0] != o {
 			t.Fatalf("the run's end fact does not record the overspend: %+v", end)
 		}
 		if s := o.String(); !strings.Contains(s, "overspent by $0.0050") {

@@ -872,7 +872,7 @@ func TestResumeDoesNotJournalEndedBlocksAgain(t *testing.T) {
 		}
 		starts := map[string]int{}
 		for _, f := range facts {
-			if f.Type == rundir.FactStart {
+			if f.Type == record.FactStart {
 				starts[f.Visit]++
 			}
 		}
@@ -892,8 +892,8 @@ func TestResumeDoesNotJournalEndedBlocksAgain(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, e := range events {
-			if e.Visit == "fan[1]/rounds" && e.Type != rundir.EventVisitReplayed {
-				t.Errorf("the ended loop got a %s event on resume, want only %s", e.Type, rundir.EventVisitReplayed)
+			if e.Visit == "fan[1]/rounds" && e.Type != record.EventVisitReplayed {
+				t.Errorf("the ended loop got a %s event on resume, want only %s", e.Type, record.EventVisitReplayed)
 			}
 		}
 	})

@@ -5,7 +5,6 @@ import (
 	"github.com/flowrun/flow/engine/ledger"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/engine/replay"
-	"github.com/flowrun/flow/rundir"
 )
 
 // This file hands the tests of package engine_test what they look into.
@@ -21,7 +20,7 @@ type ReplayedLedger struct{ l *ledger.Ledger }
 // ReplayLedger replays facts as a resume does, on rt, and returns its
 // ledger.
 func ReplayLedger(rt Runtime, facts []*record.Fact) ReplayedLedger {
-	r := &runner{rt: rt, mu: rt.NewLock(), sessions: map[rundir.Scope]*session{}, ledger: newLedger(rt), children: delegation.NewRegistry(rt.NewLock())}
+	r := &runner{rt: rt, mu: rt.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(rt), children: delegation.NewRegistry(rt.NewLock())}
 	r.wt, r.journal = r.newScopes(), replay.NewJournal(facts, rt.NewLock())
 	r.replay(facts)
 	return ReplayedLedger{r.ledger}

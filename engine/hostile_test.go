@@ -11,7 +11,6 @@ import (
 	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -102,7 +101,7 @@ nodes:
 	d := &fakeDriver{answer: func(t *Turn) (string, error) {
 		t.Progress(Progress{Activity: "using " + key})
 		if t.Visit == "a" {
-			return "", &rundir.Failure{Message: "refused " + key}
+			return "", &record.Failure{Message: "refused " + key}
 		}
 		return "the key is " + key, nil
 	}}

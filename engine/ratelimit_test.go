@@ -7,7 +7,6 @@ import (
 
 	. "github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/record"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -21,8 +20,8 @@ func TestRateLimitAndQuotaKinds(t *testing.T) {
 `)
 	onHosts(t, func(t *testing.T, h host) {
 		leaves := &scriptedLeaves{end: map[string]error{
-			"busy":  fmt.Errorf("the server answered 429: %w", rundir.ErrRateLimit),
-			"broke": &rundir.QuotaError{Message: "You exceeded your current quota"},
+			"busy":  fmt.Errorf("the server answered 429: %w", record.ErrRateLimit),
+			"broke": &record.QuotaError{Message: "You exceeded your current quota"},
 		}}
 		rec := &memoryRecorder{}
 		if _, err := Walk(context.Background(), p, Options{RunID: "r1"}, NewHost(Parts{WorkDir: t.TempDir(), Runtime: h.runtime(), Leaves: leaves, Recorder: rec}), nil); err != nil {

@@ -55,7 +55,7 @@ func TestStoppedTurnsRecordTheirUsage(t *testing.T) {
 			}
 			var u *record.Usage
 			for _, f := range facts {
-				if f.Type == rundir.FactEnd && f.Visit == "big" {
+				if f.Type == record.FactEnd && f.Visit == "big" {
 					u = f.Usage
 				}
 			}

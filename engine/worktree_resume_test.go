@@ -34,7 +34,7 @@ const threeWriters = `name: three
 func landings(facts []*record.Fact) map[string]int {
 	n := map[string]int{}
 	for _, f := range facts {
-		if f.Type == rundir.FactLand && f.Worktree.Land == rundir.Landed {
+		if f.Type == record.FactLand && f.Worktree.Land == record.Landed {
 			n[f.Worktree.Scope]++
 		}
 	}
@@ -99,7 +99,7 @@ func TestResumeAfterAStopLandsEachScopeOnceInOrder(t *testing.T) {
 		return &TurnResult{Status: Completed, Output: "ok"}, nil
 	})
 	res, err := local.Execute(ctx, p, local.Config{Drivers: map[string]Driver{"exec": first}, Commands: fakeCommands{}, RunsDir: t.TempDir(), WorkDir: dir}, Options{})
-	if err != nil || res.OK || res.Status() != rundir.StatusStopped {
+	if err != nil || res.OK || res.Status() != record.StatusStopped {
 		t.Fatalf("first attempt: %v %+v", err, res.Failure)
 	}
 	if got := git(t, dir, "log", "--first-parent", "--reverse", "--format=%s", "flow/"+res.RunID); got != "start\nflow: land write[1]" {
@@ -231,7 +231,7 @@ func TestResumeLandsAConflictResolvedOnTheKeptBranch(t *testing.T) {
 	if got := git(t, dir, "log", "--first-parent", "--format=%s", "flow/"+res.RunID); got != "flow: land w2\nflow: land w1\nstart" {
 		t.Fatalf("landed history:\n%s", got)
 	}
-	if n := len(rundir.Kept(facts)); n != 0 {
+	if n := len(record.Kept(facts)); n != 0 {
 		t.Fatalf("%d worktrees kept", n)
 	}
 }
@@ -267,7 +267,7 @@ func TestRebaseLandsLinearlyAndNoneKeepsTheBranch(t *testing.T) {
 	if !strings.HasPrefix(prompt, `true false ["keep.txt"]`) {
 		t.Fatalf("after read %q", prompt)
 	}
-	if n := len(rundir.Kept(facts)); n != 0 {
+	if n := len(record.Kept(facts)); n != 0 {
 		t.Fatalf("%d worktrees kept", n)
 	}
 }

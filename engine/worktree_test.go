@@ -211,7 +211,7 @@ func TestWritersLandInItemOrder(t *testing.T) {
 					t.Errorf("a writer worked in %s, not in a worktree of the run", w)
 				}
 			}
-			if n := len(rundir.Kept(facts)); n != 0 {
+			if n := len(record.Kept(facts)); n != 0 {
 				t.Errorf("%d worktrees kept", n)
 			}
 		})
@@ -269,8 +269,8 @@ func TestConflictFailsTheSecondAndRoutes(t *testing.T) {
 	if got := git(t, dir, "show", branch+":notes.txt"); got != "one\nw2\nthree" {
 		t.Fatalf("the second's branch is not kept: %q", got)
 	}
-	kept := rundir.Kept(facts)
-	if len(kept) != 1 || kept[0].Scope != "w2" || kept[0].Land != rundir.LandConflict {
+	kept := record.Kept(facts)
+	if len(kept) != 1 || kept[0].Scope != "w2" || kept[0].Land != record.LandConflict {
 		t.Fatalf("kept worktrees: %+v", kept)
 	}
 	if got := git(t, dir, "rev-parse", "HEAD"); got != head {
@@ -278,7 +278,7 @@ func TestConflictFailsTheSecondAndRoutes(t *testing.T) {
 	}
 	var conflict *record.Fact
 	for _, f := range facts {
-		if f.Type == rundir.FactLand && f.Visit == "w2" {
+		if f.Type == record.FactLand && f.Visit == "w2" {
 			conflict = f
 		}
 	}
@@ -340,7 +340,7 @@ func TestParallelBranchesLandInDeclarationOrder(t *testing.T) {
 	if got := git(t, dir, "show", "flow/"+res.RunID+":notes.txt"); got != "one\nboth/first/w1\nthree" {
 		t.Fatalf("the first branch in order did not land first: %q (finished %q)", got, d.done)
 	}
-	if kept := rundir.Kept(facts); len(kept) != 1 || kept[0].Scope != "both/second" {
+	if kept := record.Kept(facts); len(kept) != 1 || kept[0].Scope != "both/second" {
 		t.Fatalf("kept: %+v", kept)
 	}
 }
@@ -398,7 +398,7 @@ func TestMemoryScopeKeepsOneWorktreeAcrossIterations(t *testing.T) {
 				t.Fatalf("landed: %q", got)
 			}
 			untouched(t, dir, head)
-			if n := len(rundir.Kept(facts)); n != 0 {
+			if n := len(record.Kept(facts)); n != 0 {
 				t.Fatalf("%d worktrees kept", n)
 			}
 		})

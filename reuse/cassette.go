@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -45,7 +46,7 @@ func WriteCassette(runDir, dir string) error {
 		return err
 	}
 	rec := &Recording{Name: filepath.Base(runDir), Dir: runDir, repos: map[string]string{}, own: true}
-	for _, w := range rundir.Worktrees(facts) {
+	for _, w := range record.Worktrees(facts) {
 		rec.repos[w.Scope] = w.Repo
 	}
 	var files []cassetteFile // what the cassette will hold, checked before any is written
@@ -54,25 +55,25 @@ func WriteCassette(runDir, dir string) error {
 	enc.SetEscapeHTML(false)
 	for _, f := range facts {
 		switch {
-		case f.Type == rundir.FactRun && f.Input != nil && f.Status == rundir.StatusRunning && !f.Resumed:
+		case f.Type == record.FactRun && f.Input != nil && f.Status == record.StatusRunning && !f.Resumed:
 			in, err := json.MarshalIndent(f.Input, "", "  ")
 			if err != nil {
 				return err
 			}
 			files = append(files, cassetteFile{cassetteInput, append(in, '\n')})
 			continue
-		case f.Type == rundir.FactStart && f.Parent != "":
+		case f.Type == record.FactStart && f.Parent != "":
 			// A delegated child's start: its parent and its task, which a
 			// replay of the parent repeats its delegate calls from.
-			kept := rundir.Fact{Type: f.Type, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Parent: f.Parent, Input: f.Input}
+			kept := record.Fact{Type: f.Type, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Parent: f.Parent, Input: f.Input}
 			if err := enc.Encode(&kept); err != nil {
 				return err
 			}
 			continue
-		case f.Type != rundir.FactEnd || !f.Succeeded() || f.Key == nil:
+		case f.Type != record.FactEnd || !f.Succeeded() || f.Key == nil:
 			continue
 		}
-		kept := rundir.Fact{Type: f.Type, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Agent: f.Agent, OK: f.OK,
+		kept := record.Fact{Type: f.Type, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Agent: f.Agent, OK: f.OK,
 			Output: f.Output, Size: f.Size, Usage: f.Usage, Model: f.Model, Key: f.Key}
 		if f.File != "" {
 			name := filepath.Join(cassetteAnswers, fileName(f.Visit)+".md")
@@ -91,7 +92,7 @@ func WriteCassette(runDir, dir string) error {
 				return fmt.Errorf("keeping what %s changed: %w", f.Visit, err)
 			}
 			files = append(files, cassetteFile{filepath.Join(cassetteChanges, fileName(f.Visit)+".patch"), []byte(patch)})
-			kept.Worktree = &rundir.Worktree{Scope: w.Scope, Files: w.Files}
+			kept.Worktree = &record.Worktree{Scope: w.Scope, Files: w.Files}
 		}
 		if err := enc.Encode(&kept); err != nil {
 			return err
@@ -129,7 +130,7 @@ func CassetteInput(dir string) (any, error) {
 			return nil, err
 		}
 		for _, f := range facts {
-			if f.Type == rundir.FactRun && f.Input != nil {
+			if f.Type == record.FactRun && f.Input != nil {
 				return f.Input, nil
 			}
 		}

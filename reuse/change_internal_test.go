@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // TestRecordedChangeStaysInTheWorktree: a cassette is data a repository
@@ -31,7 +31,7 @@ func TestRecordedChangeStaysInTheWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok := true
-	h := hit{rec, &rundir.Fact{Visit: "v", OK: &ok, Worktree: &rundir.Worktree{Scope: "s", Files: []string{"../escaped"}}}}
+	h := hit{rec, &record.Fact{Visit: "v", OK: &ok, Worktree: &record.Worktree{Scope: "s", Files: []string{"../escaped"}}}}
 	if err := h.replayChange(context.Background(), wt); err == nil {
 		t.Error("a change outside the worktree applied")
 	}
@@ -39,7 +39,7 @@ func TestRecordedChangeStaysInTheWorktree(t *testing.T) {
 		t.Error("a recorded change wrote outside the worktree")
 	}
 	bad := hit{&Recording{Name: "r", Dir: t.TempDir(), repos: map[string]string{"s": wt}, own: true},
-		&rundir.Fact{Visit: "v", OK: &ok, Worktree: &rundir.Worktree{Scope: "s", Base: "--output=" + filepath.Join(top, "x"), Commit: "HEAD", Files: []string{"f"}}}}
+		&record.Fact{Visit: "v", OK: &ok, Worktree: &record.Worktree{Scope: "s", Base: "--output=" + filepath.Join(top, "x"), Commit: "HEAD", Files: []string{"f"}}}}
 	if _, err := bad.change(context.Background(), wt); err == nil {
 		t.Error("a recording's revisions that are not commit ids went to git")
 	}

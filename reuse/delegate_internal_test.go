@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // TestRecordedChildren: a recording's children are its start facts with a
@@ -17,15 +17,15 @@ import (
 // own children are under the child.
 func TestRecordedChildren(t *testing.T) {
 	ok, failed := true, false
-	facts := []*rundir.Fact{
-		{Type: rundir.FactStart, Visit: "lead"},
-		{Type: rundir.FactStart, Visit: "lead/delegate:scout#1", Node: "delegate:scout", Parent: "lead", Input: "look at A"},
-		{Type: rundir.FactStart, Visit: "lead/delegate:scout#1/delegate:tester#1", Node: "delegate:tester", Parent: "lead/delegate:scout#1", Input: "test A"},
-		{Type: rundir.FactEnd, Visit: "lead/delegate:scout#1/delegate:tester#1", OK: &ok, Output: "A passes"},
-		{Type: rundir.FactEnd, Visit: "lead/delegate:scout#1", OK: &ok, Output: "found A"},
-		{Type: rundir.FactStart, Visit: "lead/delegate:tester#1", Node: "delegate:tester", Parent: "lead", Input: "test B"},
-		{Type: rundir.FactEnd, Visit: "lead/delegate:tester#1", OK: &failed},
-		{Type: rundir.FactStart, Visit: "lead/delegate:tester#1", Node: "delegate:tester", Parent: "lead", Input: "test B"},
+	facts := []*record.Fact{
+		{Type: record.FactStart, Visit: "lead"},
+		{Type: record.FactStart, Visit: "lead/delegate:scout#1", Node: "delegate:scout", Parent: "lead", Input: "look at A"},
+		{Type: record.FactStart, Visit: "lead/delegate:scout#1/delegate:tester#1", Node: "delegate:tester", Parent: "lead/delegate:scout#1", Input: "test A"},
+		{Type: record.FactEnd, Visit: "lead/delegate:scout#1/delegate:tester#1", OK: &ok, Output: "A passes"},
+		{Type: record.FactEnd, Visit: "lead/delegate:scout#1", OK: &ok, Output: "found A"},
+		{Type: record.FactStart, Visit: "lead/delegate:tester#1", Node: "delegate:tester", Parent: "lead", Input: "test B"},
+		{Type: record.FactEnd, Visit: "lead/delegate:tester#1", OK: &failed},
+		{Type: record.FactStart, Visit: "lead/delegate:tester#1", Node: "delegate:tester", Parent: "lead", Input: "test B"},
 	}
 	kids := children(facts)
 	want := []child{{"lead/delegate:scout#1", "scout", "look at A", true, "found A"}, {"lead/delegate:tester#1", "tester", "test B", false, ""}}
@@ -43,7 +43,7 @@ func TestRecordedChildren(t *testing.T) {
 func TestDelegateAgainCallFails(t *testing.T) {
 	ok := true
 	rec := &Recording{Name: "r1", Dir: t.TempDir(), kids: map[string][]child{"lead": {{"lead/delegate:scout#1", "scout", "look at A", true, "found A"}}}}
-	h := hit{rec, &rundir.Fact{Visit: "lead", OK: &ok, Output: "done"}}
+	h := hit{rec, &record.Fact{Visit: "lead", OK: &ok, Output: "done"}}
 	tu := &engine.Turn{Visit: "lead", Delegate: &engine.Delegation{Socket: filepath.Join(t.TempDir(), "none.sock"), Token: "t"}}
 	_, err := delegateAgain(context.Background(), h, tu)
 	if err == nil || !errors.Is(err, engine.ErrUnavailable) || !strings.Contains(err.Error(), "lead: repeating its recorded delegate call to scout (lead/delegate:scout#1)") {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // ForkLeaves answers the leaves of a fork (flow fork, docs/fork-and-diff.md):
@@ -54,7 +54,7 @@ func (f *ForkLeaves) Command(ctx context.Context, c *engine.Command) (*engine.Co
 // untyped output, any value as JSON for a typed one (the walker checks it
 // against the node's output schema, as it does every answer).
 func setAnswer(t *engine.Turn, v any) (*engine.TurnResult, error) {
-	res := &engine.TurnResult{Status: engine.Completed, Reused: &rundir.Reused{Run: "--set", Visit: t.Visit}}
+	res := &engine.TurnResult{Status: engine.Completed, Reused: &record.Reused{Run: "--set", Visit: t.Visit}}
 	if s, ok := v.(string); ok && t.OutputSchema == nil {
 		res.Output = s
 		return res, nil
@@ -73,7 +73,7 @@ func setCommand(c *engine.Command, v any) (*engine.CommandResult, error) {
 	if !ok {
 		return nil, unavailable("--set %s: a run node's output is {passed, exit, report}", c.Visit)
 	}
-	res := &engine.CommandResult{Reused: &rundir.Reused{Run: "--set", Visit: c.Visit}}
+	res := &engine.CommandResult{Reused: &record.Reused{Run: "--set", Visit: c.Visit}}
 	res.Passed, _ = m["passed"].(bool)
 	exit, _ := m["exit"].(float64)
 	res.Exit = int(exit)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/gitwork"
 	"github.com/flowrun/flow/reuse"
@@ -99,7 +100,7 @@ func TestReuseLandsIsolatedScopesAgain(t *testing.T) {
 	}
 	landed := 0
 	for _, f := range facts {
-		if f.Type == rundir.FactLand && f.Worktree != nil && f.Worktree.Land == rundir.Landed {
+		if f.Type == record.FactLand && f.Worktree != nil && f.Worktree.Land == record.Landed {
 			landed++
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -159,7 +160,7 @@ func unmade(err error) Miss {
 func answer(h hit, t *engine.Turn) (*engine.TurnResult, error) {
 	f := h.fact
 	res := &engine.TurnResult{Status: engine.Completed, Session: f.Session, Size: f.Size,
-		Reused: &rundir.Reused{Run: h.rec.Name, Visit: f.Visit, Saved: f.Usage}}
+		Reused: &record.Reused{Run: h.rec.Name, Visit: f.Visit, Saved: f.Usage}}
 	if v, ok := f.Output.(string); ok && t.OutputSchema == nil {
 		res.Output = v
 	} else { // a typed answer is handed on as JSON, a string too
@@ -190,7 +191,7 @@ func answer(h hit, t *engine.Turn) (*engine.TurnResult, error) {
 
 func commandAnswer(h hit) (*engine.CommandResult, error) {
 	out, _ := h.fact.Output.(map[string]any)
-	res := &engine.CommandResult{Reused: &rundir.Reused{Run: h.rec.Name, Visit: h.fact.Visit, Saved: h.fact.Usage}}
+	res := &engine.CommandResult{Reused: &record.Reused{Run: h.rec.Name, Visit: h.fact.Visit, Saved: h.fact.Usage}}
 	res.Passed, _ = out["passed"].(bool)
 	exit, _ := out["exit"].(float64)
 	res.Exit = int(exit)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // TestAnswerFromRecording: a typed answer comes back as JSON (a string
@@ -15,7 +15,7 @@ import (
 func TestAnswerFromRecording(t *testing.T) {
 	ok := true
 	rec := &Recording{Name: "r1", Dir: t.TempDir()}
-	typed := hit{rec, &rundir.Fact{Visit: "v", OK: &ok, Output: "plain"}}
+	typed := hit{rec, &record.Fact{Visit: "v", OK: &ok, Output: "plain"}}
 	res, err := answer(typed, &engine.Turn{OutputSchema: []byte(`{"type":"string"}`), Home: t.TempDir()})
 	if err != nil || res.Output != `"plain"` || res.Reused.Run != "r1" || res.Usage.Tokens() != 0 {
 		t.Errorf("typed: %+v %v", res, err)
@@ -29,7 +29,7 @@ func TestAnswerFromRecording(t *testing.T) {
 	if err := os.WriteFile(moved, []byte("the whole answer"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	long := hit{rec, &rundir.Fact{Visit: "v", OK: &ok, Output: "the wh", File: "/elsewhere/runs/r1/home/v/answer.md", Size: 16}}
+	long := hit{rec, &record.Fact{Visit: "v", OK: &ok, Output: "the wh", File: "/elsewhere/runs/r1/home/v/answer.md", Size: 16}}
 	home := t.TempDir()
 	res, err = answer(long, &engine.Turn{Home: home})
 	if err != nil {
@@ -57,7 +57,7 @@ func TestRecordingFilesStayInside(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, file := range []string{outside, "../" + filepath.Base(filepath.Dir(outside)) + "/secret.txt", "answers/link.md"} {
-		h := hit{rec, &rundir.Fact{Visit: "v", OK: &ok, Output: "x", File: file, Size: 9}}
+		h := hit{rec, &record.Fact{Visit: "v", OK: &ok, Output: "x", File: file, Size: 9}}
 		home := t.TempDir()
 		if res, err := answer(h, &engine.Turn{Home: home}); err == nil {
 			b, _ := os.ReadFile(res.File)

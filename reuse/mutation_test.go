@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/reuse"
 	"github.com/flowrun/flow/rundir"
@@ -245,7 +246,7 @@ func checkSaved(t *testing.T, res *engine.Result) {
 		t.Errorf("saved %d visits and %d tokens, want 36 and %d", sv.Visits, sv.Usage.Tokens(), 35*15)
 	}
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Node == "d3" && (f.Reused == nil || f.Reused.Visit != "d3" || f.Usage.Tokens() != 0) {
+		if f.Type == record.FactEnd && f.Node == "d3" && (f.Reused == nil || f.Reused.Visit != "d3" || f.Usage.Tokens() != 0) {
 			t.Errorf("d3's end does not say it was reused at no cost: %+v", f)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -42,7 +43,7 @@ type child struct {
 // hit is one recorded visit.
 type hit struct {
 	rec  *Recording
-	fact *rundir.Fact
+	fact *record.Fact
 }
 
 // Set is the recordings a run may reuse, the first that holds a key
@@ -63,12 +64,12 @@ func Open(runsDir string, dirs ...string) (*Set, error) {
 			return nil, fmt.Errorf("reading the recording %s: %w", dir, err)
 		}
 		rec := &Recording{Name: filepath.Base(dir), Dir: dir, repos: map[string]string{}, own: directlyUnder(runsDir, dir)}
-		for _, w := range rundir.Worktrees(facts) {
+		for _, w := range record.Worktrees(facts) {
 			rec.repos[w.Scope] = w.Repo
 		}
 		rec.kids = children(facts)
 		for _, f := range facts {
-			if f.Type != rundir.FactEnd || !f.Succeeded() || f.Key == nil || f.Skipped {
+			if f.Type != record.FactEnd || !f.Succeeded() || f.Key == nil || f.Skipped {
 				continue
 			}
 			h := hit{rec, f}
@@ -90,12 +91,12 @@ func Open(runsDir string, dirs ...string) (*Set, error) {
 // parent's path: a child is a start fact with a parent, its task the
 // start's input and its agent its node's name after "delegate:" (a retry
 // or a resume starts a child again at the same path: it is one child).
-func children(facts []*rundir.Fact) map[string][]child {
+func children(facts []*record.Fact) map[string][]child {
 	kids := map[string][]child{}
 	at := map[string]int{}        // a child's index under its parent, by its path
 	parent := map[string]string{} // a child's parent, by its path
 	for _, f := range facts {
-		if f.Type != rundir.FactStart || f.Parent == "" {
+		if f.Type != record.FactStart || f.Parent == "" {
 			continue
 		}
 		if _, seen := parent[f.Visit]; seen {
@@ -106,7 +107,7 @@ func children(facts []*rundir.Fact) map[string][]child {
 		kids[f.Parent] = append(kids[f.Parent], child{path: f.Visit, agent: strings.TrimPrefix(f.Node, delegNodePrefix), task: task})
 	}
 	for _, f := range facts {
-		if p, ok := parent[f.Visit]; ok && f.Type == rundir.FactEnd && f.Succeeded() {
+		if p, ok := parent[f.Visit]; ok && f.Type == record.FactEnd && f.Succeeded() {
 			kids[p][at[f.Visit]].ok = true
 			kids[p][at[f.Visit]].answer, _ = f.Output.(string)
 		}

@@ -3,6 +3,7 @@ package rundir
 import (
 	"errors"
 	"fmt"
+	"github.com/flowrun/flow/engine/record"
 	"io"
 	"io/fs"
 	"os"
@@ -100,7 +101,7 @@ func linkError(path string, err error) error {
 // run's worktrees directory, so that a resume neither reuses nor clears
 // it, and says so in one note each. A nil Writer (a run recorded
 // elsewhere) confines nothing.
-func (w *Writer) Confine(ws []*Worktree) (notes []string) {
+func (w *Writer) Confine(ws []*record.Worktree) (notes []string) {
 	if w == nil {
 		return nil
 	}

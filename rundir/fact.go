@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"fmt"
+	"github.com/flowrun/flow/engine/record"
 	"strings"
 	"time"
 )
@@ -9,8 +10,9 @@ import (
 // Visit is one visit as the journal tells it: its start and, once it
 // ended, its end.
 type Visit struct {
-	Start *Fact
-	End   *Fact // nil while it runs, or if its engine died first
+	Start *record.Fact
+	End   *record. // nil while it runs, or if its engine died first
+		Fact
 }
 
 // Visits pairs facts into visits, one per visit path, in the order the
@@ -18,29 +20,29 @@ type Visit struct {
 // ran again in a resumed attempt keeps its place. An isolated visit whose
 // changes conflicted when they landed, after its end, ends with the land
 // fact's failure.
-func Visits(facts []*Fact) []Visit {
+func Visits(facts []*record.Fact) []Visit {
 	var visits []Visit
 	row := map[string]int{}
 	for _, f := range facts {
 		switch f.Type {
-		case FactStart:
+		case record.FactStart:
 			if i, ok := row[f.Visit]; ok {
 				visits[i] = Visit{Start: f}
 				continue
 			}
 			row[f.Visit] = len(visits)
 			visits = append(visits, Visit{Start: f})
-		case FactEnd:
+		case record.FactEnd:
 			if i, ok := row[f.Visit]; ok {
 				visits[i].End = f
 				continue
 			}
 			// A journal always has the start before the end; one written
 			// by hand may not: the start is then read off the end.
-			start := &Fact{Type: FactStart, Time: f.Time.Add(-time.Duration(f.WallMS) * time.Millisecond), Visit: f.Visit, Node: f.Node, Kind: f.Kind}
+			start := &record.Fact{Type: record.FactStart, Time: f.Time.Add(-time.Duration(f.WallMS) * time.Millisecond), Visit: f.Visit, Node: f.Node, Kind: f.Kind}
 			row[f.Visit] = len(visits)
 			visits = append(visits, Visit{Start: start, End: f})
-		case FactLand:
+		case record.FactLand:
 			if i, ok := row[f.Visit]; ok && f.Error != nil && visits[i].End != nil {
 				end := *visits[i].End
 				failed := false
@@ -54,7 +56,7 @@ func Visits(facts []*Fact) []Visit {
 
 // SentText says what the visit's sent attempts were, for flow show and
 // the report; "" when there were none.
-func SentText(f *Fact) string {
+func SentText(f *record.Fact) string {
 	var parts []string
 	for _, s := range f.Sent {
 		spend := "spend unknown"

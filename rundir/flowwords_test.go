@@ -3,6 +3,7 @@ package rundir
 import (
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/schema"
 )
@@ -13,8 +14,8 @@ import (
 // keys.
 func TestFlowWordsKnowEveryKey(t *testing.T) {
 	t.Parallel()
-	for _, v := range []any{Event{}, Fact{}, Answer{}, Failure{}, KeptWorktree{}, RunInfo{}, Lock{}, Snapshot{},
-		TemporalRun{}, SnapshotFlow{}, Settings{}, Usage{}, Totals{}, Worktree{}, Scope{}, RemoteHome{}} {
+	for _, v := range []any{record.Event{}, record.Fact{}, record.Answer{}, record.Failure{}, KeptWorktree{}, RunInfo{}, Lock{}, Snapshot{},
+		TemporalRun{}, SnapshotFlow{}, Settings{}, record.Usage{}, Totals{}, record.Worktree{}, record.Scope{}, RemoteHome{}} {
 		for _, k := range secret.UnknownKeys(v) {
 			t.Errorf("%T writes the key %q, which secret.FlowWord does not know", v, k)
 		}
@@ -26,10 +27,10 @@ func TestFlowWordsKnowEveryKey(t *testing.T) {
 // words secret refuses too.
 func TestFlowWordsKnowEveryFixedValue(t *testing.T) {
 	t.Parallel()
-	for _, v := range []string{string(EventRunStart), string(EventRunEnd), string(EventVisitStart), string(EventVisitEnd),
-		string(EventVisitReplayed), string(EventProgress), string(EventNote), string(FactRun), string(FactStart), string(FactEnd),
-		string(FactWorktree), string(FactLand), string(StatusRunning), string(StatusSucceeded), string(StatusFailed),
-		string(StatusStopped), string(StatusInterrupted), string(StatusCorrupt), string(schema.FailProvider),
+	for _, v := range []string{string(record.EventRunStart), string(record.EventRunEnd), string(record.EventVisitStart), string(record.EventVisitEnd),
+		string(record.EventVisitReplayed), string(record.EventProgress), string(record.EventNote), string(record.FactRun), string(record.FactStart), string(record.FactEnd),
+		string(record.FactWorktree), string(record.FactLand), string(record.StatusRunning), string(record.StatusSucceeded), string(record.StatusFailed),
+		string(record.StatusStopped), string(record.StatusInterrupted), string(record.StatusCorrupt), string(schema.FailProvider),
 		string(schema.FailTimeout), string(schema.FailSchema), string(schema.FailStopped), string(schema.FailCancelled),
 		string(schema.FailChild), string(schema.FailUnconverged), string(schema.FailCondition), string(schema.FailTooMany),
 		string(schema.FailUnavailable), string(schema.FailBudget), string(schema.FailRefused), string(schema.FailConflict)} {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/gitwork"
 )
 
@@ -14,7 +15,7 @@ import (
 // that failed or conflicted, or of a run that was stopped or died.
 type KeptWorktree struct {
 	Run string
-	*Worktree
+	*record.Worktree
 	// Err says why it could not be removed.
 	Err error
 	// Skipped says why it was left alone: the journal names a path that
@@ -43,7 +44,7 @@ func RemoveKeptWorktrees(ctx context.Context, runsDir string, dryRun bool) ([]Ke
 	var out []KeptWorktree
 	var errs []error
 	for _, run := range runs {
-		if run.Status == StatusRunning {
+		if run.Status == record.StatusRunning {
 			continue
 		}
 		for _, w := range run.Worktrees {
@@ -67,7 +68,7 @@ func RemoveKeptWorktrees(ctx context.Context, runsDir string, dryRun bool) ([]Ke
 // listedHere says why the worktree w of run, outside the run directory,
 // is not one flow may remove, or "" when git lists it on a branch of the
 // run.
-func listedHere(ctx context.Context, run string, w *Worktree) string {
+func listedHere(ctx context.Context, run string, w *record.Worktree) string {
 	why := "it is outside the run's directory and git lists no worktree of the run there"
 	g, err := gitwork.Open(ctx, w.Repo)
 	if err != nil {
@@ -80,7 +81,7 @@ func listedHere(ctx context.Context, run string, w *Worktree) string {
 	return ""
 }
 
-func removeWorktree(ctx context.Context, w *Worktree, inside bool) error {
+func removeWorktree(ctx context.Context, w *record.Worktree, inside bool) error {
 	g, err := gitwork.Open(ctx, w.Repo)
 	if err == nil {
 		if inside {

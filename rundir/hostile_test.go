@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -82,10 +83,10 @@ func TestHostileTranscriptOfAPathOutsideTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok := true
-	for _, f := range []*Fact{
-		{Type: FactRun, Time: time.Now(), Status: StatusRunning},
-		{Type: FactStart, Time: time.Now(), Visit: "a", Kind: schema.KindAgent},
-		{Type: FactEnd, Time: time.Now(), Visit: "a", Kind: schema.KindAgent, OK: &ok},
+	for _, f := range []*record.Fact{
+		{Type: record.FactRun, Time: time.Now(), Status: record.StatusRunning},
+		{Type: record.FactStart, Time: time.Now(), Visit: "a", Kind: schema.KindAgent},
+		{Type: record.FactEnd, Time: time.Now(), Visit: "a", Kind: schema.KindAgent, OK: &ok},
 	} {
 		if err := w.Fact(f); err != nil {
 			t.Fatal(err)
@@ -131,7 +132,7 @@ func TestHostileCorruptJournalIsListed(t *testing.T) {
 		t.Fatalf("List = %v, %v; want the corrupt run", runsList, err)
 	}
 	r := runsList[0]
-	if r.Status != StatusCorrupt || r.Resumable || !strings.Contains(r.Why, journalFile+":2:") || r.Started.IsZero() {
+	if r.Status != record.StatusCorrupt || r.Resumable || !strings.Contains(r.Why, journalFile+":2:") || r.Started.IsZero() {
 		t.Errorf("listed as %+v, want corrupt, not resumable, with the line, and its start from the id", r)
 	}
 }
@@ -149,21 +150,21 @@ func TestHostileSecretsAreRedactedOnTheWayIn(t *testing.T) {
 	}
 	ok := false
 	start := time.Now()
-	fail := &Failure{Kind: schema.FailProvider, Message: "the server said: bad key " + testKey, Visit: "a"}
+	fail := &record.Failure{Kind: schema.FailProvider, Message: "the server said: bad key " + testKey, Visit: "a"}
 	if err := w.WriteSnapshot(&Snapshot{Run: "r", Input: map[string]any{"k": testKey}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Fact(&Fact{Type: FactRun, Time: start, Status: StatusRunning, Input: testKey}); err != nil {
+	if err := w.Fact(&record.Fact{Type: record.FactRun, Time: start, Status: record.StatusRunning, Input: testKey}); err != nil {
 		t.Fatal(err)
 	}
-	end := &Fact{Type: FactEnd, Time: time.Now(), Visit: "a", Kind: schema.KindAgent, OK: &ok, Error: fail, Output: "tok-from-the-environment"}
+	end := &record.Fact{Type: record.FactEnd, Time: time.Now(), Visit: "a", Kind: schema.KindAgent, OK: &ok, Error: fail, Output: "tok-from-the-environment"}
 	if err := w.Fact(end); err != nil {
 		t.Fatal(err)
 	}
 	if end.Error.Message != "the server said: bad key [redacted]" {
 		t.Errorf("the fact kept for the report: %q", end.Error.Message)
 	}
-	ev := &Event{Type: EventProgress, Visit: "a", Activity: "echoing " + testKey}
+	ev := &record.Event{Type: record.EventProgress, Visit: "a", Activity: "echoing " + testKey}
 	if err := w.Event(ev); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func TestHostileConfineAndReadyWorktree(t *testing.T) {
 	}
 	defer w.Close()
 	far := t.TempDir()
-	ws := []*Worktree{{Scope: "in", Path: w.Worktree("in")}, {Scope: "out", Path: far}}
+	ws := []*record.Worktree{{Scope: "in", Path: w.Worktree("in")}, {Scope: "out", Path: far}}
 	notes := w.Confine(ws)
 	if len(notes) != 1 || !strings.Contains(notes[0], far) || ws[0].Path == "" || ws[1].Path != "" {
 		t.Fatalf("Confine: %q, paths %q %q", notes, ws[0].Path, ws[1].Path)
@@ -353,7 +354,7 @@ func TestHostileReopenRefusesLinkedDirs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Fact(&Fact{Type: FactRun, Time: time.Now(), RunID: "r1", Status: StatusRunning}); err != nil {
+		if err := w.Fact(&record.Fact{Type: record.FactRun, Time: time.Now(), RunID: "r1", Status: record.StatusRunning}); err != nil {
 			t.Fatal(err)
 		}
 		_ = w.Close()
@@ -388,7 +389,7 @@ func TestHostileReopenRefusesLinksOutOfTheHomes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Fact(&Fact{Type: FactRun, Time: time.Now(), RunID: "r1", Status: StatusRunning}); err != nil {
+		if err := w.Fact(&record.Fact{Type: record.FactRun, Time: time.Now(), RunID: "r1", Status: record.StatusRunning}); err != nil {
 			t.Fatal(err)
 		}
 		_ = w.Close()
@@ -415,7 +416,7 @@ func TestHostileReopenRefusesLinksOutOfTheHomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Fact(&Fact{Type: FactRun, Time: time.Now(), RunID: "r1", Status: StatusRunning}); err != nil {
+	if err := w.Fact(&record.Fact{Type: record.FactRun, Time: time.Now(), RunID: "r1", Status: record.StatusRunning}); err != nil {
 		t.Fatal(err)
 	}
 	_ = w.Close()

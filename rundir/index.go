@@ -4,12 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/flowrun/flow/engine/record"
@@ -33,26 +30,16 @@ import (
 // the journal changes at once, so the summary would be stale.
 const summaryFile = "summary.json"
 
-// indexEntry is a run's line in the index: its RunInfo without what is
-// read live (its directory, whether it is running, its kept worktrees
-// still there) and the journal's size and modification time it was read
-// at. Its keys are RunInfo's, and short.
+// indexEntry is a run's line in the index: its RunInfo, in RunInfo's own
+// encoding (so a field added to RunInfo is in the index with no more
+// code), less what is read live — its directory, its wall time while it
+// goes on, whether it is running or resumable, its kept worktrees still
+// there — and the journal's size and modification time it was read at.
 type indexEntry struct {
-	ID          string       `json:"id"`
-	Flow        string       `json:"flow"`
-	Status      Status       `json:"status"`
-	Started     time.Time    `json:"started"`
-	Ended       time.Time    `json:"ended,omitzero"`
-	Usage       Usage        `json:"usage"`
-	Failure     *Failure     `json:"error,omitempty"`
-	Why         string       `json:"why,omitempty"`
-	Overspend   []Overspend  `json:"overspend,omitempty"`
-	ForkedFrom  *record.Fork `json:"forked_from,omitempty"`
-	Kept        []*Worktree  `json:"kept,omitempty"`
-	Waiting     []WaitingOn  `json:"waiting,omitempty"`
-	InfraInTree bool         `json:"infra_in_tree,omitempty"`
-	Size        int64        `json:"size"`
-	MTime       int64        `json:"mtime"`
+	RunInfo
+	Kept  []*record.Worktree `json:"kept,omitempty"`
+	Size  int64              `json:"size"`
+	MTime int64              `json:"mtime"`
 }
 
 // journalVersion is what says a journal changed: its size and its
@@ -71,57 +58,39 @@ func journalStat(dir string) (journalVersion, bool) {
 // first, read from the index where it is current and from the journal
 // where it is not (then written to the index). Its RunInfos have no Facts.
 func Summaries(runsDir string) ([]*RunInfo, error) {
-	entries, err := os.ReadDir(runsDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	return eachRun(runsDir, summary)
+}
+
+// summary is the run in dir from its line in the index if the line is
+// current, else from its journal (and the line written anew).
+func summary(dir string) (*RunInfo, error) {
+	v, ok := journalStat(dir)
+	if ie := readSummary(dir); ok && ie != nil && ie.ID == filepath.Base(dir) && ie.Size == v.size && ie.MTime == v.mtime {
+		return ie.info(dir), nil
+	}
+	info, err := inspectRun(dir)
+	if ce := (*CorruptError)(nil); errors.As(err, &ce) {
+		info, err = corrupt(dir, ce), nil // a corrupt run has its line too
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listing runs: %w", err)
+		return nil, err
 	}
-	var out []*RunInfo
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		dir := filepath.Join(runsDir, e.Name())
-		v, ok := journalStat(dir)
-		if ie := readSummary(dir); ok && ie != nil && ie.ID == e.Name() && ie.Size == v.size && ie.MTime == v.mtime {
-			out = append(out, ie.info(dir))
-			continue
-		}
-		info, err := inspectRun(dir)
-		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
-			info, err = corrupt(dir, ce), nil
-		}
-		if err != nil {
-			continue
-		}
-		info.Facts = nil
-		out = append(out, info)
-		// A run that goes on changes its journal: its line would be stale
-		// at once. The journal is read after it was stat'ed, so a line
-		// records a version no older than what was read.
-		if ok && info.Status != StatusRunning {
-			_ = writeSummary(dir, newEntry(info, v), nil)
-		}
+	info.Facts = nil
+	// A run that goes on changes its journal: its line would be stale at
+	// once. The journal is read after it was stat'ed, so a line records a
+	// version no older than what was read.
+	if ok && info.Status != record.StatusRunning {
+		_ = writeSummary(dir, newEntry(info, v), nil)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Started.Equal(out[j].Started) {
-			return out[i].Started.After(out[j].Started)
-		}
-		return out[i].ID > out[j].ID
-	})
-	return out, nil
+	return info, nil
 }
 
 func newEntry(info *RunInfo, v journalVersion) *indexEntry {
-	e := &indexEntry{ID: info.ID, Flow: info.Flow, Status: info.Status, Started: info.Started, Ended: info.Ended,
-		Usage: info.Usage, Failure: info.Failure, Why: info.Why, Overspend: info.Overspend, ForkedFrom: info.ForkedFrom,
-		Waiting: info.Waiting, InfraInTree: info.InfraInTree, Size: v.size, MTime: v.mtime}
-	if info.Status != StatusCorrupt {
+	e := &indexEntry{RunInfo: *info, Kept: info.Worktrees, Size: v.size, MTime: v.mtime}
+	e.Dir, e.WallMS, e.Resumable, e.Worktrees, e.Facts = "", 0, false, nil, nil
+	if info.Status != record.StatusCorrupt {
 		e.Why = ""
 	}
-	e.Kept = info.Worktrees
 	return e
 }
 
@@ -129,26 +98,25 @@ func newEntry(info *RunInfo, v journalVersion) *indexEntry {
 // not ended is running while a live process holds its lock (summarize),
 // and a kept worktree is listed while it is still there (Inspect).
 func (e *indexEntry) info(dir string) *RunInfo {
-	info := &RunInfo{ID: e.ID, Dir: dir, Flow: e.Flow, Status: e.Status, Started: e.Started, Ended: e.Ended,
-		Usage: e.Usage, Failure: e.Failure, Why: e.Why, Overspend: e.Overspend, ForkedFrom: e.ForkedFrom,
-		Waiting: e.Waiting, InfraInTree: e.InfraInTree}
+	info := e.RunInfo
+	info.Dir = dir
 	end := info.Ended
 	if end.IsZero() {
 		end = time.Now()
 	}
-	if info.Status != StatusCorrupt {
+	if info.Status != record.StatusCorrupt {
 		info.WallMS = end.Sub(info.Started).Milliseconds()
-		if info.Status == StatusInterrupted && heldByLiveProcess(dir) {
-			info.Status = StatusRunning
+		if info.Status == record.StatusInterrupted && heldByLiveProcess(dir) {
+			info.Status = record.StatusRunning
 		}
-		info.Resumable, info.Why = resumable(info)
+		info.Resumable, info.Why = resumable(&info)
 	}
 	for _, w := range e.Kept {
 		if _, err := os.Stat(w.Path); err == nil {
 			info.Worktrees = append(info.Worktrees, w)
 		}
 	}
-	return info
+	return &info
 }
 
 // readSummary reads the summary of the run in dir, or nil.
@@ -168,16 +136,16 @@ func readSummary(dir string) *indexEntry {
 // indexRun writes the summary of the run in dir, whose facts are facts,
 // as its Writer closes it: the next Summaries reads it instead of the
 // journal. It is best effort, as the index is a cache.
-func indexRun(dir string, facts []*Fact, secrets *secret.Redactor) {
+func indexRun(dir string, facts []*record.Fact, secrets *secret.Redactor) {
 	v, ok := journalStat(dir)
 	if !ok {
 		return
 	}
 	info, err := summarize(dir, facts)
-	if err != nil || info.Status == StatusRunning {
+	if err != nil || info.Status == record.StatusRunning {
 		return
 	}
-	info.Worktrees = Kept(facts)
+	info.Worktrees = record.Kept(facts)
 	_ = writeSummary(dir, newEntry(info, v), secrets)
 }
 

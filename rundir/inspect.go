@@ -16,15 +16,15 @@ import (
 // RunInfo summarises a run directory for `flow runs`, `flow show` and
 // `flow resume`, from its journal and lock alone.
 type RunInfo struct {
-	ID      string    `json:"id"`
-	Dir     string    `json:"dir"`
-	Flow    string    `json:"flow"`
-	Status  Status    `json:"status"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended,omitzero"`
-	WallMS  int64     `json:"wall_ms"`
-	Usage   Usage     `json:"usage"`
-	Failure *Failure  `json:"error,omitempty"`
+	ID      string          `json:"id"`
+	Dir     string          `json:"dir"`
+	Flow    string          `json:"flow"`
+	Status  record.Status   `json:"status"`
+	Started time.Time       `json:"started"`
+	Ended   time.Time       `json:"ended,omitzero"`
+	WallMS  int64           `json:"wall_ms"`
+	Usage   record.Usage    `json:"usage"`
+	Failure *record.Failure `json:"error,omitempty"`
 	// Resumable says whether flow resume may continue the run; Why says
 	// why not when it may not.
 	Resumable bool   `json:"resumable"`
@@ -32,9 +32,9 @@ type RunInfo struct {
 	// Worktrees are the worktrees of isolated scopes the run made, did not
 	// remove, and are still there: kept on failure, for the user to look
 	// at, flow resume to go on in, or flow gc to remove.
-	Worktrees []*Worktree `json:"worktrees,omitempty"`
+	Worktrees []*record.Worktree `json:"worktrees,omitempty"`
 	// Overspend names each budget the run ended above (its end fact's).
-	Overspend []Overspend `json:"overspend,omitempty"`
+	Overspend []record.Overspend `json:"overspend,omitempty"`
 	// InfraInTree says a delegated child failed on the infrastructure
 	// (its end fact's; docs/delegation.md).
 	InfraInTree bool `json:"infra_in_tree,omitempty"`
@@ -43,8 +43,8 @@ type RunInfo struct {
 	ForkedFrom *record.Fork `json:"forked_from,omitempty"`
 	// Waiting are the waits a run that ended waiting waits on
 	// (docs/waits.md).
-	Waiting []WaitingOn `json:"waiting,omitempty"`
-	Facts   []*Fact     `json:"-"`
+	Waiting []WaitingOn    `json:"waiting,omitempty"`
+	Facts   []*record.Fact `json:"-"`
 }
 
 // Inspect reads the run in dir.
@@ -58,7 +58,7 @@ func Inspect(dir string) (*RunInfo, error) {
 		return nil, err
 	}
 	info.Facts = facts
-	for _, w := range Kept(facts) {
+	for _, w := range record.Kept(facts) {
 		if _, err := os.Stat(w.Path); err == nil { // flow gc may have removed it
 			info.Worktrees = append(info.Worktrees, w)
 		}
@@ -67,22 +67,22 @@ func Inspect(dir string) (*RunInfo, error) {
 }
 
 // summarize builds a RunInfo (without Facts) from a run's facts.
-func summarize(dir string, facts []*Fact) (*RunInfo, error) {
-	info := &RunInfo{ID: filepath.Base(dir), Dir: dir, Status: StatusInterrupted}
+func summarize(dir string, facts []*record.Fact) (*RunInfo, error) {
+	info := &RunInfo{ID: filepath.Base(dir), Dir: dir, Status: record.StatusInterrupted}
 	seen := false
 	for _, f := range facts {
 		switch f.Type {
-		case FactRun:
+		case record.FactRun:
 			seen = true
-			if f.Status == StatusRunning {
+			if f.Status == record.StatusRunning {
 				if info.Started.IsZero() {
 					info.Started, info.Flow, info.ForkedFrom = f.Time, f.Flow, f.ForkedFrom
 				}
-				info.Status, info.Failure, info.Ended, info.Overspend, info.InfraInTree = StatusInterrupted, nil, time.Time{}, nil, false
+				info.Status, info.Failure, info.Ended, info.Overspend, info.InfraInTree = record.StatusInterrupted, nil, time.Time{}, nil, false
 			} else {
 				info.Status, info.Failure, info.Ended, info.Overspend, info.InfraInTree = f.Status, f.Error, f.Time, f.Overspend, f.InfraInTree
 			}
-		case FactEnd:
+		case record.FactEnd:
 			if f.Usage != nil {
 				info.Usage.Add(*f.Usage)
 			}
@@ -96,8 +96,8 @@ func summarize(dir string, facts []*Fact) (*RunInfo, error) {
 		end = time.Now()
 	}
 	info.WallMS = end.Sub(info.Started).Milliseconds()
-	if info.Status == StatusInterrupted && heldByLiveProcess(dir) {
-		info.Status = StatusRunning
+	if info.Status == record.StatusInterrupted && heldByLiveProcess(dir) {
+		info.Status = record.StatusRunning
 	}
 	if info.Status == StatusWaiting {
 		info.Waiting = waitingOn(facts)
@@ -108,11 +108,11 @@ func summarize(dir string, facts []*Fact) (*RunInfo, error) {
 
 func resumable(info *RunInfo) (bool, string) {
 	switch info.Status {
-	case StatusRunning:
+	case record.StatusRunning:
 		return false, "it is running (another process holds its lock)"
-	case StatusSucceeded:
+	case record.StatusSucceeded:
 		return false, "it succeeded; there is nothing left to run"
-	case StatusInterrupted, StatusStopped, StatusWaiting:
+	case record.StatusInterrupted, record.StatusStopped, StatusWaiting:
 		return true, ""
 	}
 	if info.Failure == nil {
@@ -129,6 +129,13 @@ func resumable(info *RunInfo) (bool, string) {
 // are not runs are skipped; a run whose journal is corrupt is listed with
 // StatusCorrupt and the error, naming the file and line, in Why.
 func List(runsDir string) ([]*RunInfo, error) {
+	return eachRun(runsDir, func(dir string) (*RunInfo, error) { return Inspect(dir) })
+}
+
+// eachRun is what read returns for every run directory under runsDir, a
+// corrupt run as such, newest first; runs read fails otherwise are left
+// out. A missing runsDir has no runs.
+func eachRun(runsDir string, read func(dir string) (*RunInfo, error)) ([]*RunInfo, error) {
 	entries, err := os.ReadDir(runsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -142,7 +149,7 @@ func List(runsDir string) ([]*RunInfo, error) {
 			continue
 		}
 		dir := filepath.Join(runsDir, e.Name())
-		info, err := Inspect(dir)
+		info, err := read(dir)
 		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
 			info, err = corrupt(dir, ce), nil
 		}
@@ -174,7 +181,7 @@ func Find(runsDir, name string) (string, bool) {
 // corrupt describes a run whose journal cannot be read: what the snapshot
 // and the run's id still say.
 func corrupt(dir string, err *CorruptError) *RunInfo {
-	info := &RunInfo{ID: filepath.Base(dir), Dir: dir, Status: StatusCorrupt, Why: err.Error()}
+	info := &RunInfo{ID: filepath.Base(dir), Dir: dir, Status: record.StatusCorrupt, Why: err.Error()}
 	if snap, serr := ReadSnapshot(dir); serr == nil {
 		info.Flow = snap.Flow
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/flowrun/flow/engine/record"
 	"io"
 	"os"
 	"path/filepath"
@@ -41,14 +42,14 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // ReadJournal reads the journal of the run in dir. A torn last line (the
 // engine died mid-write) is ignored; a bad line elsewhere is a
 // *CorruptError naming the file and line.
-func ReadJournal(dir string) ([]*Fact, error) {
+func ReadJournal(dir string) ([]*record.Fact, error) {
 	path := filepath.Join(dir, journalFile)
 	f, err := openFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reading journal: %w", err)
 	}
 	defer f.Close()
-	var facts []*Fact
+	var facts []*record.Fact
 	rd := bufio.NewReaderSize(f, 64<<10)
 	for line := 1; ; line++ {
 		b, err := rd.ReadBytes('\n')
@@ -57,7 +58,7 @@ func ReadJournal(dir string) ([]*Fact, error) {
 		}
 		torn := err == io.EOF // no newline: the last line, maybe cut short
 		if len(bytes.TrimSpace(b)) > 0 {
-			fact := new(Fact)
+			fact := new(record.Fact)
 			if jerr := json.Unmarshal(b, fact); jerr != nil {
 				if torn {
 					return facts, nil

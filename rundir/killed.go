@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/flowrun/flow/engine/record"
 	"os"
 	"path/filepath"
 )
@@ -16,13 +17,13 @@ import (
 // else of it before the next run.start (a resume) or the file's end. A
 // resume folds the figure into the visit's usage, marked partial
 // (docs/resume-and-budgets.md).
-func Killed(dir string, facts []*Fact) (map[string]int64, error) {
+func Killed(dir string, facts []*record.Fact) (map[string]int64, error) {
 	open := map[string]bool{}
 	for _, f := range facts {
 		switch f.Type {
-		case FactStart:
+		case record.FactStart:
 			open[f.Visit] = true
-		case FactEnd:
+		case record.FactEnd:
 			delete(open, f.Visit)
 		}
 	}
@@ -49,28 +50,28 @@ func Killed(dir string, facts []*Fact) (map[string]int64, error) {
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if !bytes.Contains(line, []byte(`"visit"`)) && !bytes.Contains(line, []byte(EventRunStart)) {
+		if !bytes.Contains(line, []byte(`"visit"`)) && !bytes.Contains(line, []byte(record.EventRunStart)) {
 			continue
 		}
 		var e struct {
-			Type   EventType `json:"type"`
-			Visit  string    `json:"visit"`
-			Tokens int64     `json:"tokens"`
+			Type   record.EventType `json:"type"`
+			Visit  string           `json:"visit"`
+			Tokens int64            `json:"tokens"`
 		}
 		if json.Unmarshal(line, &e) != nil {
 			continue // a torn last line
 		}
 		switch {
-		case e.Type == EventRunStart:
+		case e.Type == record.EventRunStart:
 			closeAll()
 		case !open[e.Visit]:
-		case e.Type == EventVisitStart:
+		case e.Type == record.EventVisitStart:
 			killed[e.Visit] += live[e.Visit]
 			live[e.Visit] = 0
-		case e.Type == EventVisitEnd:
+		case e.Type == record.EventVisitEnd:
 			delete(live, e.Visit)
 			delete(killed, e.Visit) // that end folded its killed attempts in
-		case e.Type == EventProgress && e.Tokens > 0:
+		case e.Type == record.EventProgress && e.Tokens > 0:
 			live[e.Visit] = e.Tokens
 		}
 	}

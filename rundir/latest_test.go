@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"encoding/json"
+	"github.com/flowrun/flow/engine/record"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,15 +13,15 @@ import (
 
 // mkRun writes a run of flow under runs that started at and ended with
 // status, closing it as a run does.
-func mkRun(t testing.TB, runs string, at time.Time, flow string, status Status) string {
+func mkRun(t testing.TB, runs string, at time.Time, flow string, status record.Status) string {
 	t.Helper()
 	w, err := Create(runs, NewRunID(at))
 	if err != nil {
 		t.Fatal(err)
 	}
-	facts := []*Fact{{Type: FactRun, Time: at, Flow: flow, Status: StatusRunning}}
-	if status != StatusInterrupted {
-		facts = append(facts, &Fact{Type: FactRun, Time: at.Add(time.Second), Status: status})
+	facts := []*record.Fact{{Type: record.FactRun, Time: at, Flow: flow, Status: record.StatusRunning}}
+	if status != record.StatusInterrupted {
+		facts = append(facts, &record.Fact{Type: record.FactRun, Time: at.Add(time.Second), Status: status})
 	}
 	for _, f := range facts {
 		if err := w.Fact(f); err != nil {
@@ -52,10 +53,10 @@ func countReads(t *testing.T) *[]string {
 func TestLatestReadsNoJournal(t *testing.T) {
 	runs := t.TempDir()
 	t0 := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
-	mkRun(t, runs, t0, "f", StatusSucceeded)
-	want := mkRun(t, runs, t0.Add(time.Hour), "f", StatusSucceeded)
+	mkRun(t, runs, t0, "f", record.StatusSucceeded)
+	want := mkRun(t, runs, t0.Add(time.Hour), "f", record.StatusSucceeded)
 	for i := range 20 {
-		mkRun(t, runs, t0.Add(2*time.Hour+time.Duration(i)*time.Second), "g", StatusSucceeded)
+		mkRun(t, runs, t0.Add(2*time.Hour+time.Duration(i)*time.Second), "g", record.StatusSucceeded)
 	}
 	read := countReads(t)
 	got, err := Latest(runs, func(r *RunInfo) bool { return r.Flow == "f" })
@@ -86,7 +87,7 @@ func TestIndexRebuiltWhenMissingOrStale(t *testing.T) {
 	runs := t.TempDir()
 	t0 := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 	var ids []string
-	for i, st := range []Status{StatusSucceeded, StatusFailed, StatusInterrupted, StatusSucceeded} {
+	for i, st := range []record.Status{record.StatusSucceeded, record.StatusFailed, record.StatusInterrupted, record.StatusSucceeded} {
 		ids = append(ids, mkRun(t, runs, t0.Add(time.Duration(i)*time.Minute), "f", st))
 	}
 	for _, id := range ids {
@@ -109,13 +110,13 @@ func TestIndexRebuiltWhenMissingOrStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Fact(&Fact{Type: FactRun, Time: t0.Add(time.Hour), Status: StatusSucceeded}); err != nil {
+	if err := w.Fact(&record.Fact{Type: record.FactRun, Time: t0.Add(time.Hour), Status: record.StatusSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	// While the resume holds the run, the index's line is stale.
 	*read = nil
 	got := same(t, runs)
-	if len(*read) != 1 || (*read)[0] != ids[2] || got[ids[2]] != StatusSucceeded {
+	if len(*read) != 1 || (*read)[0] != ids[2] || got[ids[2]] != record.StatusSucceeded {
 		t.Fatalf("during the resume Summaries read %v and says %v, want only %s read, succeeded", *read, got, ids[2])
 	}
 	if err := w.Close(); err != nil {
@@ -135,7 +136,7 @@ func TestIndexRebuiltWhenMissingOrStale(t *testing.T) {
 	*read = nil
 	got = same(t, runs)
 	slices.Sort(*read)
-	if want := []string{ids[0], ids[3]}; !slices.Equal(*read, want) || got[ids[0]] != StatusFailed {
+	if want := []string{ids[0], ids[3]}; !slices.Equal(*read, want) || got[ids[0]] != record.StatusFailed {
 		t.Fatalf("Summaries read %v and says %v, want %v read, %s failed", *read, got, want, ids[0])
 	}
 	*read = nil
@@ -147,7 +148,7 @@ func TestIndexRebuiltWhenMissingOrStale(t *testing.T) {
 
 // same checks that Summaries says what List says, without the facts, and
 // returns the statuses by run.
-func same(t *testing.T, runs string) map[string]Status {
+func same(t *testing.T, runs string) map[string]record.Status {
 	t.Helper()
 	sum, err := Summaries(runs)
 	if err != nil {
@@ -171,7 +172,7 @@ func same(t *testing.T, runs string) map[string]Status {
 	if string(a) != string(b) {
 		t.Fatalf("Summaries:\n%s\nList:\n%s", b, a)
 	}
-	out := map[string]Status{}
+	out := map[string]record.Status{}
 	for _, r := range sum {
 		out[r.ID] = r.Status
 	}
@@ -185,7 +186,7 @@ func TestIndexConcurrentRuns(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 	var wg sync.WaitGroup
 	for i := range 32 {
-		wg.Go(func() { mkRun(t, runs, t0.Add(time.Duration(i)*time.Second), "f", StatusSucceeded) })
+		wg.Go(func() { mkRun(t, runs, t0.Add(time.Duration(i)*time.Second), "f", record.StatusSucceeded) })
 	}
 	wg.Wait()
 	read := countReads(t)
@@ -209,7 +210,7 @@ func benchLatest(b *testing.B, noIndex bool) {
 		if i >= 100 {
 			flow = "g"
 		}
-		mkRun(b, runs, t0.Add(time.Duration(i)*time.Second), flow, StatusSucceeded)
+		mkRun(b, runs, t0.Add(time.Duration(i)*time.Second), flow, record.StatusSucceeded)
 	}
 	for b.Loop() {
 		if noIndex {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/flowrun/flow/engine/record"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,10 +32,10 @@ func Notes(dir, prefix string) ([]string, error) {
 			continue // most events are progress: not decoded
 		}
 		var e struct {
-			Type    EventType `json:"type"`
-			Message string    `json:"message"`
+			Type    record.EventType `json:"type"`
+			Message string           `json:"message"`
 		}
-		if json.Unmarshal(line, &e) != nil || e.Type != EventNote || !strings.HasPrefix(e.Message, prefix) || seen[e.Message] {
+		if json.Unmarshal(line, &e) != nil || e.Type != record.EventNote || !strings.HasPrefix(e.Message, prefix) || seen[e.Message] {
 			continue
 		}
 		seen[e.Message] = true

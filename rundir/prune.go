@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"fmt"
+	"github.com/flowrun/flow/engine/record"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,7 +20,7 @@ func RemoveRunsBefore(runsDir string, t time.Time, dryRun bool) ([]*RunInfo, err
 	}
 	var gone []*RunInfo
 	for _, r := range runs {
-		if r.Status == StatusRunning || len(r.Worktrees) > 0 || r.Started.IsZero() || !r.Started.Before(t) || !isRunDir(r) {
+		if r.Status == record.StatusRunning || len(r.Worktrees) > 0 || r.Started.IsZero() || !r.Started.Before(t) || !isRunDir(r) {
 			continue
 		}
 		if !dryRun {
@@ -61,12 +62,12 @@ func isRunDir(r *RunInfo) bool {
 	if st, err := os.Lstat(filepath.Join(r.Dir, journalFile)); err != nil || !st.Mode().IsRegular() {
 		return false
 	}
-	if r.Status == StatusCorrupt {
+	if r.Status == record.StatusCorrupt {
 		st, err := os.Lstat(filepath.Join(r.Dir, snapshotFile))
 		return err == nil && st.Mode().IsRegular()
 	}
 	for _, f := range r.Facts {
-		if f.Type == FactRun {
+		if f.Type == record.FactRun {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"github.com/flowrun/flow/engine/record"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,10 +18,10 @@ func TestRemoveRunsBefore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Fact(&Fact{Type: FactRun, Time: started, Status: StatusRunning, Flow: "f"}); err != nil {
+		if err := w.Fact(&record.Fact{Type: record.FactRun, Time: started, Status: record.StatusRunning, Flow: "f"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Fact(&Fact{Type: FactRun, Time: started, Status: StatusSucceeded, OK: &ok}); err != nil {
+		if err := w.Fact(&record.Fact{Type: record.FactRun, Time: started, Status: record.StatusSucceeded, OK: &ok}); err != nil {
 			t.Fatal(err)
 		}
 		w.Close()
@@ -30,7 +31,7 @@ func TestRemoveRunsBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := w.Fact(&Fact{Type: FactRun, Time: time.Now().Add(-72 * time.Hour), Status: StatusRunning, Flow: "f"}); err != nil {
+	if err := w.Fact(&record.Fact{Type: record.FactRun, Time: time.Now().Add(-72 * time.Hour), Status: record.StatusRunning, Flow: "f"}); err != nil {
 		t.Fatal(err)
 	}
 	before, err := ParseOlderThan("24h", time.Now())

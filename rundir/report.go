@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/schema"
 )
@@ -43,7 +44,7 @@ func WriteReport(dir string) error {
 type page struct {
 	Info                                 *RunInfo
 	CSS                                  template.CSS
-	Root                                 *Failure
+	Root                                 *record.Failure
 	Started, Wall, Tokens, Cost, Written string
 	Visits                               int
 	// Reused counts the visits answered from a recording; SavedTokens
@@ -63,7 +64,7 @@ type row struct {
 	Long                                                           bool
 }
 
-func writeReport(dir string, info *RunInfo, facts []*Fact, secrets *secret.Redactor) error {
+func writeReport(dir string, info *RunInfo, facts []*record.Fact, secrets *secret.Redactor) error {
 	now := time.Now()
 	p := &page{Info: info, CSS: template.CSS(reportCSS), Started: info.Started.UTC().Format("2006-01-02 15:04:05"),
 		Wall: msText(info.WallMS), Tokens: TokensText(info.Usage), Cost: CostText(info.Usage), Written: now.UTC().Format(time.RFC3339)}
@@ -122,7 +123,7 @@ func reportRow(v Visit, runStart time.Time, total float64, now time.Time) row {
 }
 
 // outcome is an ended visit's status word, and its error as one line.
-func outcome(e *Fact) (status, errText string) {
+func outcome(e *record.Fact) (status, errText string) {
 	switch {
 	case e.Succeeded() && e.Skipped:
 		return "skipped", ""
@@ -159,7 +160,7 @@ func msText(ms int64) string { return (time.Duration(ms) * time.Millisecond).Str
 // TokensText shows a usage's tokens, or "—" when no agent reported any,
 // and says when some turn's figure is partial (it ended before its
 // provider's final figure came: docs/run-directory.md#usagejson).
-func TokensText(u Usage) string {
+func TokensText(u record.Usage) string {
 	s := fmt.Sprint(u.Tokens())
 	if u.Input == nil && u.Output == nil && u.CacheRead == nil && u.CacheWrite == nil {
 		s = "—"
@@ -171,7 +172,7 @@ func TokensText(u Usage) string {
 }
 
 // CostText shows a usage's cost in dollars, or "—" when none was reported.
-func CostText(u Usage) string {
+func CostText(u record.Usage) string {
 	if u.Cost == nil {
 		return "—"
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -94,10 +95,10 @@ func TestConcurrentFactsLoseNothing(t *testing.T) {
 			for i := range each {
 				visit := fmt.Sprintf("w%d[%d]", n, i)
 				ok := true
-				if err := w.Fact(&Fact{Type: FactStart, Time: time.Now(), Visit: visit, Kind: schema.KindRun}); err != nil {
+				if err := w.Fact(&record.Fact{Type: record.FactStart, Time: time.Now(), Visit: visit, Kind: schema.KindRun}); err != nil {
 					t.Error(err)
 				}
-				if err := w.Fact(&Fact{Type: FactEnd, Time: time.Now(), Visit: visit, OK: &ok, Output: visit}); err != nil {
+				if err := w.Fact(&record.Fact{Type: record.FactEnd, Time: time.Now(), Visit: visit, OK: &ok, Output: visit}); err != nil {
 					t.Error(err)
 				}
 				if i == each-1 { // what Fact returned for is in the journal now
@@ -105,7 +106,7 @@ func TestConcurrentFactsLoseNothing(t *testing.T) {
 					if err != nil {
 						t.Error(err)
 					}
-					if !slices.ContainsFunc(facts, func(f *Fact) bool { return f.Type == FactEnd && f.Visit == visit }) {
+					if !slices.ContainsFunc(facts, func(f *record.Fact) bool { return f.Type == record.FactEnd && f.Visit == visit }) {
 						t.Errorf("%s returned before its fact was written", visit)
 					}
 				}
@@ -148,7 +149,7 @@ func TestJournalIsJSONLWhileWritten(t *testing.T) {
 		defer close(done)
 		for i := range 2000 {
 			ok := true
-			_ = w.Fact(&Fact{Type: FactEnd, Time: time.Now(), Visit: fmt.Sprint("v", i), OK: &ok, Output: strings.Repeat("é<>", i%50)})
+			_ = w.Fact(&record.Fact{Type: record.FactEnd, Time: time.Now(), Visit: fmt.Sprint("v", i), OK: &ok, Output: strings.Repeat("é<>", i%50)})
 		}
 	})
 	for reading := true; reading; {
@@ -182,7 +183,7 @@ func TestJournalOfADeadEngineIsContinued(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if err := w.Fact(&Fact{Type: FactStart, Time: time.Now(), Visit: fmt.Sprint("v", i)}); err != nil {
+		if err := w.Fact(&record.Fact{Type: record.FactStart, Time: time.Now(), Visit: fmt.Sprint("v", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -206,7 +207,7 @@ func TestJournalOfADeadEngineIsContinued(t *testing.T) {
 	if len(earlier) != 5 {
 		t.Fatalf("Reopen returned %d earlier facts, want 5", len(earlier))
 	}
-	if err := w.Fact(&Fact{Type: FactRun, Time: time.Now(), Status: StatusRunning, Resumed: true}); err != nil {
+	if err := w.Fact(&record.Fact{Type: record.FactRun, Time: time.Now(), Status: record.StatusRunning, Resumed: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -240,10 +241,10 @@ func TestCorruptJournalNamesFileAndLine(t *testing.T) {
 func TestTallyKeepsUnreportedNull(t *testing.T) {
 	in := int64(10)
 	cost := 0.5
-	facts := []*Fact{
-		{Type: FactEnd, Visit: "a", Node: "a", Agent: "coder", Usage: &Usage{Input: &in, WallMS: 5}},
-		{Type: FactEnd, Visit: "a", Node: "a", Agent: "coder", Usage: &Usage{Input: &in, Cost: &cost, WallMS: 5}},
-		{Type: FactEnd, Visit: "b", Node: "b"},
+	facts := []*record.Fact{
+		{Type: record.FactEnd, Visit: "a", Node: "a", Agent: "coder", Usage: &record.Usage{Input: &in, WallMS: 5}},
+		{Type: record.FactEnd, Visit: "a", Node: "a", Agent: "coder", Usage: &record.Usage{Input: &in, Cost: &cost, WallMS: 5}},
+		{Type: record.FactEnd, Visit: "b", Node: "b"},
 	}
 	got, err := json.Marshal(Tally(facts))
 	if err != nil {
@@ -268,15 +269,15 @@ func TestReportShowsVisitsEscaped(t *testing.T) {
 	defer w.Close()
 	now := time.Now()
 	yes, no := true, false
-	fail := &Failure{Kind: schema.FailProvider, Message: "quota <exceeded>", Visit: "b"}
-	for _, f := range []*Fact{
-		{Type: FactRun, Time: now, Status: StatusRunning, Flow: "rep"},
-		{Type: FactStart, Time: now, Visit: "a", Kind: schema.KindRun},
-		{Type: FactEnd, Time: now, Visit: "a", Kind: schema.KindRun, OK: &yes, Output: "<script>alert(1)</script>"},
-		{Type: FactStart, Time: now, Visit: "b", Kind: schema.KindAgent},
-		{Type: FactEnd, Time: now, Visit: "b", Kind: schema.KindAgent, OK: &no, Error: fail},
-		{Type: FactStart, Time: now, Visit: "c/d", Kind: schema.KindAgent},
-		{Type: FactRun, Time: now, Status: StatusFailed, Error: &Failure{Kind: schema.FailChild, Visit: "", Cause: fail}},
+	fail := &record.Failure{Kind: schema.FailProvider, Message: "quota <exceeded>", Visit: "b"}
+	for _, f := range []*record.Fact{
+		{Type: record.FactRun, Time: now, Status: record.StatusRunning, Flow: "rep"},
+		{Type: record.FactStart, Time: now, Visit: "a", Kind: schema.KindRun},
+		{Type: record.FactEnd, Time: now, Visit: "a", Kind: schema.KindRun, OK: &yes, Output: "<script>alert(1)</script>"},
+		{Type: record.FactStart, Time: now, Visit: "b", Kind: schema.KindAgent},
+		{Type: record.FactEnd, Time: now, Visit: "b", Kind: schema.KindAgent, OK: &no, Error: fail},
+		{Type: record.FactStart, Time: now, Visit: "c/d", Kind: schema.KindAgent},
+		{Type: record.FactRun, Time: now, Status: record.StatusFailed, Error: &record.Failure{Kind: schema.FailChild, Visit: "", Cause: fail}},
 	} {
 		if err := w.Fact(f); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/flowrun/flow/engine/record"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,8 @@ func Transcript(dir, visit string) (string, error) {
 		return "", err
 	}
 	var homes []string
-	var remote *Fact // the end of a visit a remote worker ran
+	var remote *record. // the end of a visit a remote worker ran
+				Fact
 	named := false
 	for _, v := range Visits(facts) {
 		if visit == "" {

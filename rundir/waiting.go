@@ -6,21 +6,15 @@ import "github.com/flowrun/flow/engine/record"
 // (docs/waits.md): it holds no process and goes on when resumed.
 const StatusWaiting = record.StatusWaiting
 
-// FactWaiting is record.FactWaiting.
-const FactWaiting = record.FactWaiting
-
-// Wait is record.Wait: what a wait visit waits for, since and until when.
-type Wait = record.Wait
-
 // WaitingOn is one wait a waiting run waits on: the wait visit and what
 // it waits for.
 type WaitingOn struct {
 	Visit string `json:"visit"`
-	Wait
+	record.Wait
 }
 
 // waitingOn are the waits of a run that ended waiting (record.Waits).
-func waitingOn(facts []*Fact) []WaitingOn {
+func waitingOn(facts []*record.Fact) []WaitingOn {
 	var out []WaitingOn
 	for _, f := range record.Waits(facts) {
 		out = append(out, WaitingOn{Visit: f.Visit, Wait: *f.Wait})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sourcegraph/conc"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/secret"
 )
 
@@ -28,8 +29,8 @@ type Writer struct {
 	events  *lineFile
 
 	mu       sync.Mutex
-	facts    []*Fact    // every fact, earlier attempts' too: what report.html and usage.json are made of
-	reportMu sync.Mutex // one writer of report.html at a time
+	facts    []*record.Fact // every fact, earlier attempts' too: what report.html and usage.json are made of
+	reportMu sync.Mutex     // one writer of report.html at a time
 
 	stop      chan struct{} // closed by Close to end the refresher
 	refresher conc.WaitGroup
@@ -74,7 +75,7 @@ func Create(runsDir, id string, secrets ...string) (*Writer, error) {
 // Reopen takes over the directory of an earlier run to continue it (a
 // resume): it takes the lock, cuts a torn last line off the journal, and
 // returns the facts of the earlier attempts. secrets are as for Create.
-func Reopen(dir string, secrets ...string) (*Writer, []*Fact, error) {
+func Reopen(dir string, secrets ...string) (*Writer, []*record.Fact, error) {
 	if st, err := os.Lstat(filepath.Join(dir, journalFile)); err != nil {
 		return nil, nil, fmt.Errorf("resuming %s: %w", dir, err)
 	} else if !st.Mode().IsRegular() {
@@ -91,7 +92,7 @@ func Reopen(dir string, secrets ...string) (*Writer, []*Fact, error) {
 	if err := acquireLock(dir); err != nil {
 		return nil, nil, err
 	}
-	facts, err := func() ([]*Fact, error) {
+	facts, err := func() ([]*record.Fact, error) {
 		if err := dropTornLine(filepath.Join(dir, journalFile)); err != nil {
 			return nil, fmt.Errorf("cutting the torn journal line: %w", err)
 		}
@@ -111,7 +112,7 @@ func Reopen(dir string, secrets ...string) (*Writer, []*Fact, error) {
 // open opens the run's files, taking the lock unless the caller (Reopen)
 // has it: locked, not facts, says so, since a reopened journal may hold
 // no facts yet (a walk on Temporal whose first fact was not mirrored).
-func open(dir string, facts []*Fact, locked bool, secrets []string) (*Writer, error) {
+func open(dir string, facts []*record.Fact, locked bool, secrets []string) (*Writer, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("finding the run directory: %w", err)
@@ -165,10 +166,10 @@ func (w *Writer) WriteSnapshot(s *Snapshot) error {
 // spent tokens or money is also fsynced, so a paid turn survives a power
 // cut. A fact that holds a secret is redacted in place before it is
 // written. f must not change afterwards.
-func (w *Writer) Fact(f *Fact) error {
-	line, err := w.journal.append(f, f.Type == FactEnd && f.Usage.Spent())
+func (w *Writer) Fact(f *record.Fact) error {
+	line, err := w.journal.append(f, f.Type == record.FactEnd && f.Usage.Spent())
 	if line != nil {
-		var clean Fact
+		var clean record.Fact
 		if json.Unmarshal(line, &clean) == nil {
 			*f = clean
 		}
@@ -192,10 +193,10 @@ func (w *Writer) Fact(f *Fact) error {
 // redacted in place before it is written, so whoever is handed e next (the
 // live view) sees it redacted too. Events are for watching a run; a resume
 // relies on the journal only.
-func (w *Writer) Event(e *Event) error {
+func (w *Writer) Event(e *record.Event) error {
 	line, err := w.events.append(e, false)
 	if line != nil {
-		var clean Event
+		var clean record.Event
 		if json.Unmarshal(line, &clean) == nil {
 			*e = clean
 		}
@@ -235,15 +236,15 @@ func (w *Writer) refresh() {
 // reportEvery is how often report.html is refreshed while a run goes on.
 const reportEvery = 2 * time.Second
 
-func (w *Writer) report(facts []*Fact) error {
+func (w *Writer) report(facts []*record.Fact) error {
 	w.reportMu.Lock()
 	defer w.reportMu.Unlock()
 	info, err := summarize(w.dir, facts)
 	if err != nil {
 		return err
 	}
-	if info.Status == StatusInterrupted { // the fact that ends it is not written yet
-		info.Status = StatusRunning
+	if info.Status == record.StatusInterrupted { // the fact that ends it is not written yet
+		info.Status = record.StatusRunning
 	}
 	return writeReport(w.dir, info, facts, w.secrets)
 }

@@ -83,7 +83,7 @@ func TestLocalStopStopsTheRun(t *testing.T) {
 	started := make(chan struct{}, 1)
 	cfg, opts := hostIn(dir), engine.Options{}
 	opts.OnEvent = func(e *record.Event) {
-		if e.Type == rundir.EventVisitStart && e.Node == "nap" {
+		if e.Type == record.EventVisitStart && e.Node == "nap" {
 			select {
 			case started <- struct{}{}:
 			default:
@@ -101,7 +101,7 @@ func TestLocalStopStopsTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status() != rundir.StatusStopped {
+	if res.Status() != record.StatusStopped {
 		t.Fatalf("status %s, want stopped", res.Status())
 	}
 	info, err := rundir.Inspect(res.Dir)

@@ -82,7 +82,7 @@ func TestTemporalLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("stopped after %s", time.Since(t0))
-	if res.Status() != rundir.StatusStopped {
+	if res.Status() != record.StatusStopped {
 		t.Fatalf("a stopped Temporal run: %s, %v", res.Status(), err)
 	}
 }
@@ -95,7 +95,7 @@ func startThen(t *testing.T, b Backend, plan *flows.Plan, cfg Host, opts engine.
 	started := make(chan struct{})
 	var once bool
 	opts.OnEvent = func(e *record.Event) {
-		if e.Type == rundir.EventVisitStart && !once {
+		if e.Type == record.EventVisitStart && !once {
 			once = true
 			close(started)
 		}

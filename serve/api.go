@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/schema"
@@ -85,8 +86,8 @@ func (s *Server) apiFlows(w http.ResponseWriter, r *http.Request) {
 }
 
 // statuses are the words GET /api/runs?status= takes.
-var statuses = []string{statusQueued, string(rundir.StatusRunning), string(rundir.StatusSucceeded), string(rundir.StatusFailed),
-	string(rundir.StatusStopped), string(rundir.StatusInterrupted), string(rundir.StatusWaiting)}
+var statuses = []string{statusQueued, string(record.StatusRunning), string(record.StatusSucceeded), string(record.StatusFailed),
+	string(record.StatusStopped), string(record.StatusInterrupted), string(rundir.StatusWaiting)}
 
 func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -144,19 +145,19 @@ func (s *Server) run(id, dir string) (*RunView, error) {
 	case j != nil:
 		return s.queuedView(j), nil
 	case dir == "" && a != nil: // started, its directory not made yet
-		return &RunView{ID: id, Flow: a.flow, Status: string(rundir.StatusRunning), Trigger: a.trigger, Started: a.started}, nil
+		return &RunView{ID: id, Flow: a.flow, Status: string(record.StatusRunning), Trigger: a.trigger, Started: a.started}, nil
 	}
 	info, err := rundir.Inspect(dir)
 	if err != nil && a != nil {
 		// Started, its journal not written yet (a run on Temporal is
 		// mirrored once its workflow started).
-		return &RunView{ID: id, Flow: a.flow, Status: string(rundir.StatusRunning), Trigger: a.trigger, Started: a.started}, nil
+		return &RunView{ID: id, Flow: a.flow, Status: string(record.StatusRunning), Trigger: a.trigger, Started: a.started}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	v := s.runView(info)
-	v.Visits = visitViews(info.Facts, v.Status == string(rundir.StatusRunning))
+	v.Visits = visitViews(info.Facts, v.Status == string(record.StatusRunning))
 	return v, nil
 }
 
@@ -307,7 +308,7 @@ func (s *Server) apiStop(w http.ResponseWriter, r *http.Request) {
 	s.record(Record{Type: RecordStop, Run: id})
 	status := "stopping"
 	if dir, ok := rundir.Find(s.cfg.RunsDir, id); ok {
-		if info, err := rundir.Inspect(dir); err == nil && info.Status != rundir.StatusRunning {
+		if info, err := rundir.Inspect(dir); err == nil && info.Status != record.StatusRunning {
 			status = string(info.Status)
 		}
 	} else if a, j := s.runs.get(id); a == nil && j == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/sourcegraph/conc"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 )
@@ -180,7 +181,7 @@ func TestAPIStopAndResume(t *testing.T) {
 	facts, _ := rundir.ReadJournal(runDirOf(b, id))
 	ends := map[string]int{}
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd {
+		if f.Type == record.FactEnd {
 			ends[f.Visit]++
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // TestVisitViewsDrawTheDelegationTree: a delegated child's view names its
@@ -14,14 +14,14 @@ import (
 // its subtree.
 func TestVisitViewsDrawTheDelegationTree(t *testing.T) {
 	ok := true
-	n := func(v int64) *rundir.Usage { return &rundir.Usage{Input: &v} }
-	facts := []*rundir.Fact{
-		{Type: rundir.FactStart, Visit: "lead", Kind: "agent"},
-		{Type: rundir.FactStart, Visit: "lead/delegate:scout#1", Kind: "agent", Parent: "lead", Input: "look"},
-		{Type: rundir.FactStart, Visit: "lead/delegate:scout#1/delegate:scout#1", Kind: "agent", Parent: "lead/delegate:scout#1", Input: "deeper"},
-		{Type: rundir.FactEnd, Visit: "lead/delegate:scout#1/delegate:scout#1", Kind: "agent", OK: &ok, Usage: n(2)},
-		{Type: rundir.FactEnd, Visit: "lead/delegate:scout#1", Kind: "agent", OK: &ok, Usage: n(3)},
-		{Type: rundir.FactEnd, Visit: "lead", Kind: "agent", OK: &ok, Usage: n(10)},
+	n := func(v int64) *record.Usage { return &record.Usage{Input: &v} }
+	facts := []*record.Fact{
+		{Type: record.FactStart, Visit: "lead", Kind: "agent"},
+		{Type: record.FactStart, Visit: "lead/delegate:scout#1", Kind: "agent", Parent: "lead", Input: "look"},
+		{Type: record.FactStart, Visit: "lead/delegate:scout#1/delegate:scout#1", Kind: "agent", Parent: "lead/delegate:scout#1", Input: "deeper"},
+		{Type: record.FactEnd, Visit: "lead/delegate:scout#1/delegate:scout#1", Kind: "agent", OK: &ok, Usage: n(2)},
+		{Type: record.FactEnd, Visit: "lead/delegate:scout#1", Kind: "agent", OK: &ok, Usage: n(3)},
+		{Type: record.FactEnd, Visit: "lead", Kind: "agent", OK: &ok, Usage: n(10)},
 	}
 	views := map[string]VisitView{}
 	for _, v := range visitViews(facts, false) {
@@ -41,11 +41,11 @@ func TestVisitViewsDrawTheDelegationTree(t *testing.T) {
 func TestRunPageIndentsChildren(t *testing.T) {
 	ok := true
 	in := int64(10)
-	facts := []*rundir.Fact{
-		{Type: rundir.FactStart, Visit: "lead", Kind: "agent"},
-		{Type: rundir.FactStart, Visit: "lead/delegate:scout#1", Kind: "agent", Parent: "lead", Input: "look"},
-		{Type: rundir.FactEnd, Visit: "lead/delegate:scout#1", Kind: "agent", OK: &ok, Usage: &rundir.Usage{Input: &in}},
-		{Type: rundir.FactEnd, Visit: "lead", Kind: "agent", OK: &ok, Usage: &rundir.Usage{Input: &in}},
+	facts := []*record.Fact{
+		{Type: record.FactStart, Visit: "lead", Kind: "agent"},
+		{Type: record.FactStart, Visit: "lead/delegate:scout#1", Kind: "agent", Parent: "lead", Input: "look"},
+		{Type: record.FactEnd, Visit: "lead/delegate:scout#1", Kind: "agent", OK: &ok, Usage: &record.Usage{Input: &in}},
+		{Type: record.FactEnd, Visit: "lead", Kind: "agent", OK: &ok, Usage: &record.Usage{Input: &in}},
 	}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, f := range facts {

@@ -4,14 +4,13 @@ import (
 	"sync"
 
 	"github.com/flowrun/flow/engine/record"
-	"github.com/flowrun/flow/rundir"
 )
 
 // EventChanged is an event of the server's own, sent on its streams only
 // (never in a run's events.jsonl): something the page shows changed — an
 // ask appeared or was answered, a fire was made or skipped, a flow file
 // reloaded. Run names the run it concerns, if one.
-const EventChanged rundir.EventType = "serve.changed"
+const EventChanged record.EventType = "serve.changed"
 
 // hub hands every event of every served run to the streams that watch it.
 // A stream that does not keep up loses events rather than slowing a run:

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flowrun/flow/engine/record"
-	"github.com/flowrun/flow/rundir"
 )
 
 // metrics are what GET /metrics shows, in a registry of the server's own
@@ -50,7 +49,7 @@ func (m *metrics) handler() http.Handler {
 
 // event counts what one engine event says.
 func (m *metrics) event(e *record.Event) {
-	if e.Type != rundir.EventVisitEnd {
+	if e.Type != record.EventVisitEnd {
 		return
 	}
 	outcome := "ok"

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -105,7 +106,7 @@ func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
 		switch v.Status {
 		case statusQueued:
 			queue = append(queue, v)
-		case string(rundir.StatusRunning):
+		case string(record.StatusRunning):
 			running = append(running, v)
 		}
 		if len(recent) < 30 && v.Status != statusQueued {
@@ -136,7 +137,7 @@ func (s *Server) pageRun(w http.ResponseWriter, r *http.Request) {
 	v.Forks = s.forksOf(id)
 	data := map[string]any{"Title": "run " + id, "Run": v, "Self": []*RunView{v}, "Zone": time.Local}
 	if e := s.catalog.get(v.Flow); e != nil && e.Plan != nil {
-		data["Graph"] = flowGraph(e.Plan.Root, v.Visits, v.Status != string(rundir.StatusRunning) && v.Status != statusQueued)
+		data["Graph"] = flowGraph(e.Plan.Root, v.Visits, v.Status != string(record.StatusRunning) && v.Status != statusQueued)
 		if sc := e.Plan.Root.Schedule; sc != nil {
 			data["Zone"] = sc.Location
 		}

@@ -75,16 +75,16 @@ func (a *active) track(e *record.Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch e.Type {
-	case rundir.EventVisitStart:
+	case record.EventVisitStart:
 		a.visits[e.Visit] = &LiveVisit{Visit: e.Visit, Kind: string(e.Kind), Started: e.Time}
-	case rundir.EventProgress:
+	case record.EventProgress:
 		if v := a.visits[e.Visit]; v != nil {
 			v.Driver, v.Model, v.Activity = e.Driver, e.Model, e.Activity
 			if e.Tokens > 0 {
 				v.Tokens = e.Tokens
 			}
 		}
-	case rundir.EventVisitEnd:
+	case record.EventVisitEnd:
 		delete(a.visits, e.Visit)
 	}
 }
@@ -122,7 +122,7 @@ func (r *runs) submit(j *job) (status string, err error) {
 	j.queued = time.Now()
 	if len(r.active) < r.max {
 		r.startLocked(j)
-		return string(rundir.StatusRunning), nil
+		return string(record.StatusRunning), nil
 	}
 	if r.maxQueued > 0 && len(r.queue) >= r.maxQueued {
 		r.s.log.Warn("run refused: the queue is full", "flow", j.flow, "trigger", j.trigger, "running", len(r.active), "queued", len(r.queue))
@@ -185,7 +185,7 @@ func (r *runs) execute(ctx context.Context, a *active) {
 	a.mu.Lock()
 	stopBy := a.stopBy
 	a.mu.Unlock()
-	if status == rundir.StatusStopped && stopBy == "shutdown" {
+	if status == record.StatusStopped && stopBy == "shutdown" {
 		s.record(Record{Type: RecordShutdown, Flow: a.flow, Run: a.id})
 	}
 	if status == rundir.StatusWaiting {

@@ -371,8 +371,8 @@ func (s *Server) resumeLeft(past pastState) {
 		if err != nil || !info.Resumable {
 			continue
 		}
-		left := info.Status == rundir.StatusInterrupted ||
-			info.Status == rundir.StatusStopped && past.last[id].Type == RecordShutdown
+		left := info.Status == record.StatusInterrupted ||
+			info.Status == record.StatusStopped && past.last[id].Type == RecordShutdown
 		if !left {
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	tclient "go.temporal.io/sdk/client"
 
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
@@ -87,7 +88,7 @@ func TestServeTemporalSchedulesFireOnTemporalAndAreMirrored(t *testing.T) {
 	for mirrored == nil {
 		runs, _ := rundir.List(runsDir)
 		for _, r := range runs {
-			if r.Status == rundir.StatusSucceeded {
+			if r.Status == record.StatusSucceeded {
 				mirrored = r
 			}
 		}

@@ -39,14 +39,14 @@ type RunView struct {
 	Started   time.Time       `json:"started,omitzero"`
 	Ended     time.Time       `json:"ended,omitzero"`
 	WallMS    int64           `json:"wall_ms"`
-	Usage     rundir.Usage    `json:"usage"`
-	Error     *rundir.Failure `json:"error,omitempty"`
+	Usage     record.Usage    `json:"usage"`
+	Error     *record.Failure `json:"error,omitempty"`
 	Resumable bool            `json:"resumable"`
 	Why       string          `json:"why,omitempty"` // why it is not resumable
 	Dir       string          `json:"dir,omitempty"`
 	// Overspend names each budget the run ended above, by how much and
 	// why (its end fact's).
-	Overspend []rundir.Overspend `json:"overspend,omitempty"`
+	Overspend []record.Overspend `json:"overspend,omitempty"`
 	// ForkedFrom is where a fork came from (flow fork), and Forks the
 	// forks made of this run (the run page only).
 	ForkedFrom *record.Fork `json:"forked_from,omitempty"`
@@ -67,16 +67,16 @@ type VisitView struct {
 	WallMS  int64           `json:"wall_ms,omitempty"`
 	Agent   string          `json:"agent,omitempty"`
 	Model   string          `json:"model,omitempty"`
-	Usage   *rundir.Usage   `json:"usage,omitempty"`
-	Error   *rundir.Failure `json:"error,omitempty"`
+	Usage   *record.Usage   `json:"usage,omitempty"`
+	Error   *record.Failure `json:"error,omitempty"`
 	Output  any             `json:"output,omitempty"`
-	Answer  *rundir.Answer  `json:"answer,omitempty"`
+	Answer  *record.Answer  `json:"answer,omitempty"`
 	// Parent is the visit that delegated this one; Depth is how deep in
 	// its delegation tree it is, and TreeUsage what a visit that
 	// delegated spent with its subtree (docs/delegation.md).
 	Parent    string        `json:"parent,omitempty"`
 	Depth     int           `json:"-"`
-	TreeUsage *rundir.Usage `json:"tree_usage,omitempty"`
+	TreeUsage *record.Usage `json:"tree_usage,omitempty"`
 }
 
 // runView makes the view of a run directory's summary, with what the
@@ -86,7 +86,7 @@ func (s *Server) runView(info *rundir.RunInfo) *RunView {
 		Ended: info.Ended, WallMS: info.WallMS, Usage: info.Usage, Error: info.Failure, Resumable: info.Resumable, Why: info.Why, Dir: info.Dir,
 		Overspend: info.Overspend, ForkedFrom: info.ForkedFrom}
 	if a, _ := s.runs.get(info.ID); a != nil {
-		v.Status, v.Resumable, v.Why = string(rundir.StatusRunning), false, "it is running"
+		v.Status, v.Resumable, v.Why = string(record.StatusRunning), false, "it is running"
 		v.Live = a.liveVisits()
 	}
 	v.Asks = s.asks.list(info.ID)
@@ -102,7 +102,7 @@ func (s *Server) queuedView(j *job) *RunView {
 }
 
 // visitViews reads a run's visits from its journal facts.
-func visitViews(facts []*rundir.Fact, stillRunning bool) []VisitView {
+func visitViews(facts []*record.Fact, stillRunning bool) []VisitView {
 	vs := rundir.Visits(facts)
 	trees := rundir.DelegationTotals(facts)
 	out := make([]VisitView, 0, len(vs))

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 )
 
 // Children a node delegated to are part of what a run of it spends
@@ -23,11 +23,11 @@ const delegPrefix = "/delegate:"
 // childCounts counts, in one run's facts, the children each node's visits
 // started, by node id and child agent (childKey). A child that ran more
 // than once (a retry, a resume) is one child.
-func childCounts(facts []*rundir.Fact) map[childKey]int {
+func childCounts(facts []*record.Fact) map[childKey]int {
 	seen := map[string]bool{}
 	out := map[childKey]int{}
 	for _, f := range facts {
-		if f.Type != rundir.FactEnd || seen[f.Visit] {
+		if f.Type != record.FactEnd || seen[f.Visit] {
 			continue
 		}
 		i := strings.Index(f.Visit, delegPrefix)

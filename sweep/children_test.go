@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 )
 
-func child(path, agent, model string, tokens int64, c *float64) *rundir.Fact {
+func child(path, agent, model string, tokens int64, c *float64) *record.Fact {
 	f := visit("delegate:"+agent, agent, model, tokens, c)
 	f.Visit = path
 	return f
@@ -31,15 +31,15 @@ nodes:
     delegate: {agents: [scout], max_depth: 2}
 `)
 	h := NewHistory("f")
-	lead := func(c *float64) *rundir.Fact {
+	lead := func(c *float64) *record.Fact {
 		f := visit("look", "lead", "a", 100, c)
 		f.Visit = "look"
 		return f
 	}
 	// Run 1: one scout (retried: two end facts). Run 2: a scout that sent a
 	// scout, and another scout: three.
-	h.Add([]*rundir.Fact{child("look/delegate:scout#1", "scout", "a", 400, cost(0.04)), child("look/delegate:scout#1", "scout", "a", 400, cost(0.04)), lead(cost(0.01))})
-	h.Add([]*rundir.Fact{child("look/delegate:scout#1/delegate:scout#1", "scout", "a", 400, cost(0.04)),
+	h.Add([]*record.Fact{child("look/delegate:scout#1", "scout", "a", 400, cost(0.04)), child("look/delegate:scout#1", "scout", "a", 400, cost(0.04)), lead(cost(0.01))})
+	h.Add([]*record.Fact{child("look/delegate:scout#1/delegate:scout#1", "scout", "a", 400, cost(0.04)),
 		child("look/delegate:scout#1", "scout", "a", 400, cost(0.04)), child("look/delegate:scout#2", "scout", "a", 400, cost(0.04)), lead(cost(0.01))})
 
 	est := flows.Estimate(plan, flows.Settings{Model: "a"})
@@ -65,7 +65,7 @@ nodes:
 func TestOverspendNamesCellsOverTheirForecasts(t *testing.T) {
 	ended := func(i int, tokens int64, reserved *Budget, unpriced bool) *Cell {
 		return &Cell{Index: i, Status: StatusSucceeded, Unpriced: unpriced, Reserved: reserved,
-			Outcome: &Outcome{Status: rundir.StatusSucceeded, Usage: rundir.Usage{Input: &tokens}}}
+			Outcome: &Outcome{Status: record.StatusSucceeded, Usage: record.Usage{Input: &tokens}}}
 	}
 	f := &File{ID: "s1", Budget: Budget{Tokens: 6000}, Cells: []*Cell{
 		ended(1, 2335, &Budget{Tokens: 467}, false), ended(2, 2335, &Budget{Tokens: 467}, false),

@@ -3,6 +3,7 @@ package sweep
 import (
 	"slices"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -43,7 +44,7 @@ func ReadHistory(flow string, dirs ...string) (*History, error) {
 			return nil, err
 		}
 		for _, r := range runs {
-			if r.Flow == flow && (r.Status == rundir.StatusSucceeded || r.Status == rundir.StatusFailed) {
+			if r.Flow == flow && (r.Status == record.StatusSucceeded || r.Status == record.StatusFailed) {
 				h.Add(r.Facts)
 			}
 		}
@@ -55,10 +56,10 @@ func ReadHistory(flow string, dirs ...string) (*History, error) {
 func (h *History) Runs() int { return len(h.runs) }
 
 // Add adds one ended run's facts.
-func (h *History) Add(facts []*rundir.Fact) {
+func (h *History) Add(facts []*record.Fact) {
 	visits := map[string]int{}
 	for _, f := range facts {
-		if f.Type != rundir.FactEnd || f.Kind != schema.KindAgent {
+		if f.Type != record.FactEnd || f.Kind != schema.KindAgent {
 			continue
 		}
 		visits[f.Node]++

@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
-func visit(node, agent, model string, tokens int64, c *float64) *rundir.Fact {
+func visit(node, agent, model string, tokens int64, c *float64) *record.Fact {
 	ok := true
-	return &rundir.Fact{Type: rundir.FactEnd, Kind: schema.KindAgent, Node: node, Agent: agent, Model: model, OK: &ok,
-		Usage: &rundir.Usage{Input: &tokens, Cost: c}}
+	return &record.Fact{Type: record.FactEnd, Kind: schema.KindAgent, Node: node, Agent: agent, Model: model, OK: &ok,
+		Usage: &record.Usage{Input: &tokens, Cost: c}}
 }
 
 func loadFlow(t *testing.T, src string) *flows.Plan {
@@ -45,8 +45,8 @@ nodes:
 	h := NewHistory("f")
 	// Run 1: one pass; run 2: two passes. On model a, a coder turn cost
 	// 0.01 then 0.03; a reviewer turn 0.002.
-	h.Add([]*rundir.Fact{visit("c", "coder", "a", 100, cost(0.01)), visit("r", "reviewer", "a", 10, cost(0.002))})
-	h.Add([]*rundir.Fact{visit("c", "coder", "a", 300, cost(0.03)), visit("r", "reviewer", "a", 10, cost(0.002)),
+	h.Add([]*record.Fact{visit("c", "coder", "a", 100, cost(0.01)), visit("r", "reviewer", "a", 10, cost(0.002))})
+	h.Add([]*record.Fact{visit("c", "coder", "a", 300, cost(0.03)), visit("r", "reviewer", "a", 10, cost(0.002)),
 		visit("c", "coder", "a", 300, cost(0.03)), visit("r", "reviewer", "a", 10, cost(0.002))})
 
 	fc := h.Forecast(flows.Estimate(plan, flows.Settings{Model: "a"}))

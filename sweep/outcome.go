@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -13,7 +14,7 @@ import (
 // it ended (or stopped): enough for every report without reading the run
 // again.
 type Outcome struct {
-	Status  rundir.Status `json:"status"`
+	Status  record.Status `json:"status"`
 	Success bool          `json:"success"`
 	// Score is 1 or 0 for a boolean score or none, else the number the
 	// score gave; a failed run scores 0.
@@ -22,7 +23,7 @@ type Outcome struct {
 	// run succeeded and its score said no or could not be evaluated.
 	Failure string       `json:"failure,omitempty"`
 	Message string       `json:"message,omitempty"`
-	Usage   rundir.Usage `json:"usage"`
+	Usage   record.Usage `json:"usage"`
 	// Attempts counts agent visits' tries, retries included. (A turn, as
 	// in usage.json, is the model's: Usage.Turns, as drivers report it.)
 	Attempts int   `json:"attempts"`
@@ -32,7 +33,7 @@ type Outcome struct {
 	Nodes        []NodeUse `json:"nodes,omitempty"`
 	// Overspend is what the cell's run says of its own budgets it ended
 	// above (its end fact's).
-	Overspend []rundir.Overspend `json:"overspend,omitempty"`
+	Overspend []record.Overspend `json:"overspend,omitempty"`
 }
 
 // FailScore is the failure kind of a run that succeeded but did not pass
@@ -48,7 +49,7 @@ type NodeUse struct {
 	Model    string       `json:"model,omitempty"`
 	Visits   int          `json:"visits"`
 	Failures int          `json:"failures"`
-	Usage    rundir.Usage `json:"usage"`
+	Usage    record.Usage `json:"usage"`
 }
 
 // readOutcome reads the outcome of the run in dir; score is the sweep's
@@ -61,12 +62,12 @@ func readOutcome(dir string, score *flows.Score) (*Outcome, *rundir.RunInfo, err
 	o := &Outcome{Status: info.Status, Usage: info.Usage, WallMS: info.WallMS, Overspend: info.Overspend}
 	o.Nodes, o.Attempts, o.EmptyAnswers = nodeUses(info.Facts)
 	switch info.Status {
-	case rundir.StatusSucceeded:
+	case record.StatusSucceeded:
 		o.Success, o.Score = true, 1
 		if score != nil {
 			scoreRun(o, dir, score)
 		}
-	case rundir.StatusFailed:
+	case record.StatusFailed:
 		if info.Failure != nil {
 			root := info.Failure.Root()
 			o.Failure, o.Message = string(root.Kind), root.Message
@@ -95,10 +96,10 @@ func scoreRun(o *Outcome, dir string, score *flows.Score) {
 // nodeUses totals the leaf visits of a run per node, agent and model, in
 // the order the nodes first ended; it also counts agent attempts and empty
 // answers.
-func nodeUses(facts []*rundir.Fact) (uses []NodeUse, attempts, empty int) {
+func nodeUses(facts []*record.Fact) (uses []NodeUse, attempts, empty int) {
 	at := map[[3]string]int{}
 	for _, f := range facts {
-		if f.Type != rundir.FactEnd || (f.Kind != schema.KindAgent && f.Kind != schema.KindRun && f.Kind != schema.KindAsk && f.Kind != schema.KindWait) {
+		if f.Type != record.FactEnd || (f.Kind != schema.KindAgent && f.Kind != schema.KindRun && f.Kind != schema.KindAsk && f.Kind != schema.KindWait) {
 			continue
 		}
 		key := [3]string{f.Node, f.Agent, f.Model}

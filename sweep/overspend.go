@@ -5,13 +5,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // spentAll is what every cell that ran spent, stopped cells included:
 // the figures its run's journal holds.
-func spentAll(f *File) rundir.Usage {
-	var u rundir.Usage
+func spentAll(f *File) record.Usage {
+	var u record.Usage
 	for _, c := range f.Cells {
 		if c.Outcome != nil {
 			u.Add(c.Outcome.Usage)
@@ -24,9 +24,9 @@ func spentAll(f *File) rundir.Usage {
 // and why, followed by what the cells' own runs overspent
 // (docs/sweeps.md). It is made from sweep.json alone, so that every
 // report says the same.
-func overspends(f *File, spent rundir.Usage) []rundir.Overspend {
-	var out []rundir.Overspend
-	o := rundir.Overspend{Budget: "sweep " + f.ID}
+func overspends(f *File, spent record.Usage) []record.Overspend {
+	var out []record.Overspend
+	o := record.Overspend{Budget: "sweep " + f.ID}
 	if b := f.Budget.Tokens; b > 0 && spent.Tokens() > b {
 		o.Tokens, o.LimitTokens = spent.Tokens()-b, b
 	}

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"time"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // Report is what report.json holds, and what the other report files show:
@@ -23,11 +23,11 @@ type Report struct {
 	Cells   Counts `json:"cells"`
 	// Spent is what every cell that ran spent, stopped ones included: the
 	// sum of their journals. Budget is the sweep's, if it has one.
-	Spent  rundir.Usage `json:"spent"`
+	Spent  record.Usage `json:"spent"`
 	Budget *Budget      `json:"budget,omitempty"`
 	// Overspend says by how much and why the sweep, or a cell's run,
 	// ended above its budget.
-	Overspend []rundir.Overspend `json:"overspend,omitempty"`
+	Overspend []record.Overspend `json:"overspend,omitempty"`
 	// K is the k of pass@k and pass^k: the repeat count.
 	K int `json:"k"`
 	// Basis is what "cheapest" and the chart's x axis measure: "cost"
@@ -241,7 +241,7 @@ func count(cells []*Cell) Counts {
 
 func row(assignment, params string, cells []*Cell, k int) *Row {
 	r := &Row{Assignment: assignment, Params: params, N: len(cells), Failures: map[string]int{}}
-	var usage rundir.Usage
+	var usage record.Usage
 	var walls []int64
 	score := 0.0
 	perTask := map[string][2]int{} // task and params -> runs, successes
@@ -315,7 +315,7 @@ func row(assignment, params string, cells []*Cell, k int) *Row {
 func basis(byAssignment map[string][]*Cell) string {
 	cost, tokens := true, true
 	for _, cells := range byAssignment {
-		var u rundir.Usage
+		var u record.Usage
 		for _, c := range cells {
 			u.Add(c.Outcome.Usage)
 		}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // The cache hit ratio is cache_read / (input + cache_read), per
@@ -12,8 +12,8 @@ import (
 func TestCacheHitRatioAndReruns(t *testing.T) {
 	in, read := int64(300), int64(100)
 	f := &File{Assignments: []Assignment{{Label: "m"}}, Cells: []*Cell{
-		{Assignment: "m", Status: StatusSucceeded, Reruns: 2, Outcome: &Outcome{Status: rundir.StatusSucceeded, Success: true, Usage: rundir.Usage{Input: &in, CacheRead: &read}}},
-		{Assignment: "m", Status: StatusQuota, Note: "quota exhausted: no credit", Outcome: &Outcome{Status: rundir.StatusFailed}},
+		{Assignment: "m", Status: StatusSucceeded, Reruns: 2, Outcome: &Outcome{Status: record.StatusSucceeded, Success: true, Usage: record.Usage{Input: &in, CacheRead: &read}}},
+		{Assignment: "m", Status: StatusQuota, Note: "quota exhausted: no credit", Outcome: &Outcome{Status: record.StatusFailed}},
 	}}
 	r := Build(f)
 	row := r.Assignments[0]

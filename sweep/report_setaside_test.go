@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // TestReportNamesRateLimitedCells: cells set aside still rate-limited
@@ -14,7 +14,7 @@ func TestReportNamesRateLimitedCells(t *testing.T) {
 	f := &File{ID: "s", Flow: "f", Spec: Spec{Repeat: 1}}
 	f.Assignments = []Assignment{{Label: "small", Model: "small"}}
 	for i, task := range []string{"add", "mul"} {
-		o := &Outcome{Status: rundir.StatusFailed, Failure: "rate_limit", Message: "429 Too Many Requests", Attempts: 1}
+		o := &Outcome{Status: record.StatusFailed, Failure: "rate_limit", Message: "429 Too Many Requests", Attempts: 1}
 		f.Cells = append(f.Cells, &Cell{Index: i + 1, Assignment: "small", Task: task, Repeat: 1, Status: StatusSkipped, Outcome: o,
 			Reruns: MaxReruns, Note: "still rate_limit after 10 re-runs, not scored: 429 Too Many Requests"})
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 func cost(v float64) *float64 { return &v }
@@ -24,8 +24,8 @@ func fileOf(repeat int, perRun map[string]*float64, wins map[string][][]bool) *F
 		f.Assignments = append(f.Assignments, Assignment{Label: label, Model: label})
 		for ti, reps := range w {
 			for ri, ok := range reps {
-				o := &Outcome{Status: rundir.StatusSucceeded, Success: ok, Score: 1, WallMS: int64(100 * (ri + 1)),
-					Usage: rundir.Usage{Cost: perRun[label], Input: count64(10)}, Attempts: 2}
+				o := &Outcome{Status: record.StatusSucceeded, Success: ok, Score: 1, WallMS: int64(100 * (ri + 1)),
+					Usage: record.Usage{Cost: perRun[label], Input: count64(10)}, Attempts: 2}
 				status := StatusSucceeded
 				if !ok {
 					o.Score, o.Failure, status = 0, FailScore, StatusFailed
@@ -150,7 +150,7 @@ func TestReportChoosesWhatAPersonWould(t *testing.T) {
 func TestNotReportedInEveryFormat(t *testing.T) {
 	f := fileOf(1, map[string]*float64{}, map[string][][]bool{"gold": all(2, 1, func(int, int) bool { return true })})
 	for _, c := range f.Cells {
-		c.Outcome.Usage = rundir.Usage{WallMS: 5}
+		c.Outcome.Usage = record.Usage{WallMS: 5}
 		c.Outcome.Nodes = []NodeUse{{Node: "a", Kind: "agent", Agent: "coder", Model: "gold", Visits: 1}}
 	}
 	r := Build(f)
@@ -193,18 +193,18 @@ func TestReportExplainsItself(t *testing.T) {
 	f := &File{ID: "s", Flow: "f", Spec: Spec{Repeat: 2}}
 	f.Assignments = []Assignment{{Label: "small", Model: "small"}, {Label: "large", Model: "large"}}
 	agent := func(c *float64) NodeUse {
-		return NodeUse{Node: "code", Kind: "agent", Visits: 1, Usage: rundir.Usage{Cost: c, Input: count64(5)}}
+		return NodeUse{Node: "code", Kind: "agent", Visits: 1, Usage: record.Usage{Cost: c, Input: count64(5)}}
 	}
 	for _, a := range []string{"small", "large"} {
 		for _, task := range []string{"add", "mul"} {
 			for rep := 1; rep <= 2; rep++ {
 				ok := a == "large" || task == "add"
-				o := &Outcome{Status: rundir.StatusSucceeded, Success: ok, Attempts: 1,
-					Usage: rundir.Usage{Cost: cost(0.01), Input: count64(10), Turns: count64(3)},
+				o := &Outcome{Status: record.StatusSucceeded, Success: ok, Attempts: 1,
+					Usage: record.Usage{Cost: cost(0.01), Input: count64(10), Turns: count64(3)},
 					Nodes: []NodeUse{agent(cost(0.01))}}
 				status := StatusSucceeded
 				if !ok {
-					o.Status, o.Failure, status = rundir.StatusFailed, "provider", StatusFailed
+					o.Status, o.Failure, status = record.StatusFailed, "provider", StatusFailed
 				}
 				if a == "large" && task == "mul" && rep == 1 {
 					o.Nodes = append(o.Nodes, agent(nil)) // the reviewer's driver reported no cost

@@ -7,7 +7,6 @@ import (
 
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/ratelimit"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
 
@@ -28,7 +27,7 @@ const MaxReruns = 10
 // did not send (exit status 137, SIGKILL: the out-of-memory killer). Such a
 // cell is run again, never scored.
 func infrastructure(o *Outcome) bool {
-	if o == nil || o.Status != rundir.StatusFailed {
+	if o == nil || o.Status != record.StatusFailed {
 		return false
 	}
 	switch schema.FailKind(o.Failure) {
@@ -60,7 +59,7 @@ func setAside(c *Cell) bool {
 // resuming it: what ended well stays, nothing is paid for twice, and the
 // visit that the infrastructure failed runs again (paced by its provider
 // key's limiter).
-func (r *run) rerun(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*rundir.Fact) {
+func (r *run) rerun(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*record.Fact) {
 	r.s.mu.Lock()
 	c.Reruns++
 	r.saved(r.s.saveLocked())
@@ -74,14 +73,14 @@ func (r *run) rerun(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*ru
 	o, info, rerr := readOutcome(dir, scoreOf(r.plan))
 	switch {
 	case rerr != nil && ctx.Err() != nil:
-		return &Outcome{Status: rundir.StatusStopped, Message: rerr.Error()}, nil
+		return &Outcome{Status: record.StatusStopped, Message: rerr.Error()}, nil
 	case rerr != nil:
 		msg := rerr.Error()
 		if err != nil {
 			msg = err.Error()
 		}
-		return &Outcome{Status: rundir.StatusFailed, Failure: string(schema.FailRefused), Message: msg}, nil
-	case o.Status == rundir.StatusSucceeded || o.Status == rundir.StatusFailed:
+		return &Outcome{Status: record.StatusFailed, Failure: string(schema.FailRefused), Message: msg}, nil
+	case o.Status == record.StatusSucceeded || o.Status == record.StatusFailed:
 		return o, info.Facts
 	}
 	return o, nil
@@ -131,7 +130,7 @@ func (r *run) waits(c *Cell, next func(*record.Event)) func(*record.Event) {
 		if next != nil {
 			next(e)
 		}
-		if e.Type != rundir.EventProgress || !strings.HasSuffix(e.Activity, "(rate limit)") {
+		if e.Type != record.EventProgress || !strings.HasSuffix(e.Activity, "(rate limit)") {
 			return
 		}
 		r.s.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/ratelimit"
 	"github.com/flowrun/flow/rundir"
@@ -213,7 +214,7 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 	r.notify(ev)
 
 	var o *Outcome
-	var facts []*rundir.Fact
+	var facts []*record.Fact
 	if setAside {
 		o, facts = r.rerun(ctx, c, a) // its run ended failed: resume it
 	} else {
@@ -230,7 +231,7 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 		r.unpriced--
 	}
 	r.ended.Broadcast() // waiters take s.mu once the outcome below is recorded
-	if o.Status == rundir.StatusRunning {
+	if o.Status == record.StatusRunning {
 		c.Note = o.Message // left running: it is not this sweep's to record
 		ev = CellEvent{Cell: *c, Forecast: fc, Of: len(s.f.Cells)}
 		s.mu.Unlock()
@@ -243,7 +244,7 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 		c.Status, c.Note = StatusQuota, o.Message
 	case infrastructure(o):
 		c.Status, c.Note = StatusSkipped, fmt.Sprintf("still %s after %d re-runs, not scored: %s", o.Failure, c.Reruns, o.Message)
-	case o.Status == rundir.StatusSucceeded || o.Status == rundir.StatusFailed:
+	case o.Status == record.StatusSucceeded || o.Status == record.StatusFailed:
 		c.Status = StatusFailed
 		if o.Success {
 			c.Status = StatusSucceeded
@@ -264,7 +265,7 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 
 // execute runs (or resumes, or only reads) the cell's run and returns its
 // outcome, with its facts when it ended.
-func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*rundir.Fact) {
+func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*record.Fact) {
 	cells := filepath.Join(r.s.dir, cellsDir)
 	eo, host := r.opts.Engine, r.opts.Host
 	host.RunsDir, eo.RunID, eo.Input, eo.Settings, eo.Live, eo.Asker = cells, c.Run, c.Input, a.Settings(r.opts.Settings), r.live, nil
@@ -276,11 +277,11 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 	var err error
 	info, ierr := rundir.Inspect(dir)
 	switch {
-	case ierr == nil && (info.Status == rundir.StatusSucceeded || info.Status == rundir.StatusFailed):
+	case ierr == nil && (info.Status == record.StatusSucceeded || info.Status == record.StatusFailed):
 		// It ended before the sweep could record it.
-	case ierr == nil && info.Status == rundir.StatusRunning:
+	case ierr == nil && info.Status == record.StatusRunning:
 		// Another process (another resume of this sweep) holds its lock.
-		return &Outcome{Status: rundir.StatusRunning, Message: "its run is held by another process: " + info.Why}, nil
+		return &Outcome{Status: record.StatusRunning, Message: "its run is held by another process: " + info.Why}, nil
 	case ierr == nil && info.Resumable:
 		_, err = r.opts.Backend.Resume(ctx, dir, host, eo)
 	case ierr == nil:
@@ -306,12 +307,12 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 			err = rerr
 		}
 		if ctx.Err() != nil {
-			return &Outcome{Status: rundir.StatusStopped, Message: err.Error()}, nil
+			return &Outcome{Status: record.StatusStopped, Message: err.Error()}, nil
 		}
 		// The run could not start: the cell failed as a refused run.
-		return &Outcome{Status: rundir.StatusFailed, Failure: string(schema.FailRefused), Message: err.Error()}, nil
+		return &Outcome{Status: record.StatusFailed, Failure: string(schema.FailRefused), Message: err.Error()}, nil
 	}
-	if o.Status == rundir.StatusSucceeded || o.Status == rundir.StatusFailed {
+	if o.Status == record.StatusSucceeded || o.Status == record.StatusFailed {
 		return o, info.Facts
 	}
 	return o, nil

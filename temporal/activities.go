@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/rundir"
 )
@@ -119,23 +120,23 @@ func (a *Activities) Turn(ctx context.Context, in *TurnInput) (*TurnOutput, erro
 // heartbeat left tells the latest of them (its worker, its tokens) and
 // those it knew of; an attempt that left no heartbeat is sent with its
 // spend unknown.
-func sentBefore(ctx context.Context) []rundir.Sent {
+func sentBefore(ctx context.Context) []record.Sent {
 	attempt := int(activity.GetInfo(ctx).Attempt)
 	if attempt <= 1 {
 		return nil
 	}
 	var last Progress
-	var known []rundir.Sent
+	var known []record.Sent
 	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &last, &known) == nil && last.Attempt > 0 {
-		s := rundir.Sent{Attempt: int(last.Attempt), Worker: last.Worker}
+		s := record.Sent{Attempt: int(last.Attempt), Worker: last.Worker}
 		if last.Tokens > 0 {
 			s.Tokens = &last.Tokens
 		}
 		known = append(known, s)
 	}
-	out := make([]rundir.Sent, 0, attempt-1)
+	out := make([]record.Sent, 0, attempt-1)
 	for n := 1; n < attempt; n++ {
-		s := rundir.Sent{Attempt: n}
+		s := record.Sent{Attempt: n}
 		for _, k := range known {
 			if k.Attempt == n {
 				s = k
@@ -253,14 +254,14 @@ func tail(s string, n int) string {
 type heartbeat struct {
 	ctx     context.Context
 	secrets *secret.Redactor
-	sent    []rundir.Sent // the attempts before this one, in every beat
+	sent    []record.Sent // the attempts before this one, in every beat
 	mu      sync.Mutex
 	last    Progress
 	done    chan struct{}
 	ticker  conc.WaitGroup
 }
 
-func startHeartbeat(ctx context.Context, p Progress, secrets *secret.Redactor, sent []rundir.Sent) *heartbeat {
+func startHeartbeat(ctx context.Context, p Progress, secrets *secret.Redactor, sent []record.Sent) *heartbeat {
 	p.Attempt = activity.GetInfo(ctx).Attempt
 	h := &heartbeat{ctx: ctx, secrets: secrets, sent: sent, last: p, done: make(chan struct{})}
 	every := activity.GetInfo(ctx).HeartbeatTimeout / 3

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -89,13 +90,13 @@ func memo(snap *rundir.Snapshot, trigger string) map[string]any {
 
 // startAttrs are a run's search attributes as it starts.
 func startAttrs(flow, trigger string) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(keyFlow.ValueSet(flow), keyTrigger.ValueSet(trigger), keyStatus.ValueSet(string(rundir.StatusRunning)))
+	return temporal.NewSearchAttributes(keyFlow.ValueSet(flow), keyTrigger.ValueSet(trigger), keyStatus.ValueSet(string(record.StatusRunning)))
 }
 
 // endedAs sets a run's status search attribute to how it ended, when it
 // was started with flow's search attributes (in.Searchable): a workflow
 // started without them, or recorded before them, issues no command.
-func endedAs(ctx workflow.Context, in *RunInput, status rundir.Status) {
+func endedAs(ctx workflow.Context, in *RunInput, status record.Status) {
 	if in.Searchable {
 		_ = workflow.UpsertTypedSearchAttributes(ctx, keyStatus.ValueSet(string(status)))
 	}

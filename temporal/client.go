@@ -136,7 +136,7 @@ func (c *Client) converter(id string) converter.DataConverter {
 // TemporalRef is where a run lives on Temporal, as its snapshot records it.
 type TemporalRef = rundir.TemporalRun
 
-func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*rundir.Fact, attended bool) (client.WorkflowRun, error) {
+func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*record.Fact, attended bool) (client.WorkflowRun, error) {
 	// The snapshot's relative paths were read from here, as a local run
 	// (or resume) in this directory reads them.
 	origin, _ := os.Getwd()

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // continueChange is the workflow.GetVersion change id of continue-as-new:
@@ -88,7 +88,7 @@ func (c *continuer) done() {
 // carries: the facts the walk replays after the run's own earlier ones
 // (RunInput.Earlier, of a resume). The walk's first run fact is then not
 // recorded: the run goes on, it did not start again.
-func continued(ctx workflow.Context, in *RunInput, rec *recorder) (*continuer, []*rundir.Fact, error) {
+func continued(ctx workflow.Context, in *RunInput, rec *recorder) (*continuer, []*record.Fact, error) {
 	timing := in.Timing.withDefaults()
 	cont := newContinuer(ctx, timing.HistoryEvents)
 	carried, err := unpackFacts(in.Carried)
@@ -136,13 +136,13 @@ func (c *continuer) ready() bool { return c.draining && c.inflight == 0 }
 
 // next is the input of the next execution: the facts of this execution's
 // ended visits (and of the executions before it) carried, compressed.
-func (c *continuer) next(ctx workflow.Context, in *RunInput, carried []*rundir.Fact, rec *recorder) error {
+func (c *continuer) next(ctx workflow.Context, in *RunInput, carried []*record.Fact, rec *recorder) error {
 	// The walk's coroutines are left blocked, and end when the execution
 	// does: what they record then is not the run's.
 	rec.frozen = true
 	keep := carried
 	for _, f := range rec.facts {
-		if f.Type != rundir.FactEnd && f.Type != rundir.FactLand && f.Type != rundir.FactWorktree {
+		if f.Type != record.FactEnd && f.Type != record.FactLand && f.Type != record.FactWorktree {
 			continue
 		}
 		g := *f
@@ -170,7 +170,7 @@ func (c *continuer) next(ctx workflow.Context, in *RunInput, carried []*rundir.F
 }
 
 // packFacts is facts as gzipped JSON lines.
-func packFacts(facts []*rundir.Fact) ([]byte, error) {
+func packFacts(facts []*record.Fact) ([]byte, error) {
 	var b bytes.Buffer
 	zw := gzip.NewWriter(&b)
 	enc := json.NewEncoder(zw)
@@ -186,7 +186,7 @@ func packFacts(facts []*rundir.Fact) ([]byte, error) {
 }
 
 // unpackFacts undoes packFacts.
-func unpackFacts(blob []byte) ([]*rundir.Fact, error) {
+func unpackFacts(blob []byte) ([]*record.Fact, error) {
 	if len(blob) == 0 {
 		return nil, nil
 	}
@@ -195,9 +195,9 @@ func unpackFacts(blob []byte) ([]*rundir.Fact, error) {
 		return nil, err
 	}
 	dec := json.NewDecoder(zr)
-	var out []*rundir.Fact
+	var out []*record.Fact
 	for {
-		var f rundir.Fact
+		var f record.Fact
 		if err := dec.Decode(&f); err == io.EOF {
 			return out, nil
 		} else if err != nil {

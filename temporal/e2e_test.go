@@ -17,6 +17,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
@@ -80,7 +81,7 @@ func newClusterWith(t *testing.T, concurrency int, commands func(i int) engine.C
 }
 
 // run starts the flow src as a workflow and waits for its end.
-func (cl *cluster) run(src string, timing Timing) (*RunOutput, []*rundir.Fact, string) {
+func (cl *cluster) run(src string, timing Timing) (*RunOutput, []*record.Fact, string) {
 	t := cl.t
 	t.Helper()
 	dir := t.TempDir()
@@ -208,7 +209,7 @@ func TestE2EMemoryScopesStayOnTheirWorkers(t *testing.T) {
 		t.Errorf("worker A ran %d turns and B %d, want 18 between both, some each", len(a.ran()), len(b.ran()))
 	}
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Kind == schema.KindAgent && !strings.Contains(f.Session, "|") {
+		if f.Type == record.FactEnd && f.Kind == schema.KindAgent && !strings.Contains(f.Session, "|") {
 			t.Errorf("%s journaled session %q, which names no worker", f.Visit, f.Session)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 )
 
 // leaves is the engine.LeafRunner of a walk in a workflow: every turn and
@@ -156,29 +155,29 @@ func (l leaves) Command(ctx context.Context, c *engine.Command) (*engine.Command
 
 // lost keeps the attempts of visit that were sent and lost, for its end
 // fact (recorder.Fact).
-func (l leaves) lost(visit string, sent []rundir.Sent) {
+func (l leaves) lost(visit string, sent []record.Sent) {
 	if l.rec == nil || len(sent) == 0 {
 		return
 	}
 	if l.rec.sent == nil {
-		l.rec.sent = map[string][]rundir.Sent{}
+		l.rec.sent = map[string][]record.Sent{}
 	}
 	l.rec.sent[visit] = append(l.rec.sent[visit], sent...)
 }
 
 // lastSent are the attempts an activity that outlasted its retries sent,
 // as its last heartbeat tells them: every attempt, the last included.
-func lastSent(err error) []rundir.Sent {
+func lastSent(err error) []record.Sent {
 	var te *temporal.TimeoutError
 	if !errors.As(err, &te) || !te.HasLastHeartbeatDetails() {
 		return nil
 	}
 	var last Progress
-	var sent []rundir.Sent
+	var sent []record.Sent
 	if te.LastHeartbeatDetails(&last, &sent) != nil || last.Attempt == 0 {
 		return nil
 	}
-	s := rundir.Sent{Attempt: int(last.Attempt), Worker: last.Worker}
+	s := record.Sent{Attempt: int(last.Attempt), Worker: last.Worker}
 	if last.Tokens > 0 {
 		s.Tokens = &last.Tokens
 	}

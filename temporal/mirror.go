@@ -232,22 +232,22 @@ func (m *mirror) finish(ctx context.Context) (*engine.Result, error) {
 		}
 	}
 	res := &engine.Result{RunID: m.ref.Workflow, Dir: m.dir, OK: out.OK, Output: out.Output, Failure: out.Failure, Usage: out.Usage, Overspend: out.Overspend}
-	m.emit(&record.Event{Type: rundir.EventRunEnd, Status: out.Status, OK: &res.OK, Error: out.Failure, Usage: &res.Usage, Dir: m.dir, Overspend: res.Overspend})
+	m.emit(&record.Event{Type: record.EventRunEnd, Status: out.Status, OK: &res.OK, Error: out.Failure, Usage: &res.Usage, Dir: m.dir, Overspend: res.Overspend})
 	return res, m.w.Finish(out.Output)
 }
 
 // factEvent emits the event a local run gives with a fact.
-func (m *mirror) factEvent(f *rundir.Fact) {
+func (m *mirror) factEvent(f *record.Fact) {
 	switch f.Type {
-	case rundir.FactRun:
-		if f.Status == rundir.StatusRunning {
-			m.emit(&record.Event{Time: f.Time, Type: rundir.EventRunStart, Dir: m.dir})
+	case record.FactRun:
+		if f.Status == record.StatusRunning {
+			m.emit(&record.Event{Time: f.Time, Type: record.EventRunStart, Dir: m.dir})
 		}
-	case rundir.FactStart:
-		m.emit(&record.Event{Time: f.Time, Type: rundir.EventVisitStart, Visit: f.Visit, Node: f.Node, Kind: f.Kind})
-	case rundir.FactEnd:
+	case record.FactStart:
+		m.emit(&record.Event{Time: f.Time, Type: record.EventVisitStart, Visit: f.Visit, Node: f.Node, Kind: f.Kind})
+	case record.FactEnd:
 		delete(m.live, f.Visit)
-		m.emit(&record.Event{Time: f.Time, Type: rundir.EventVisitEnd, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Agent: f.Agent,
+		m.emit(&record.Event{Time: f.Time, Type: record.EventVisitEnd, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Agent: f.Agent,
 			OK: f.OK, Error: f.Error, Usage: f.Usage, Model: f.Model, WallMS: f.WallMS})
 	}
 }
@@ -277,7 +277,7 @@ func (m *mirror) progress(pending []*PendingActivity) {
 			_ = rundir.WriteRemoteHome(m.dir, p.Visit, rundir.RemoteHome{Worker: p.Worker, Home: p.Home})
 		}
 		m.live[p.Visit] = p
-		m.emit(&record.Event{Type: rundir.EventProgress, Visit: p.Visit, Driver: p.Driver, Model: p.Model, Activity: p.Activity, Tokens: p.Tokens})
+		m.emit(&record.Event{Type: record.EventProgress, Visit: p.Visit, Driver: p.Driver, Model: p.Model, Activity: p.Activity, Tokens: p.Tokens})
 	}
 }
 
@@ -295,7 +295,7 @@ func (m *mirror) troubleOnce(same, msg string) {
 	}
 }
 
-func (m *mirror) note(msg string) { m.emit(&record.Event{Type: rundir.EventNote, Message: msg}) }
+func (m *mirror) note(msg string) { m.emit(&record.Event{Type: record.EventNote, Message: msg}) }
 
 func (m *mirror) emit(e *record.Event) {
 	if e.Time.IsZero() {

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // recorder is the engine.Recorder of a walk in a workflow: facts are kept
@@ -13,12 +13,12 @@ import (
 // facts and the activities' heartbeats. Workflow coroutines run one at a
 // time, and queries between them, so it needs no lock.
 type recorder struct {
-	facts  []*rundir.Fact
+	facts  []*record.Fact
 	output any
 	values map[string]any // the run's node values, for the mirror's values.json
 	// sent are the attempts of visits sent and lost (leaves.lost), until
 	// their visits' end facts take them.
-	sent map[string][]rundir.Sent
+	sent map[string][]record.Sent
 	// skipRun drops the walk's first run fact: the execution continues
 	// the run of its predecessor (continue-as-new).
 	skipRun bool
@@ -29,15 +29,15 @@ type recorder struct {
 
 var _ engine.Recorder = (*recorder)(nil)
 
-func (r *recorder) Fact(f *rundir.Fact) error {
+func (r *recorder) Fact(f *record.Fact) error {
 	if r.frozen {
 		return nil
 	}
-	if r.skipRun && f.Type == rundir.FactRun {
+	if r.skipRun && f.Type == record.FactRun {
 		r.skipRun = false
 		return nil
 	}
-	if sent := r.sent[f.Visit]; f.Type == rundir.FactEnd && len(sent) > 0 {
+	if sent := r.sent[f.Visit]; f.Type == record.FactEnd && len(sent) > 0 {
 		// The lost attempts are the visit's: it was sent again, each time
 		// a new attempt (docs/temporal.md, A turn paid for).
 		delete(r.sent, f.Visit)
@@ -49,7 +49,7 @@ func (r *recorder) Fact(f *rundir.Fact) error {
 	return nil
 }
 
-func (r *recorder) Event(*rundir.Event) error { return nil }
+func (r *recorder) Event(*record.Event) error { return nil }
 
 // Home names a home by its path in the run: the worker that runs the leaf
 // resolves it in its own run directory.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
@@ -75,7 +76,7 @@ func scaleCluster(t *testing.T) (client.Client, string, *counted) {
 type execution struct {
 	run    string
 	events int
-	facts  []*rundir.Fact
+	facts  []*record.Fact
 }
 
 // runMap runs a map of n `run: ["true"]` items at concurrency k with the
@@ -175,9 +176,9 @@ func checkMap(t *testing.T, n, bound int, out *RunOutput, execs []execution, cmd
 		}
 		for _, f := range ex.facts {
 			switch {
-			case f.Type == rundir.FactRun && f.Status == rundir.StatusRunning:
+			case f.Type == record.FactRun && f.Status == record.StatusRunning:
 				runFacts++
-			case f.Type == rundir.FactEnd && f.Node == "t":
+			case f.Type == record.FactEnd && f.Node == "t":
 				ended[f.Visit]++
 
 			}
@@ -276,15 +277,15 @@ func checkMirror(ctx context.Context, t *testing.T, cl *cluster, runsDir string,
 		t.Fatalf("want one run, have %d (%v)", len(runs), err)
 	}
 	info := runs[0]
-	if info.Status != rundir.StatusSucceeded {
+	if info.Status != record.StatusSucceeded {
 		t.Errorf("the mirrored run is %s, want succeeded", info.Status)
 	}
 	starts, ended := 0, map[string]int{}
 	for _, f := range info.Facts {
 		switch {
-		case f.Type == rundir.FactRun && f.Status == rundir.StatusRunning:
+		case f.Type == record.FactRun && f.Status == record.StatusRunning:
 			starts++
-		case f.Type == rundir.FactEnd && f.Node == "t":
+		case f.Type == record.FactEnd && f.Node == "t":
 			ended[f.Visit]++
 		}
 	}

@@ -58,9 +58,9 @@ func TestE2EATurnWhoseWorkerDiedIsRecordedAsSent(t *testing.T) {
 	if !out.OK {
 		t.Fatalf("the run failed: %+v", out.Failure)
 	}
-	var end *rundir.Fact
+	var end *record.Fact
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Visit == "a" {
+		if f.Type == record.FactEnd && f.Visit == "a" {
 			end = f
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -33,7 +34,7 @@ type RunInput struct {
 	Load     LoadOptions      `json:"load"`
 	// Earlier holds the facts of earlier attempts when the run resumes in
 	// a new workflow execution: ended visits keep their outcomes.
-	Earlier []*rundir.Fact `json:"earlier,omitempty"`
+	Earlier []*record.Fact `json:"earlier,omitempty"`
 	Timing  Timing         `json:"timing"`
 	// Origin is the directory the client read the flow from: the
 	// snapshot's relative paths (an agent file's, the flow file's) are
@@ -112,15 +113,15 @@ func (t Timing) withDefaults() Timing {
 // RunOutput is how the run workflow ended: what engine.Result says.
 type RunOutput struct {
 	OK      bool            `json:"ok"`
-	Status  rundir.Status   `json:"status"`
+	Status  record.Status   `json:"status"`
 	Output  any             `json:"output"`
-	Failure *rundir.Failure `json:"error,omitempty"`
-	Usage   rundir.Usage    `json:"usage"`
+	Failure *record.Failure `json:"error,omitempty"`
+	Usage   record.Usage    `json:"usage"`
 	// Values are the run's node values (engine.Recorder.WriteValues), which the
 	// mirror writes to values.json.
 	Values map[string]any `json:"values,omitempty"`
 	// Overspend names each budget the run ended above (its end fact's).
-	Overspend []rundir.Overspend `json:"overspend,omitempty"`
+	Overspend []record.Overspend `json:"overspend,omitempty"`
 	// Packed holds Output and Values compressed when they are long (a
 	// map of thousands of items): see packed.
 	Packed []byte `json:"packed,omitempty"`
@@ -129,7 +130,7 @@ type RunOutput struct {
 // FactsPage is what the facts query returns: the facts from From on, at
 // most a page of them; Total is how many the workflow holds.
 type FactsPage struct {
-	Facts []*rundir.Fact `json:"facts"`
+	Facts []*record.Fact `json:"facts"`
 	Total int            `json:"total"`
 	// Before is how many facts the execution this one continued recorded
 	// (RunInput.Before).
@@ -171,7 +172,7 @@ type TurnOutput struct {
 	Worker string             `json:"worker"` // the worker's own task queue
 	// Sent are the earlier attempts of this activity, whose workers died
 	// before they ended (as their last heartbeats tell).
-	Sent []rundir.Sent `json:"sent,omitempty"`
+	Sent []record.Sent `json:"sent,omitempty"`
 }
 
 // CommandInput is one `run:` visit as an activity gets it.
@@ -222,7 +223,7 @@ func ended(err error) *Ended {
 		return &Ended{Kind: endBudget, Message: err.Error()}
 	case errors.Is(err, engine.ErrUnavailable):
 		return &Ended{Kind: endUnavailable, Message: err.Error()}
-	case errors.Is(err, rundir.ErrRateLimit):
+	case errors.Is(err, record.ErrRateLimit):
 		return &Ended{Kind: endRateLimit, Message: err.Error()}
 	}
 	return &Ended{Kind: endProvider, Message: err.Error()}
@@ -243,9 +244,9 @@ func (e *Ended) err() error {
 		return &remoteError{msg: e.Message, kind: engine.ErrUnavailable}
 	case endRateLimit:
 		if q, ok := strings.CutPrefix(e.Message, schema.QuotaPrefix); ok {
-			return &rundir.QuotaError{Message: q}
+			return &record.QuotaError{Message: q}
 		}
-		return &remoteError{msg: e.Message, kind: rundir.ErrRateLimit}
+		return &remoteError{msg: e.Message, kind: record.ErrRateLimit}
 	}
 	return &remoteError{msg: e.Message}
 }

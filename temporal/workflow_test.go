@@ -109,13 +109,13 @@ func newHarness(t *testing.T, d *scripted) *harness {
 
 // run runs the flow src to its end and returns the workflow's output and
 // facts.
-func (h *harness) run(src string, input any) (*RunOutput, []*rundir.Fact) {
+func (h *harness) run(src string, input any) (*RunOutput, []*record.Fact) {
 	h.t.Helper()
 	return h.runWith(src, input, rundir.Settings{Concurrency: 4, TurnTimeout: "1m"})
 }
 
 // runWith is run with the run's settings (its WorkDir is the flow's).
-func (h *harness) runWith(src string, input any, settings rundir.Settings) (*RunOutput, []*rundir.Fact) {
+func (h *harness) runWith(src string, input any, settings rundir.Settings) (*RunOutput, []*record.Fact) {
 	h.t.Helper()
 	dir := h.t.TempDir()
 	file := filepath.Join(dir, "f.yaml")
@@ -156,10 +156,10 @@ func (h *harness) runWith(src string, input any, settings rundir.Settings) (*Run
 }
 
 // ends maps each visit to how it ended: "ok" or its failure kind.
-func ends(facts []*rundir.Fact) map[string]string {
+func ends(facts []*record.Fact) map[string]string {
 	out := map[string]string{}
 	for _, f := range facts {
-		if f.Type != rundir.FactEnd {
+		if f.Type != record.FactEnd {
 			continue
 		}
 		switch {
@@ -174,7 +174,7 @@ func ends(facts []*rundir.Fact) map[string]string {
 	return out
 }
 
-func expectEnds(t *testing.T, facts []*rundir.Fact, want map[string]string) {
+func expectEnds(t *testing.T, facts []*record.Fact, want map[string]string) {
 	t.Helper()
 	got := ends(facts)
 	for v, w := range want {
@@ -199,21 +199,21 @@ func TestWorkflowSequenceChoiceAndCommand(t *testing.T) {
         do: [{id: yes, agent: worker, prompt: "after ${{ t.output.report }}"}]
       - else: [{id: no, agent: worker, prompt: no}]
 `, nil)
-	if !out.OK || out.Status != rundir.StatusSucceeded || out.Output != "ok pick/yes" {
+	if !out.OK || out.Status != record.StatusSucceeded || out.Output != "ok pick/yes" {
 		t.Fatalf("run ended %+v, want succeeded with output %q", out, "ok pick/yes")
 	}
 	expectEnds(t, facts, map[string]string{"a": "ok", "t": "ok", "pick": "ok", "pick/yes": "ok"})
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Visit == "t" {
+		if f.Type == record.FactEnd && f.Visit == "t" {
 			if m, _ := f.Output.(map[string]any); m["report"] != "echo ok a" {
 				t.Errorf("the command got %v, want the first answer rendered in", f.Output)
 			}
 		}
-		if f.Type == rundir.FactEnd && f.Visit == "a" && (f.Worker != "w1" || !strings.Contains(f.Transcript, "") || f.Usage.Tokens() != 10) {
+		if f.Type == record.FactEnd && f.Visit == "a" && (f.Worker != "w1" || !strings.Contains(f.Transcript, "") || f.Usage.Tokens() != 10) {
 			t.Errorf("a's end fact = %+v, want the worker and the usage", f)
 		}
 	}
-	if facts[0].Type != rundir.FactRun || facts[len(facts)-1].Type != rundir.FactRun || facts[len(facts)-1].Status != rundir.StatusSucceeded {
+	if facts[0].Type != record.FactRun || facts[len(facts)-1].Type != record.FactRun || facts[len(facts)-1].Status != record.StatusSucceeded {
 		t.Errorf("the facts do not start and end with the run's: first %+v, last %+v", facts[0], facts[len(facts)-1])
 	}
 }
@@ -288,7 +288,7 @@ func TestWorkflowRetriesBackOffOnTheWorkflowClock(t *testing.T) {
 		t.Fatalf("run ended %+v", out)
 	}
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Visit == "a" {
+		if f.Type == record.FactEnd && f.Visit == "a" {
 			// 1 s then 2 s of backoff, on the workflow's timers: skipped
 			// in the test environment, yet on the run's clock.
 			if f.Attempts != 3 || f.WallMS < 3000 {
@@ -337,11 +337,11 @@ func TestWorkflowCancellationStopsTheRun(t *testing.T) {
   - {id: b, agent: worker, prompt: go}
   - {id: c, agent: worker, prompt: go}
 `, nil)
-	if out.Status != rundir.StatusStopped {
+	if out.Status != record.StatusStopped {
 		t.Fatalf("run ended %s (%+v), want stopped", out.Status, out.Failure)
 	}
 	expectEnds(t, facts, map[string]string{"a": "ok", "b": "stopped"})
-	if last := facts[len(facts)-1]; last.Type != rundir.FactRun || last.Status != rundir.StatusStopped {
+	if last := facts[len(facts)-1]; last.Type != record.FactRun || last.Status != record.StatusStopped {
 		t.Errorf("the last fact = %+v, want the run's stopped end", last)
 	}
 }
@@ -369,7 +369,7 @@ func TestWorkflowMemoryScopeStaysOnTheWorkerThatHoldsIt(t *testing.T) {
 		t.Errorf("the driver was given sessions %q, want a fresh one then the worker's own", got)
 	}
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Visit == "rounds#3/code" && f.Session != "w1|s1" {
+		if f.Type == record.FactEnd && f.Visit == "rounds#3/code" && f.Session != "w1|s1" {
 			t.Errorf("the scope's session is journaled as %q, want it to name its worker: w1|s1", f.Session)
 		}
 	}

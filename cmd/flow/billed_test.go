@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/rundir"
 )
@@ -44,10 +45,10 @@ func billedFlow(tokens int64) string {
 }
 
 // endUsage returns the usage the journal's end fact of visit records.
-func endUsage(t *testing.T, run, visit string) *rundir.Usage {
+func endUsage(t *testing.T, run, visit string) *record.Usage {
 	t.Helper()
 	for _, f := range journal(t, run) {
-		if f.Type == rundir.FactEnd && f.Visit == visit {
+		if f.Type == record.FactEnd && f.Visit == visit {
 			return f.Usage
 		}
 	}
@@ -57,7 +58,7 @@ func endUsage(t *testing.T, run, visit string) *rundir.Usage {
 
 // allTokens is input, output, cache reads and cache writes: what a
 // provider bills.
-func allTokens(u *rundir.Usage) int64 {
+func allTokens(u *record.Usage) int64 {
 	if u == nil {
 		return 0
 	}
@@ -70,7 +71,7 @@ func allTokens(u *rundir.Usage) int64 {
 	return n
 }
 
-func showUsage(u *rundir.Usage) string {
+func showUsage(u *record.Usage) string {
 	if u == nil {
 		return "null"
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sourcegraph/conc"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/internal/modelserver"
@@ -42,6 +43,8 @@ var matrix = map[string]map[string]string{
 		"reuse": "flow serve takes no --reuse"},
 	"test": {"configured secret": "", "environment secret": "", "traces": "", "reuse": "", "budgets": "", "delegation": "", "rate limiting": "",
 		"preflight": "flow test answers every turn from its cassette, offline: no driver is reached"},
+	"fork": {"configured secret": "", "environment secret": "", "traces": "", "preflight": "", "budgets": "", "delegation": "", "rate limiting": "",
+		"reuse": "a fork answers what its fork point does not reach from its origin; it takes no --reuse (docs/fork-and-diff.md)"},
 	"temporal worker": {"configured secret": "", "environment secret": "", "traces": "", "budgets": "", "rate limiting": "", "delegation": "",
 		"preflight": "the visits run on workers, which check nothing before a run they cannot see",
 		"reuse":     "refused on Temporal: workers cannot read this machine's recordings (docs/decisions.md)"},
@@ -143,6 +146,10 @@ var entryPoints = map[string]entryPoint{
 		}
 		return c.flow(dir, env, "test", flow)
 	},
+	"fork": func(c *conformance, dir, flow string, env []string, _ ...string) (string, int) {
+		c.stoppedRun(dir, flow)
+		return c.flow(dir, env, "fork", "last", "--at", "gate")
+	},
 	"temporal worker": func(c *conformance, dir, flow string, env []string, _ ...string) (string, int) {
 		clitest.Tool(c.t, "temporal") // skips only this cell when it is missing
 		if c.server == nil {
@@ -181,7 +188,7 @@ var concerns = map[string]func(c *conformance, start entryPoint){
 		for _, r := range c.runs(dir) {
 			facts, _ := rundir.ReadJournal(r)
 			for _, f := range facts {
-				if f.Type == rundir.FactStart && f.Visit == "ask" {
+				if f.Type == record.FactStart && f.Visit == "ask" {
 					c.t.Errorf("the agent started in %s after a failed preflight", r)
 				}
 			}
@@ -412,9 +419,9 @@ func (c *conformance) served(dir, flow string, env []string) (string, int) {
 		}
 		for _, r := range c.runs(dir) {
 			info, err := rundir.Inspect(r)
-			if err == nil && info.Status != rundir.StatusRunning {
+			if err == nil && info.Status != record.StatusRunning {
 				code = exitFailed
-				if info.Status == rundir.StatusSucceeded {
+				if info.Status == record.StatusSucceeded {
 					code = exitOK
 				}
 				return true

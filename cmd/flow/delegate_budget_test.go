@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/delegatetest"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/rundir"
@@ -61,10 +62,10 @@ func checkRunaway(t *testing.T, run, out string, err error, budget, billed, requ
 	}
 	kids := 0
 	for _, f := range journal(t, run) {
-		if f.Type == rundir.FactStart && f.Parent != "" {
+		if f.Type == record.FactStart && f.Parent != "" {
 			kids++
 		}
-		if f.Type == rundir.FactEnd && testing.Verbose() {
+		if f.Type == record.FactEnd && testing.Verbose() {
 			t.Logf("end %s: %s, usage %s, error %+v", f.Visit, f.Time.Format("15:04:05.000"), showUsage(f.Usage), f.Error)
 		}
 	}

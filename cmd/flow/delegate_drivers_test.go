@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/delegatetest"
 	"github.com/flowrun/flow/internal/modelserver"
-	"github.com/flowrun/flow/rundir"
 )
 
 // TestDelegateDrivers: on every driver, a lead agent delegates to two
@@ -61,10 +61,10 @@ nodes:
 		parents := map[string]string{}
 		var sum int64
 		for _, f := range journal(t, run) {
-			if f.Type == rundir.FactStart && f.Parent != "" {
+			if f.Type == record.FactStart && f.Parent != "" {
 				parents[f.Visit] = f.Parent
 			}
-			if f.Type == rundir.FactEnd && f.Usage != nil {
+			if f.Type == record.FactEnd && f.Usage != nil {
 				sum += f.Usage.Tokens()
 			}
 		}

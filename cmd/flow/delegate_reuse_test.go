@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -20,7 +21,7 @@ func delegChildren(t *testing.T, run string) map[string]string {
 	}
 	kids := map[string]string{}
 	for _, f := range facts {
-		if f.Type == rundir.FactStart && f.Parent != "" {
+		if f.Type == record.FactStart && f.Parent != "" {
 			task, _ := f.Input.(string)
 			kids[f.Visit] = f.Parent + " | " + task
 		}

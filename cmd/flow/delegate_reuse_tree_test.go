@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/delegatetest"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/rundir"
@@ -149,10 +150,10 @@ func TestReuseThroughTheTree(t *testing.T) {
 	}
 	reused := map[string]bool{}
 	for _, f := range journal(t, run) {
-		if f.Type == rundir.FactStart && f.Parent != "" && f.Visit != "lead/delegate:scout#1" {
+		if f.Type == record.FactStart && f.Parent != "" && f.Visit != "lead/delegate:scout#1" {
 			t.Errorf("a second child: %s", f.Visit)
 		}
-		if f.Type == rundir.FactEnd && f.Reused != nil {
+		if f.Type == record.FactEnd && f.Reused != nil {
 			reused[f.Visit] = true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/delegatetest"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/internal/modelserver"
@@ -119,7 +120,7 @@ func TestTemporalDelegationSurvivesAKilledWorker(t *testing.T) {
 		}
 	}
 	runDir, o := runOutcome(t, runsDir)
-	if o.Status != rundir.StatusSucceeded {
+	if o.Status != record.StatusSucceeded {
 		t.Errorf("the mirrored run is %s, want succeeded", o.Status)
 	}
 	facts, err := rundir.ReadJournal(runDir)
@@ -129,10 +130,10 @@ func TestTemporalDelegationSurvivesAKilledWorker(t *testing.T) {
 	parents := map[string]string{}
 	var sum, kids int64
 	for _, f := range facts {
-		if f.Type == rundir.FactStart && f.Parent != "" {
+		if f.Type == record.FactStart && f.Parent != "" {
 			parents[f.Visit] = f.Parent
 		}
-		if f.Type == rundir.FactEnd && f.Usage != nil {
+		if f.Type == record.FactEnd && f.Usage != nil {
 			sum += f.Usage.Tokens()
 			if strings.Contains(f.Visit, "/delegate:") {
 				kids += f.Usage.Tokens()
@@ -201,10 +202,10 @@ func TestServeTemporalRefusesOnlyWhatCannotRun(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("GET /api/runs/%s: %d %v\n%s", id, code, m, s.stderr.String())
 		}
-		if m["status"] == string(rundir.StatusSucceeded) {
+		if m["status"] == string(record.StatusSucceeded) {
 			break
 		}
-		if m["status"] != string(rundir.StatusRunning) || time.Now().After(deadline) {
+		if m["status"] != string(record.StatusRunning) || time.Now().After(deadline) {
 			t.Fatalf("the served delegating run is %v, want it to succeed\n%s", m["status"], s.stderr.String())
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -257,7 +258,7 @@ func TestTemporalDelegationOnTheOpenAIDriver(t *testing.T) {
 		t.Fatalf("flow run --temporal: %v\n%s", err, out)
 	}
 	runDir, o := runOutcome(t, runsDir)
-	if o.Status != rundir.StatusSucceeded {
+	if o.Status != record.StatusSucceeded {
 		t.Fatalf("the run is %s", o.Status)
 	}
 	if got := answers(t, runDir); got["lead"] != "The lead heard both." || got["lead/delegate:scout#1"] != "scout-answer-17 did: look at A" ||

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -82,10 +83,10 @@ func TestDelegateExecAgents(t *testing.T) {
 	tasks := map[string]any{}
 	var sum int64
 	for _, f := range facts {
-		if f.Type == rundir.FactStart && f.Parent != "" {
+		if f.Type == record.FactStart && f.Parent != "" {
 			parents[f.Visit], tasks[f.Visit] = f.Parent, f.Input
 		}
-		if f.Type == rundir.FactEnd && f.Usage != nil {
+		if f.Type == record.FactEnd && f.Usage != nil {
 			sum += f.Usage.Tokens()
 		}
 	}
@@ -226,7 +227,7 @@ func TestDelegateSweepAssign(t *testing.T) {
 			continue
 		}
 		for _, f := range facts {
-			if f.Type == rundir.FactEnd && f.Visit == "lead/delegate:scout#1" {
+			if f.Type == record.FactEnd && f.Visit == "lead/delegate:scout#1" {
 				seen[f.Model] = true
 				if s, _ := f.Output.(string); !strings.Contains(s, "scout on "+f.Model+" did") {
 					t.Errorf("the scout on %s answered %q", f.Model, s)
@@ -276,16 +277,16 @@ nodes:
 	visits, kids := 0, map[string]int{}
 	var spend int64
 	for _, f := range facts {
-		if f.Type == rundir.FactStart && f.Kind == "agent" {
+		if f.Type == record.FactStart && f.Kind == "agent" {
 			visits++
 		}
-		if f.Type == rundir.FactStart && f.Parent != "" {
+		if f.Type == record.FactStart && f.Parent != "" {
 			kids[f.Parent]++
 			if d := strings.Count(f.Visit, "/delegate:"); d > 2 {
 				t.Errorf("%s is %d deep, past max_depth 2", f.Visit, d)
 			}
 		}
-		if f.Type == rundir.FactEnd && strings.Contains(f.Visit, "/delegate:") && f.Usage != nil {
+		if f.Type == record.FactEnd && strings.Contains(f.Visit, "/delegate:") && f.Usage != nil {
 			spend += f.Usage.Tokens()
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -24,7 +25,7 @@ func (a *app) diffCmd() *cobra.Command {
 			"  flow diff RUN FORK --json | jq '.visits[] | select(.change != \"same\")'",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var facts [2][]*rundir.Fact
+			var facts [2][]*record.Fact
 			var ids [2]string
 			for i, name := range args {
 				dir, err := a.findRun([]string{name}, false)
@@ -50,9 +51,9 @@ func (a *app) diffCmd() *cobra.Command {
 }
 
 // runIDOf is a run's id as its journal names it, else its directory's name.
-func runIDOf(dir string, facts []*rundir.Fact) string {
+func runIDOf(dir string, facts []*record.Fact) string {
 	for _, f := range facts {
-		if f.Type == rundir.FactRun && f.RunID != "" {
+		if f.Type == record.FactRun && f.RunID != "" {
 			return f.RunID
 		}
 	}
@@ -161,12 +162,12 @@ func shortID(id string) string {
 func spent(s *rundir.Side) bool { return s != nil && s.Usage.Spent() }
 
 // usageCol is one figure of a side's usage, "-" where the visit is absent.
-func usageCol(s *rundir.Side, text func(rundir.Usage) string) string {
+func usageCol(s *rundir.Side, text func(record.Usage) string) string {
 	if s == nil {
 		return "-"
 	}
 	if s.Usage == nil {
-		return text(rundir.Usage{})
+		return text(record.Usage{})
 	}
 	return text(*s.Usage)
 }
@@ -174,8 +175,8 @@ func usageCol(s *rundir.Side, text func(rundir.Usage) string) string {
 // diffJSON prints d as one JSON document.
 func diffJSON(a *app, d *rundir.RunDiff) error {
 	type totals struct {
-		A rundir.Usage `json:"a"`
-		B rundir.Usage `json:"b"`
+		A record.Usage `json:"a"`
+		B record.Usage `json:"b"`
 	}
 	doc := struct {
 		A        string             `json:"a"`

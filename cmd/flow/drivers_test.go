@@ -191,7 +191,7 @@ func answers(t *testing.T, run string) map[string]any {
 }
 
 // journal returns the facts of the run's journal.
-func journal(t *testing.T, run string) []*rundir.Fact {
+func journal(t *testing.T, run string) []*record.Fact {
 	t.Helper()
 	facts, err := rundir.ReadJournal(run)
 	if err != nil {

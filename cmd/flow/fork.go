@@ -107,7 +107,7 @@ func (a *app) planFork(name string, f forkFlags) (*forkPlan, error) {
 	if err != nil {
 		return nil, invalid("reading run %s: %v", name, err)
 	}
-	if info.Status == rundir.StatusRunning {
+	if info.Status == record.StatusRunning {
 		return nil, invalid("run %s is still running: fork it once it has ended (flow show %s)", info.ID, info.ID)
 	}
 	snap, err := rundir.ReadSnapshot(dir)
@@ -263,9 +263,9 @@ func (fp *forkPlan) setOutput(s string) error {
 // runOutput is a run node's output type.
 var runOutput = schema.ObjectOf(schema.F("passed", schema.BooleanType), schema.F("exit", schema.IntegerType), schema.F("report", schema.StringType))
 
-func hasVisit(facts []*rundir.Fact, visit string) bool {
+func hasVisit(facts []*record.Fact, visit string) bool {
 	for _, f := range facts {
-		if f.Type == rundir.FactStart && f.Visit == visit {
+		if f.Type == record.FactStart && f.Visit == visit {
 			return true
 		}
 	}
@@ -276,11 +276,11 @@ func hasVisit(facts []*rundir.Fact, visit string) bool {
 // where the original run's started (its snapshot's, and those of the
 // repositories it made while it ran), so that what a reused visit changed
 // applies to the same files.
-func startsOf(snap *rundir.Snapshot, facts []*rundir.Fact) map[string]string {
+func startsOf(snap *rundir.Snapshot, facts []*record.Fact) map[string]string {
 	starts := maps.Clone(snap.Repos)
 	for _, f := range facts {
 		w := f.Worktree
-		if f.Type != rundir.FactWorktree || w == nil || w.Repo == "" || w.Base == "" {
+		if f.Type != record.FactWorktree || w == nil || w.Repo == "" || w.Base == "" {
 			continue
 		}
 		if starts == nil {

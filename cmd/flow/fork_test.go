@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -114,7 +115,7 @@ func scratchRepo(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Node == "scratch" {
+		if f.Type == record.FactEnd && f.Node == "scratch" {
 			out, _ := f.Output.(map[string]any)
 			if repo, _ := out["report"].(string); repo != "" {
 				return repo

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/rundir"
@@ -117,7 +118,7 @@ func TestGenAIInJaeger(t *testing.T) {
 	})
 	var failKind string
 	for _, f := range journal(t, runOfFlow(t, d.dir, "genai")) {
-		if f.Type == rundir.FactEnd && f.Visit == "fail" && f.Error != nil {
+		if f.Type == record.FactEnd && f.Visit == "fail" && f.Error != nil {
 			failKind = string(f.Error.Kind)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/enginetest"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
@@ -69,7 +70,7 @@ type visitEnd struct {
 
 // parity is what two hosts must agree on for one run of a flow.
 type parity struct {
-	Status rundir.Status
+	Status record.Status
 	Output any                 // output.json
 	Values map[string]any      // values.json
 	Visits map[string]visitEnd // by visit path
@@ -108,7 +109,7 @@ func parityOfFacts(t *testing.T, info *rundir.RunInfo) parity {
 }
 
 // visitEnds is how each visit of facts ended, by visit path.
-func visitEnds(t *testing.T, facts []*rundir.Fact) map[string]visitEnd {
+func visitEnds(t *testing.T, facts []*record.Fact) map[string]visitEnd {
 	t.Helper()
 	ends := map[string]visitEnd{}
 	for _, v := range rundir.Visits(facts) {
@@ -187,7 +188,7 @@ func TestEveryExampleGivesTheSameOutcomeLocallyAndOnTemporal(t *testing.T) {
 			want, got := parityOf(t, local), parityOf(t, remote)
 			normalise(&want, name)
 			normalise(&got, name)
-			if want.Status != rundir.StatusSucceeded {
+			if want.Status != record.StatusSucceeded {
 				t.Fatalf("the local run is %s", want.Status)
 			}
 			if len(want.Visits) == 0 {
@@ -235,13 +236,13 @@ func inMemory(t *testing.T, root, rel, localRuns string, want parity) {
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("want one local run, have %d (%v)", len(runs), err)
 	}
-	answers := map[string]*rundir.Fact{}
+	answers := map[string]*record.Fact{}
 	for _, v := range rundir.Visits(runs[0].Facts) {
 		if v.End != nil && (v.Start.Kind == "agent" || v.Start.Kind == "run") {
 			answers[v.Start.Visit] = v.End
 		}
 	}
-	answer := func(visit string) (*rundir.Fact, error) {
+	answer := func(visit string) (*record.Fact, error) {
 		if e := answers[visit]; e != nil && e.Succeeded() {
 			return e, nil
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // The hostile-input cases of the run directory's paths and files (issue
@@ -24,10 +24,10 @@ func craftRun(t *testing.T, dir, id, repo, path string) string {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	facts := []rundir.Fact{
-		{Type: rundir.FactRun, Time: now, RunID: id, Flow: "crafted", Status: rundir.StatusRunning},
-		{Type: rundir.FactWorktree, Time: now, Worktree: &rundir.Worktree{Scope: "w", Repo: repo, Path: path, Branch: "flow/" + id + ".w"}},
-		{Type: rundir.FactRun, Time: now, RunID: id, Status: rundir.StatusFailed},
+	facts := []record.Fact{
+		{Type: record.FactRun, Time: now, RunID: id, Flow: "crafted", Status: record.StatusRunning},
+		{Type: record.FactWorktree, Time: now, Worktree: &record.Worktree{Scope: "w", Repo: repo, Path: path, Branch: "flow/" + id + ".w"}},
+		{Type: record.FactRun, Time: now, RunID: id, Status: record.StatusFailed},
 	}
 	var b strings.Builder
 	for _, f := range facts {

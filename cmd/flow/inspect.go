@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -58,7 +59,7 @@ func (a *app) runsCmd() *cobra.Command {
 				}
 			}
 			for _, r := range runs {
-				if r.Status == rundir.StatusCorrupt {
+				if r.Status == record.StatusCorrupt {
 					fmt.Fprintf(a.stderr, "run %s is corrupt: %s\n", safeLine(r.ID), safeLine(r.Why))
 				}
 			}
@@ -90,7 +91,7 @@ func (a *app) showCmd() *cobra.Command {
 			}
 			// An engine that died left its report as of its last refresh:
 			// bring it up to date with the journal.
-			if info.Status == rundir.StatusInterrupted {
+			if info.Status == record.StatusInterrupted {
 				if err := rundir.WriteReport(dir); err != nil {
 					fmt.Fprintf(a.stderr, "warning: bringing the run's report up to date: %v\n", err)
 				}
@@ -120,7 +121,7 @@ func (a *app) showCmd() *cobra.Command {
 			for _, t := range temporalTroubles(dir) {
 				fmt.Fprintln(a.stdout, safeLine(t))
 			}
-			if !info.Resumable && info.Status != rundir.StatusSucceeded {
+			if !info.Resumable && info.Status != record.StatusSucceeded {
 				fmt.Fprintf(a.stdout, "not resumable: %s\n", safeLine(info.Why))
 			}
 			for _, v := range visitRows(info.Facts) {
@@ -128,7 +129,7 @@ func (a *app) showCmd() *cobra.Command {
 			}
 			for _, w := range info.Worktrees {
 				why := "its scope did not end well"
-				if w.Land == rundir.LandConflict {
+				if w.Land == record.LandConflict {
 					why = "its changes conflict with flow/" + info.ID
 				}
 				fmt.Fprintf(a.stdout, "kept worktree %s  %s  branch %s  (%s; flow gc removes it)\n", w.Scope, w.Path, w.Branch, why)
@@ -142,7 +143,7 @@ func (a *app) showCmd() *cobra.Command {
 
 // visitRows renders the visits under their parents (rundir.Tree), each
 // indented by its depth, siblings in the order they started.
-func visitRows(facts []*rundir.Fact) []string {
+func visitRows(facts []*record.Fact) []string {
 	visits := rundir.Tree(rundir.Visits(facts))
 	trees := rundir.DelegationTotals(facts)
 	rows := make([]string, 0, len(visits))
@@ -184,7 +185,7 @@ const infraLine = "infra_in_tree: a delegated child failed on the infrastructure
 // treeUsageText is a visit's usage as flow show gives it: its own tokens,
 // and what it spent with its delegates when it delegated — also when it
 // reported no usage of its own (an exec parent).
-func treeUsageText(u *rundir.Usage, trees map[string]rundir.Usage, visit string) string {
+func treeUsageText(u *record.Usage, trees map[string]record.Usage, visit string) string {
 	tree, delegated := trees[visit]
 	if u == nil || u.Tokens() <= 0 {
 		if delegated && tree.Tokens() > 0 {

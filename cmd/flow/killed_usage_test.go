@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/delegatetest"
 	"github.com/flowrun/flow/internal/modelserver"
-	"github.com/flowrun/flow/rundir"
 )
 
 // TestKilledTurnIsCounted: the engine is killed (-9) while an openai
@@ -86,9 +86,9 @@ nodes:
 		t.Fatalf("flow resume: %v\n%s", err, b)
 	}
 	var sum int64
-	var lead *rundir.Usage
+	var lead *record.Usage
 	for _, f := range journal(t, run) {
-		if f.Type == rundir.FactEnd && f.Usage != nil {
+		if f.Type == record.FactEnd && f.Usage != nil {
 			sum += f.Usage.Tokens()
 			if f.Visit == "lead" {
 				lead = f.Usage

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/internal/sandbox"
@@ -121,13 +122,13 @@ func needSandbox(t *testing.T) {
 }
 
 // toolFacts are the tool facts of a run's journal.
-func toolFacts(t *testing.T, run string) []*rundir.Fact {
+func toolFacts(t *testing.T, run string) []*record.Fact {
 	t.Helper()
 	facts, err := rundir.ReadJournal(run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*rundir.Fact
+	var out []*record.Fact
 	for _, f := range facts {
 		if f.Tool != nil {
 			out = append(out, f)
@@ -284,7 +285,7 @@ func TestNativeContextTruncated(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Visit == "fix" {
+		if f.Type == record.FactEnd && f.Visit == "fix" {
 			if f.Error == nil || f.Error.Kind != "provider" || !strings.Contains(f.Error.Message, "context truncated") {
 				t.Errorf("the visit's end: %+v", f.Error)
 			}
@@ -406,7 +407,7 @@ func TestSandboxOnForExecAndRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range facts {
-		if f.Type != rundir.FactEnd {
+		if f.Type != record.FactEnd {
 			continue
 		}
 		text := fmt.Sprint(f.Output)

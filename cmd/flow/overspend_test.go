@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -157,9 +158,9 @@ func TestBudgetStoppedTurnKeepsItsUsageAndNoKey(t *testing.T) {
 	if len(runs) != 1 {
 		t.Fatalf("%d runs", len(runs))
 	}
-	var u *rundir.Usage
+	var u *record.Usage
 	for _, f := range journal(t, runs[0]) {
-		if f.Type == rundir.FactEnd && f.Visit == "t1" {
+		if f.Type == record.FactEnd && f.Visit == "t1" {
 			u = f.Usage
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/schema"
+	"github.com/flowrun/flow/sweep"
 )
 
 func (a *app) planCmd() *cobra.Command {
@@ -43,14 +44,14 @@ func (a *app) planCmd() *cobra.Command {
 				return nil
 			}
 			est := flows.Estimate(plan, a.runSettings(model, timeout))
-			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(planJSON(est))
-			}
 			history, err := a.history(plan.Root.Name)
 			if err != nil {
 				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(planJSON(est, history))
 			}
 			fmt.Fprintf(a.stdout, "%s  (worst case: %d turns, %s)\n", plan.Root.Name, est.Turns, est.Time)
 			printEstimate(a.stdout, est, "  ", childrenLine(history))
@@ -112,6 +113,18 @@ type plannedNode struct {
 	Timeout  string          `json:"timeout,omitempty"`
 	Branches []plannedBranch `json:"branches,omitempty"`
 	Body     []plannedNode   `json:"body,omitempty"`
+	// Delegates is what a delegating node's children are expected to
+	// take, as the text's "children from N earlier run(s)" line says.
+	Delegates *plannedDelegation `json:"delegates,omitempty"`
+}
+
+// plannedDelegation is a delegating node's children in `flow plan
+// --json`: the agents it may start, and per agent the forecast from the
+// flow's earlier runs (none when there is no earlier run).
+type plannedDelegation struct {
+	Agents   []string              `json:"agents"`
+	Runs     int                   `json:"earlier_runs"`
+	Children []sweep.ChildForecast `json:"children"`
 }
 
 type plannedBranch struct {
@@ -119,18 +132,24 @@ type plannedBranch struct {
 	Nodes []plannedNode `json:"nodes"`
 }
 
-func planJSON(seq *flows.SequenceEstimate) []plannedNode {
+func planJSON(seq *flows.SequenceEstimate, h *sweep.History) []plannedNode {
 	out := make([]plannedNode, 0, len(seq.Nodes))
 	for _, e := range seq.Nodes {
 		p := plannedNode{ID: e.Node.ID, Kind: e.Node.Kind, Turns: e.Turns, Time: e.Time.String(), Model: e.Model}
 		if e.Timeout > 0 {
 			p.Timeout = e.Timeout.String()
 		}
+		if an := e.Node.AsAgent(); an != nil && an.Delegate != nil {
+			p.Delegates = &plannedDelegation{Agents: an.Delegate.Agents, Runs: h.Runs(), Children: h.Children(e)}
+			if p.Delegates.Children == nil {
+				p.Delegates.Children = []sweep.ChildForecast{}
+			}
+		}
 		for _, b := range e.Branches {
-			p.Branches = append(p.Branches, plannedBranch{Label: b.Label, Nodes: planJSON(b.SequenceEstimate)})
+			p.Branches = append(p.Branches, plannedBranch{Label: b.Label, Nodes: planJSON(b.SequenceEstimate, h)})
 		}
 		if e.Body != nil {
-			p.Body = planJSON(e.Body)
+			p.Body = planJSON(e.Body, h)
 		}
 		out = append(out, p)
 	}

@@ -77,16 +77,16 @@ func eventLine(e *record.Event) string {
 
 func plainLine(e *record.Event) string {
 	switch e.Type {
-	case rundir.EventRunStart:
+	case record.EventRunStart:
 		return fmt.Sprintf("run %s started (%s)", e.Run, e.Dir)
-	case rundir.EventNote:
+	case record.EventNote:
 		return e.Message
-	case rundir.EventVisitStart:
+	case record.EventVisitStart:
 		if !isLeaf(e.Kind) {
 			return ""
 		}
 		return fmt.Sprintf("▶ %s", e.Visit)
-	case rundir.EventVisitEnd:
+	case record.EventVisitEnd:
 		if e.OK != nil && *e.OK {
 			if !isLeaf(e.Kind) {
 				return ""
@@ -169,11 +169,11 @@ func (v *liveView) Event(e *record.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	switch e.Type {
-	case rundir.EventVisitStart:
+	case record.EventVisitStart:
 		if isLeaf(e.Kind) {
 			v.running[e.Visit] = &liveLine{visit: e.Visit, what: "starting " + string(e.Kind), start: e.Time}
 		}
-	case rundir.EventProgress:
+	case record.EventProgress:
 		if l := v.running[e.Visit]; l != nil {
 			l.what = e.Activity
 			if e.Driver != "" { // the engine's own progress (landing a worktree) names none
@@ -186,11 +186,11 @@ func (v *liveView) Event(e *record.Event) {
 				l.tokens = e.Tokens
 			}
 		}
-	case rundir.EventVisitEnd:
+	case record.EventVisitEnd:
 		delete(v.running, e.Visit)
 	}
 	// Running visits are the live lines; only what ended scrolls above them.
-	if line := eventLine(e); line != "" && e.Type != rundir.EventVisitStart {
+	if line := eventLine(e); line != "" && e.Type != record.EventVisitStart {
 		v.clear()
 		fmt.Fprintln(v.w, line)
 	}
@@ -353,10 +353,10 @@ func (n *notesFirst) Event(e *record.Event) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch {
-	case e.Type == rundir.EventRunStart:
+	case e.Type == record.EventRunStart:
 		n.start = e
 		return
-	case e.Type == rundir.EventNote && n.start != nil:
+	case e.Type == record.EventNote && n.start != nil:
 	case n.start != nil:
 		n.next(n.start)
 		n.start = nil

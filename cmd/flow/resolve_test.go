@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -87,7 +88,7 @@ nodes:
 				}
 				checked := 0
 				for _, f := range facts {
-					if f.Type != rundir.FactEnd || (f.Kind != schema.KindAgent && f.Kind != schema.KindRun) {
+					if f.Type != record.FactEnd || (f.Kind != schema.KindAgent && f.Kind != schema.KindRun) {
 						continue
 					}
 					key := indices.ReplaceAllString(f.Visit, "")
@@ -136,8 +137,8 @@ func indexPlan(nodes []plannedNode, prefix string, into map[string]plannedNode) 
 // runDirOf finds the run directory in `flow run --json` output.
 func runDirOf(t *testing.T, events []byte) string {
 	t.Helper()
-	var e rundir.Event
-	if err := json.Unmarshal(events[:indexByte(events, '\n')], &e); err != nil || e.Type != rundir.EventRunStart {
+	var e record.Event
+	if err := json.Unmarshal(events[:indexByte(events, '\n')], &e); err != nil || e.Type != record.EventRunStart {
 		t.Fatalf("the first event is not the run's start: %v\n%s", err, events)
 	}
 	return e.Dir

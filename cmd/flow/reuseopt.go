@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -14,7 +15,7 @@ func reuseDirs(runsDir, flow, spec string) ([]string, error) {
 	if spec == "last" {
 		// The newest runs only, not every journal (rundir.Latest).
 		r, err := rundir.Latest(runsDir, func(r *rundir.RunInfo) bool {
-			return r.Flow == flow && r.Status != rundir.StatusRunning && r.Status != rundir.StatusCorrupt
+			return r.Flow == flow && r.Status != record.StatusRunning && r.Status != record.StatusCorrupt
 		})
 		if err != nil {
 			return nil, err

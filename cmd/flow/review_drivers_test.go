@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/modelserver"
-	"github.com/flowrun/flow/rundir"
 )
 
 // The roles of the review example's agents, written into their bodies (the
@@ -93,7 +93,7 @@ func TestReviewExampleOnEachDriver(t *testing.T) {
 				t.Fatalf("flow run: %v\n%s", err, out)
 			}
 
-			ended := map[string]*rundir.Fact{}
+			ended := map[string]*record.Fact{}
 			for _, f := range journal(t, run) {
 				if f.Type == "end" && f.Visit != "" {
 					ended[f.Visit] = f

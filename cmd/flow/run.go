@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
@@ -167,7 +168,7 @@ func (a *app) execute(ctx context.Context, asJSON bool, backend runner.Backend, 
 	switch {
 	case res.OK:
 		return nil
-	case res.Status() == rundir.StatusStopped:
+	case res.Status() == record.StatusStopped:
 		return &exitError{code: exitInterrupted}
 	case res.Status() == rundir.StatusWaiting:
 		return &exitError{code: exitWaiting}

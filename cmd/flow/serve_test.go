@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/sourcegraph/conc"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -307,7 +308,7 @@ func TestServeStopResumeAndShutdown(t *testing.T) {
 	facts, _ := rundir.ReadJournal(filepath.Join(dir, ".flow", "runs", id))
 	ends := map[string]int{}
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd {
+		if f.Type == record.FactEnd {
 			ends[f.Visit]++
 		}
 	}
@@ -336,7 +337,7 @@ func TestServeStopResumeAndShutdown(t *testing.T) {
 		t.Fatalf("processes left after SIGTERM: %v", left)
 	}
 	info, err := rundir.Inspect(filepath.Join(dir, ".flow", "runs", hang))
-	if err != nil || info.Status != rundir.StatusStopped || !info.Resumable {
+	if err != nil || info.Status != record.StatusStopped || !info.Resumable {
 		t.Fatalf("the interrupted run should be stopped and resumable: %v %+v", err, info)
 	}
 
@@ -355,7 +356,7 @@ func TestServeStopResumeAndShutdown(t *testing.T) {
 	facts, _ = rundir.ReadJournal(filepath.Join(dir, ".flow", "runs", hang))
 	firsts := 0
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Visit == "first" {
+		if f.Type == record.FactEnd && f.Visit == "first" {
 			firsts++
 		}
 	}

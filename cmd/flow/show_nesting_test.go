@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // TestShowNestsVisitsByPath: map items that ran at once interleave in the
@@ -15,10 +15,10 @@ import (
 func TestShowNestsVisitsByPath(t *testing.T) {
 	ok := true
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var facts []*rundir.Fact
-	start := func(v string) { facts = append(facts, &rundir.Fact{Type: rundir.FactStart, Visit: v, Time: at}) }
+	var facts []*record.Fact
+	start := func(v string) { facts = append(facts, &record.Fact{Type: record.FactStart, Visit: v, Time: at}) }
 	end := func(v string) {
-		facts = append(facts, &rundir.Fact{Type: rundir.FactEnd, Visit: v, Time: at, OK: &ok, Output: "x"})
+		facts = append(facts, &record.Fact{Type: record.FactEnd, Visit: v, Time: at, OK: &ok, Output: "x"})
 	}
 	start("fix")
 	start("fix[1]/rounds")

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -20,11 +21,11 @@ type shownVisit struct {
 	WallMS  int64           `json:"wall_ms,omitempty"`
 	Agent   string          `json:"agent,omitempty"`
 	Model   string          `json:"model,omitempty"`
-	Usage   *rundir.Usage   `json:"usage,omitempty"`
-	Error   *rundir.Failure `json:"error,omitempty"`
+	Usage   *record.Usage   `json:"usage,omitempty"`
+	Error   *record.Failure `json:"error,omitempty"`
 	Output  any             `json:"output,omitempty"`
 	File    string          `json:"file,omitempty"` // where a long output is, Output its start
-	Answer  *rundir.Answer  `json:"answer,omitempty"`
+	Answer  *record.Answer  `json:"answer,omitempty"`
 }
 
 // showJSON writes a run as flow show --json prints it: the run's summary

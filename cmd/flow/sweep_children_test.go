@@ -67,6 +67,11 @@ func TestSweepForecastCountsChildren(t *testing.T) {
 	if err != nil || !strings.Contains(out, "    children from 1 earlier run(s): helper on test-model 1 a run, tokens 1000, cost unknown\n") {
 		t.Errorf("flow plan does not forecast the lead's children (%v):\n%s", err, out)
 	}
+	out, err = flow("plan", "f.yaml", "--model", "test-model", "--json")
+	if err != nil || !strings.Contains(strings.Join(strings.Fields(out), " "),
+		`"delegates": { "agents": [ "helper" ], "earlier_runs": 1, "children": [ { "agent": "helper", "model": "test-model", "children": { "known": true, "low": 1, "expected": 1, "high": 1 }, "tokens": { "known": true, "low": 1000, "expected": 1000, "high": 1000 }`) {
+		t.Errorf("flow plan --json does not forecast the lead's children (%v):\n%s", err, out)
+	}
 	out, err = flow("sweep", "f.yaml", "--model", "test-model", "--repeat", "4", "--dry-run")
 	if err != nil || !strings.Contains(out, "forecast from 1 earlier run(s): tokens 12000–12000 (expected 12000)") {
 		t.Errorf("flow sweep --dry-run does not forecast 3,000 tokens a cell (%v):\n%s", err, out)

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -75,7 +76,7 @@ nodes:
 			outcomes[c.Assignment][c.Task] = tt
 		}
 		tt.n++
-		if info.Status == rundir.StatusSucceeded {
+		if info.Status == record.StatusSucceeded {
 			tt.c++
 		}
 	}

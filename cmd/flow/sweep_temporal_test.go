@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -125,7 +126,7 @@ func TestTemporalSweepSpreadsCellsOverTheWorkers(t *testing.T) {
 		}
 		model := strings.TrimPrefix(c.Assignment, "solver=")
 		for _, e := range facts {
-			if e.Type != rundir.FactEnd || e.Kind != schema.KindAgent {
+			if e.Type != record.FactEnd || e.Kind != schema.KindAgent {
 				continue
 			}
 			if e.Node == "solve" && e.Model != model {

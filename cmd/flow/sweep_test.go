@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 	"github.com/flowrun/flow/sweep"
@@ -94,15 +95,15 @@ func (d *sweepDir) report(s *sweep.Sweep) *sweep.Report {
 }
 
 // agentEnds returns the end facts of a cell's agent visits.
-func agentEnds(t *testing.T, s *sweep.Sweep, c *sweep.Cell) []*rundir.Fact {
+func agentEnds(t *testing.T, s *sweep.Sweep, c *sweep.Cell) []*record.Fact {
 	t.Helper()
 	facts, err := rundir.ReadJournal(filepath.Join(s.CellsDir(), c.Run))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*rundir.Fact
+	var out []*record.Fact
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Kind == schema.KindAgent {
+		if f.Type == record.FactEnd && f.Kind == schema.KindAgent {
 			out = append(out, f)
 		}
 	}
@@ -286,7 +287,7 @@ func TestSweepPinChoosesWhatAPersonWould(t *testing.T) {
 	}
 	models := 0
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Kind == schema.KindAgent {
+		if f.Type == record.FactEnd && f.Kind == schema.KindAgent {
 			models++
 			if f.Model != "silver" {
 				t.Errorf("after the pin, %s ran on %q", f.Visit, f.Model)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -16,7 +17,7 @@ import (
 // have: the same path with other iterations and items (review/verdict →
 // review#1/verdict, review#2/verdict), else the visits ending in the same
 // node, else the one a few edits away.
-func nearVisits(facts []*rundir.Fact, visit string) []string {
+func nearVisits(facts []*record.Fact, visit string) []string {
 	var all []string
 	for _, v := range rundir.Visits(facts) {
 		all = append(all, v.Start.Visit)
@@ -53,7 +54,7 @@ var iterationRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompi
 func bareVisit(v string) string { return iterationRE().ReplaceAllString(v, "") }
 
 // noVisit is the error of flow tail for a visit the run does not have.
-func noVisit(err error, facts []*rundir.Fact, visit string) error {
+func noVisit(err error, facts []*record.Fact, visit string) error {
 	msg := err.Error()
 	if near := nearVisits(facts, visit); near != nil {
 		msg += "; did you mean " + strings.Join(near, ", ") + "?"
@@ -64,7 +65,7 @@ func noVisit(err error, facts []*rundir.Fact, visit string) error {
 // commandOutput is what flow tail shows of a visit that keeps no
 // transcript file: a run node's captured output, which the journal holds
 // when it was short and quick (longer output is in <home>/output.log).
-func commandOutput(facts []*rundir.Fact, visit string) (string, bool) {
+func commandOutput(facts []*record.Fact, visit string) (string, bool) {
 	for _, v := range rundir.Visits(facts) {
 		if v.Start.Visit != visit || v.Start.Kind != schema.KindRun || v.End == nil {
 			continue

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
@@ -104,12 +105,12 @@ func TestTemporalRotatedKeysTwoWorkersFinishARun(t *testing.T) {
 		t.Fatalf("flow run --temporal with rotated keys: %v\n%s", err, out)
 	}
 	runs, _ := rundir.List(runsDir)
-	if len(runs) != 1 || runs[0].Status != rundir.StatusSucceeded {
+	if len(runs) != 1 || runs[0].Status != record.StatusSucceeded {
 		t.Fatalf("runs: %+v", runs)
 	}
 	workers := map[string]bool{}
 	for _, f := range runs[0].Facts {
-		if f.Type == rundir.FactEnd && f.Worker != "" {
+		if f.Type == record.FactEnd && f.Worker != "" {
 			workers[f.Worker] = true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
 )
@@ -57,7 +58,7 @@ func startWorkerEnv(t *testing.T, bin, dir, addr, queue string, env []string, fl
 type outcome struct {
 	Output any
 	Visits map[string]string
-	Status rundir.Status
+	Status record.Status
 }
 
 // valuesWithout drops what tells two runs of one flow apart in their node
@@ -127,7 +128,7 @@ func TestTemporalFanoutGivesTheLocalOutcome(t *testing.T) {
 
 	_, want := runOutcome(t, local)
 	dir, got := runOutcome(t, remote)
-	if want.Status != rundir.StatusSucceeded || !reflect.DeepEqual(got, want) {
+	if want.Status != record.StatusSucceeded || !reflect.DeepEqual(got, want) {
 		t.Errorf("flow run --temporal left\n%+v\nflow run left\n%+v", got, want)
 	}
 	snap, err := rundir.ReadSnapshot(dir)
@@ -137,7 +138,7 @@ func TestTemporalFanoutGivesTheLocalOutcome(t *testing.T) {
 	facts, _ := rundir.ReadJournal(dir)
 	workers := map[string]bool{}
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && (f.Kind == "agent" || f.Kind == "run") {
+		if f.Type == record.FactEnd && (f.Kind == "agent" || f.Kind == "run") {
 			if !strings.HasPrefix(f.Worker, "fanout@") {
 				t.Errorf("%s ran on worker %q: not on a flow worker", f.Visit, f.Worker)
 			}
@@ -282,7 +283,7 @@ func TestTemporalAKilledWorkersVisitRunsOnTheOther(t *testing.T) {
 		t.Errorf("the killed worker's visit started on workers %v, want %s then the survivor %d", got, victim, survivor.Process.Pid)
 	}
 	runDir, o := runOutcome(t, runsDir)
-	if o.Status != rundir.StatusSucceeded {
+	if o.Status != record.StatusSucceeded {
 		t.Errorf("the mirrored run is %s, want succeeded", o.Status)
 	}
 	// The killed turn was sent and paid for: its visit's end records the
@@ -290,9 +291,9 @@ func TestTemporalAKilledWorkersVisitRunsOnTheOther(t *testing.T) {
 	// spend is unknown), and the retry as its second attempt; flow show
 	// and the report say so.
 	facts, _ := rundir.ReadJournal(runDir)
-	var end *rundir.Fact
+	var end *record.Fact
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Visit == "each[1]/work" {
+		if f.Type == record.FactEnd && f.Visit == "each[1]/work" {
 			end = f
 		}
 	}
@@ -389,7 +390,7 @@ func TestTemporalResumeReattachesAfterTheClientDied(t *testing.T) {
 		}
 	}
 	info, err := rundir.Inspect(run)
-	if err != nil || info.Status != rundir.StatusSucceeded {
+	if err != nil || info.Status != record.StatusSucceeded {
 		t.Fatalf("the mirror after re-attaching: %+v, %v", info, err)
 	}
 	if _, err := os.Stat(filepath.Join(run, "output.json")); err != nil {
@@ -412,7 +413,7 @@ func TestTemporalStoppedRunResumesInANewExecution(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
 		t.Fatalf("flow run --temporal after Ctrl-C: %v, want exit %d", err, exitInterrupted)
 	}
-	if info, err := rundir.Inspect(run); err != nil || info.Status != rundir.StatusStopped {
+	if info, err := rundir.Inspect(run); err != nil || info.Status != record.StatusStopped {
 		t.Fatalf("the mirror after Ctrl-C: %+v, %v; want stopped", info, err)
 	}
 	out, err := temporalFlow(t, bin, dir, runsDir, "resume")
@@ -424,7 +425,7 @@ func TestTemporalStoppedRunResumesInANewExecution(t *testing.T) {
 		t.Errorf("after the resume: starts %v, ends %v; want a once, b and c ended once", starts, ends)
 	}
 	info, err := rundir.Inspect(run)
-	if err != nil || info.Status != rundir.StatusSucceeded {
+	if err != nil || info.Status != record.StatusSucceeded {
 		t.Fatalf("the mirror after the resume: %+v, %v", info, err)
 	}
 	snap, _ := rundir.ReadSnapshot(run)

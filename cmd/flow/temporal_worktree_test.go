@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/devserver"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/temporal"
@@ -186,7 +187,7 @@ mkdir -p notes
 		t.Fatalf("the run did not complete after a worker died: %v\n%s", err, out.String())
 	}
 	_, o := runOutcome(t, runsDir)
-	if o.Status != rundir.StatusSucceeded {
+	if o.Status != record.StatusSucceeded {
 		t.Fatalf("the run is %s: %v\n%s", o.Status, o.Visits, out.String())
 	}
 	starts, _ := os.ReadFile(filepath.Join(marks, "started"))

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // TestTreeUsageShown: "with its delegates" is the visit's own figure (its
@@ -12,19 +12,19 @@ import (
 // again; a parent that reported no usage (an exec program) still shows
 // what its subtree spent.
 func TestTreeUsageShown(t *testing.T) {
-	tokens := func(n int64) *rundir.Usage { return &rundir.Usage{Input: &n} }
+	tokens := func(n int64) *record.Usage { return &record.Usage{Input: &n} }
 	yes, no := true, false
-	start := func(visit, parent string) *rundir.Fact {
-		return &rundir.Fact{Type: rundir.FactStart, Visit: visit, Node: visit, Parent: parent}
+	start := func(visit, parent string) *record.Fact {
+		return &record.Fact{Type: record.FactStart, Visit: visit, Node: visit, Parent: parent}
 	}
-	end := func(visit string, ok *bool, u *rundir.Usage) *rundir.Fact {
-		f := &rundir.Fact{Type: rundir.FactEnd, Visit: visit, Node: visit, OK: ok, Usage: u}
+	end := func(visit string, ok *bool, u *record.Usage) *record.Fact {
+		f := &record.Fact{Type: record.FactEnd, Visit: visit, Node: visit, OK: ok, Usage: u}
 		if !*ok {
-			f.Error = &rundir.Failure{Kind: "stopped", Message: "interrupted"}
+			f.Error = &record.Failure{Kind: "stopped", Message: "interrupted"}
 		}
 		return f
 	}
-	facts := []*rundir.Fact{
+	facts := []*record.Fact{
 		start("lead", ""), start("lead/delegate:scout#1", "lead"), end("lead", &no, tokens(208)),
 		start("lead", ""), end("lead/delegate:scout#1", &yes, tokens(0)), end("lead", &yes, tokens(490)),
 		start("exec", ""), start("exec/delegate:scout#1", "exec"), end("exec/delegate:scout#1", &yes, tokens(25)), end("exec", &yes, nil),

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 )
 
@@ -101,7 +102,7 @@ func (a *app) waitingSummary(res *engine.Result) {
 
 // waitText says a wait as a person reads it, in local time with its zone:
 // "waiting on event deploy since 14:02 CET (2026-12-03), until 16:02 CET".
-func waitText(w rundir.Wait) string {
+func waitText(w record.Wait) string {
 	s := "waiting on " + w.What() + " since " + when(w.Since)
 	if w.Until != nil {
 		s += ", until " + when(*w.Until)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/rundir"
 )
@@ -160,7 +161,7 @@ func TestKillNineWhileWritersRunThenResume(t *testing.T) {
 	}
 	runID := filepath.Base(runs[0])
 	info, err := rundir.Inspect(runs[0])
-	if err != nil || info.Status != rundir.StatusInterrupted || len(info.Worktrees) != 2 {
+	if err != nil || info.Status != record.StatusInterrupted || len(info.Worktrees) != 2 {
 		t.Fatalf("after kill -9: %v %+v", err, info)
 	}
 
@@ -182,7 +183,7 @@ func TestKillNineWhileWritersRunThenResume(t *testing.T) {
 	}
 	landed := map[string]int{}
 	for _, f := range facts {
-		if f.Type == rundir.FactLand && f.Worktree.Land == rundir.Landed {
+		if f.Type == record.FactLand && f.Worktree.Land == record.Landed {
 			landed[f.Worktree.Scope]++
 		}
 	}

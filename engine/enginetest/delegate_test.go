@@ -13,7 +13,6 @@ import (
 	"github.com/flowrun/flow/engine/enginetest"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 )
 
 // loadText loads a flow written into a temporary directory.
@@ -81,10 +80,10 @@ nodes:
 		starts, kids := 0, map[string]int{}
 		var childSpend int64
 		for _, f := range h.Facts() {
-			if f.Type == rundir.FactStart && f.Kind == "agent" {
+			if f.Type == record.FactStart && f.Kind == "agent" {
 				starts++
 			}
-			if f.Type == rundir.FactStart && f.Parent != "" {
+			if f.Type == record.FactStart && f.Parent != "" {
 				kids[f.Parent]++
 				if d := strings.Count(f.Visit, "/delegate:"); d > depth {
 					t.Errorf("run %d: %s is %d deep, past max_depth %d", run, f.Visit, d, depth)
@@ -93,7 +92,7 @@ nodes:
 					t.Errorf("run %d: child %s is not under its parent %s", run, f.Visit, f.Parent)
 				}
 			}
-			if f.Type == rundir.FactEnd && strings.Contains(f.Visit, "/delegate:") && f.Usage != nil {
+			if f.Type == record.FactEnd && strings.Contains(f.Visit, "/delegate:") && f.Usage != nil {
 				childSpend += f.Usage.Tokens()
 			}
 		}

@@ -104,10 +104,10 @@ nodes:
 	var sum int64
 	kids := 0
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Usage != nil {
+		if f.Type == record.FactEnd && f.Usage != nil {
 			sum += f.Usage.Tokens()
 		}
-		if f.Type == rundir.FactStart && f.Parent != "" {
+		if f.Type == record.FactStart && f.Parent != "" {
 			kids++
 		}
 	}

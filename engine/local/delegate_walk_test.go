@@ -107,7 +107,7 @@ nodes:
 	}
 	kids := 0
 	for _, f := range facts {
-		if f.Type == rundir.FactStart && f.Parent == "lead" {
+		if f.Type == record.FactStart && f.Parent == "lead" {
 			kids++
 		}
 	}
@@ -217,7 +217,7 @@ nodes:
 		t.Fatal(err)
 	}
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Visit == "lead/delegate:scout#1" && (f.Error == nil || f.Error.Kind != "timeout") {
+		if f.Type == record.FactEnd && f.Visit == "lead/delegate:scout#1" && (f.Error == nil || f.Error.Kind != "timeout") {
 			t.Errorf("the child's end: %+v", f)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 )
@@ -51,7 +52,7 @@ nodes:
 	}
 	facts, _ := rundir.ReadJournal(res.Dir)
 	for _, f := range facts {
-		if f.Type == rundir.FactEnd && f.Output != nil {
+		if f.Type == record.FactEnd && f.Output != nil {
 			fmt.Println(f.Visit, f.Output)
 		}
 	}

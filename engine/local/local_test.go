@@ -73,7 +73,7 @@ func TestLocalAndInMemoryHostsAgree(t *testing.T) {
 func ends(facts []*record.Fact) string {
 	var lines []string
 	for _, f := range facts {
-		if f.Type != rundir.FactEnd {
+		if f.Type != record.FactEnd {
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("%s %v %v", f.Visit, f.Output, f.OK != nil && *f.OK))

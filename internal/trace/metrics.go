@@ -15,7 +15,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // The histograms' bucket boundaries the GenAI conventions advise.
@@ -65,7 +65,7 @@ func newMeters(ctx context.Context, res *resource.Resource, client *http.Client)
 // error.type when it failed, and — for a chat request with usage (u not
 // nil) — its input tokens (cached ones included) and output tokens, as
 // far as reported.
-func (m *meters) record(op genaiconv.OperationNameAttr, model, provider string, u *rundir.Usage, d time.Duration, failed bool, kind string) {
+func (m *meters) record(op genaiconv.OperationNameAttr, model, provider string, u *record.Usage, d time.Duration, failed bool, kind string) {
 	if m == nil {
 		return
 	}
@@ -76,7 +76,7 @@ func (m *meters) record(op genaiconv.OperationNameAttr, model, provider string, 
 		attrs = append(attrs, m.tokens.AttrRequestModel(model))
 	}
 	if u == nil {
-		u = &rundir.Usage{}
+		u = &record.Usage{}
 	}
 	if in := inputTokens(u); in != nil {
 		m.tokens.Record(ctx, *in, op, prov, genaiconv.TokenTypeInput, attrs...)

@@ -3,13 +3,13 @@ package trace
 import (
 	"time"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // request is one chat request of a visit: when it ran and what it spent.
 type request struct {
 	begin, end time.Time
-	usage      *rundir.Usage
+	usage      *record.Usage
 }
 
 // requests splits a visit's usage into its requests where the journal
@@ -21,7 +21,7 @@ type request struct {
 // not account for its usage that way (a step without usage, more spent in
 // the steps than in the visit) is one request, as is a visit of any other
 // driver: the journal records no more of it.
-func requests(f *rundir.Fact, begin time.Time, tools []*rundir.Fact) []request {
+func requests(f *record.Fact, begin time.Time, tools []*record.Fact) []request {
 	whole := []request{{begin, f.Time, f.Usage}}
 	if len(tools) == 0 {
 		return whole
@@ -57,7 +57,7 @@ func requests(f *rundir.Fact, begin time.Time, tools []*rundir.Fact) []request {
 
 // subtract takes o from u, field by field; false when o reports what u
 // does not, or more than u.
-func subtract(u *rundir.Usage, o *rundir.Usage) bool {
+func subtract(u *record.Usage, o *record.Usage) bool {
 	for _, p := range []struct{ a, b **int64 }{
 		{&u.Input, &o.Input}, {&u.Output, &o.Output}, {&u.CacheRead, &o.CacheRead}, {&u.CacheWrite, &o.CacheWrite},
 	} {

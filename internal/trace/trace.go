@@ -29,6 +29,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/secret"
 	"github.com/flowrun/flow/rundir"
 )
@@ -132,7 +133,7 @@ func (r *Run) End(runID, dir string, ok bool) error {
 	var err error
 	end := time.Now()
 	if dir != "" {
-		var facts []*rundir.Fact
+		var facts []*record.Fact
 		if facts, err = rundir.ReadJournal(dir); err == nil {
 			r.providers = providers(dir)
 			end = r.visits(facts, end)

@@ -12,7 +12,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -28,17 +28,17 @@ func TestVisitsFromTheJournal(t *testing.T) {
 	r.ctx, r.span = r.tr.Start(context.Background(), "invoke_workflow f")
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	facts := []*rundir.Fact{
-		{Type: rundir.FactRun, Time: at(0), Status: rundir.StatusRunning},
-		{Type: rundir.FactStart, Time: at(1), Visit: "a"},
-		{Type: rundir.FactEnd, Time: at(2), Visit: "a", Agent: "w", Model: "m1", OK: ptr(false), Session: "s1",
-			Usage: &rundir.Usage{Input: ptr[int64](5), CacheRead: ptr[int64](2)}},
-		{Type: rundir.FactStart, Time: at(3), Visit: "r"},
-		{Type: rundir.FactEnd, Time: at(4), Visit: "r", OK: ptr(true)},
-		{Type: rundir.FactStart, Time: at(5), Visit: "a"},
-		{Type: rundir.FactEnd, Time: at(7), Visit: "a", Agent: "w", Model: "m1", OK: ptr(true), Scope: &rundir.Scope{Path: "flow", Agent: "w"},
-			Usage: &rundir.Usage{Input: ptr[int64](1), Output: ptr[int64](1)}},
-		{Type: rundir.FactRun, Time: at(8), Status: rundir.StatusSucceeded},
+	facts := []*record.Fact{
+		{Type: record.FactRun, Time: at(0), Status: record.StatusRunning},
+		{Type: record.FactStart, Time: at(1), Visit: "a"},
+		{Type: record.FactEnd, Time: at(2), Visit: "a", Agent: "w", Model: "m1", OK: ptr(false), Session: "s1",
+			Usage: &record.Usage{Input: ptr[int64](5), CacheRead: ptr[int64](2)}},
+		{Type: record.FactStart, Time: at(3), Visit: "r"},
+		{Type: record.FactEnd, Time: at(4), Visit: "r", OK: ptr(true)},
+		{Type: record.FactStart, Time: at(5), Visit: "a"},
+		{Type: record.FactEnd, Time: at(7), Visit: "a", Agent: "w", Model: "m1", OK: ptr(true), Scope: &record.Scope{Path: "flow", Agent: "w"},
+			Usage: &record.Usage{Input: ptr[int64](1), Output: ptr[int64](1)}},
+		{Type: record.FactRun, Time: at(8), Status: record.StatusSucceeded},
 	}
 	if end := r.visits(facts, at(99)); !end.Equal(at(8)) {
 		t.Errorf("the run ends at %v, want its end fact's %v", end, at(8))
@@ -100,11 +100,11 @@ func TestToolSpans(t *testing.T) {
 	r.ctx, r.span = r.tr.Start(context.Background(), "invoke_workflow f")
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	facts := []*rundir.Fact{
-		{Type: rundir.FactStart, Time: at(1), Visit: "fix"},
-		{Type: rundir.FactTool, Time: at(3), Visit: "fix", Tool: &rundir.ToolCall{Name: "bash", ID: "c1", WallMS: 1000, Error: true}},
-		{Type: rundir.FactTool, Time: at(5), Visit: "fix", Tool: &rundir.ToolCall{Name: "edit", ID: "c2", WallMS: 500}},
-		{Type: rundir.FactEnd, Time: at(6), Visit: "fix", Agent: "coder", Model: "m", OK: ptr(true), Usage: &rundir.Usage{Input: ptr[int64](9)}},
+	facts := []*record.Fact{
+		{Type: record.FactStart, Time: at(1), Visit: "fix"},
+		{Type: record.FactTool, Time: at(3), Visit: "fix", Tool: &record.ToolCall{Name: "bash", ID: "c1", WallMS: 1000, Error: true}},
+		{Type: record.FactTool, Time: at(5), Visit: "fix", Tool: &record.ToolCall{Name: "edit", ID: "c2", WallMS: 500}},
+		{Type: record.FactEnd, Time: at(6), Visit: "fix", Agent: "coder", Model: "m", OK: ptr(true), Usage: &record.Usage{Input: ptr[int64](9)}},
 	}
 	r.visits(facts, at(9))
 	var names []string
@@ -140,12 +140,12 @@ func TestOtherProtocolsAreRefused(t *testing.T) {
 func TestRequestsOfANativeTurn(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	u := func(in, out int64) *rundir.Usage { return &rundir.Usage{Input: ptr(in), Output: ptr(out)} }
-	end := &rundir.Fact{Type: rundir.FactEnd, Time: at(10), Visit: "fix", Usage: u(100, 30)}
-	tools := []*rundir.Fact{
-		{Type: rundir.FactTool, Time: at(3), Visit: "fix", Tool: &rundir.ToolCall{Turn: "t", Step: 1, Seq: 1, Name: "a", WallMS: 1000, Usage: u(40, 10)}},
-		{Type: rundir.FactTool, Time: at(4), Visit: "fix", Tool: &rundir.ToolCall{Turn: "t", Step: 1, Seq: 2, Name: "b", WallMS: 500}},
-		{Type: rundir.FactTool, Time: at(7), Visit: "fix", Tool: &rundir.ToolCall{Turn: "t", Step: 2, Seq: 3, Name: "c", WallMS: 1000, Usage: u(50, 5)}},
+	u := func(in, out int64) *record.Usage { return &record.Usage{Input: ptr(in), Output: ptr(out)} }
+	end := &record.Fact{Type: record.FactEnd, Time: at(10), Visit: "fix", Usage: u(100, 30)}
+	tools := []*record.Fact{
+		{Type: record.FactTool, Time: at(3), Visit: "fix", Tool: &record.ToolCall{Turn: "t", Step: 1, Seq: 1, Name: "a", WallMS: 1000, Usage: u(40, 10)}},
+		{Type: record.FactTool, Time: at(4), Visit: "fix", Tool: &record.ToolCall{Turn: "t", Step: 1, Seq: 2, Name: "b", WallMS: 500}},
+		{Type: record.FactTool, Time: at(7), Visit: "fix", Tool: &record.ToolCall{Turn: "t", Step: 2, Seq: 3, Name: "c", WallMS: 1000, Usage: u(50, 5)}},
 	}
 	got := requests(end, at(1), tools)
 	want := []struct {
@@ -185,10 +185,10 @@ func TestProviderAndErrorType(t *testing.T) {
 	r := &Run{tp: tp, tr: tp.Tracer("test"), providers: map[string]provider{"w": {driver: "claude"}}}
 	r.ctx, r.span = r.tr.Start(context.Background(), "invoke_workflow f")
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r.visits([]*rundir.Fact{
-		{Type: rundir.FactStart, Time: t0, Visit: "a"},
-		{Type: rundir.FactEnd, Time: t0.Add(time.Second), Visit: "a", Agent: "w", Model: "sonnet", OK: ptr(false),
-			Error: &rundir.Failure{Kind: "timeout", Message: "slow"}, Usage: &rundir.Usage{Input: ptr[int64](1)}},
+	r.visits([]*record.Fact{
+		{Type: record.FactStart, Time: t0, Visit: "a"},
+		{Type: record.FactEnd, Time: t0.Add(time.Second), Visit: "a", Agent: "w", Model: "sonnet", OK: ptr(false),
+			Error: &record.Failure{Kind: "timeout", Message: "slow"}, Usage: &record.Usage{Input: ptr[int64](1)}},
 	}, t0)
 	for _, s := range rec.Ended() {
 		attrs := map[string]string{}

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
-	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/engine/record"
 )
 
 // visits makes, for every end fact that spent or ran an agent, an
@@ -20,25 +20,25 @@ import (
 // before it. The tool facts of a native turn (docs/native.md) become
 // `execute_tool {tool}` children of the visit's span that ends after them,
 // and split its chat span into one per request (request).
-func (r *Run) visits(facts []*rundir.Fact, fallback time.Time) time.Time {
+func (r *Run) visits(facts []*record.Fact, fallback time.Time) time.Time {
 	starts := map[string][]time.Time{}
-	tools := map[string][]*rundir.Fact{}
+	tools := map[string][]*record.Fact{}
 	end := fallback
 	for _, f := range facts {
 		switch f.Type {
-		case rundir.FactStart:
+		case record.FactStart:
 			starts[f.Visit] = append(starts[f.Visit], f.Time)
-		case rundir.FactTool:
+		case record.FactTool:
 			tools[f.Visit] = append(tools[f.Visit], f)
-		case rundir.FactRun:
-			if f.Status != rundir.StatusRunning && !f.Time.IsZero() {
+		case record.FactRun:
+			if f.Status != record.StatusRunning && !f.Time.IsZero() {
 				end = f.Time
 				r.runFailure = ""
 				if f.Error != nil {
 					r.runFailure = string(f.Error.Kind)
 				}
 			}
-		case rundir.FactEnd:
+		case record.FactEnd:
 			if f.Agent == "" && f.Usage == nil {
 				continue
 			}
@@ -56,7 +56,7 @@ func (r *Run) visits(facts []*rundir.Fact, fallback time.Time) time.Time {
 	return end
 }
 
-func (r *Run) visit(f *rundir.Fact, begin time.Time, tools []*rundir.Fact) {
+func (r *Run) visit(f *record.Fact, begin time.Time, tools []*record.Fact) {
 	failed := f.OK != nil && !*f.OK
 	provider := r.providers[f.Agent].name(f.Model)
 	name := "invoke_agent " + f.Agent
@@ -120,7 +120,7 @@ func (r *Run) visit(f *rundir.Fact, begin time.Time, tools []*rundir.Fact) {
 // conversation is the visit's memory session: the id its driver gave the
 // session, else — for a driver that keeps none, such as exec — the memory
 // scope the session belongs to.
-func conversation(f *rundir.Fact) string {
+func conversation(f *record.Fact) string {
 	switch {
 	case f.Session != "":
 		return f.Session
@@ -134,7 +134,7 @@ func conversation(f *rundir.Fact) string {
 // a figure the driver did not report is left out, not sent as 0.
 // gen_ai.usage.input_tokens is every input token, cached ones included
 // (the ledger's input leaves the cache out: docs/drivers.md#usage).
-func chatAttrs(f *rundir.Fact, provider string, u *rundir.Usage) []attribute.KeyValue {
+func chatAttrs(f *record.Fact, provider string, u *record.Usage) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(provider),
 		attribute.String("flow.visit", f.Visit)}
 	if f.Model != "" {
@@ -167,7 +167,7 @@ func chatAttrs(f *rundir.Fact, provider string, u *rundir.Usage) []attribute.Key
 
 // inputTokens is every input token of u, cached ones included; nil when
 // the driver reported none of them.
-func inputTokens(u *rundir.Usage) *int64 {
+func inputTokens(u *record.Usage) *int64 {
 	var n int64
 	any := false
 	for _, p := range []*int64{u.Input, u.CacheRead, u.CacheWrite} {
@@ -181,7 +181,7 @@ func inputTokens(u *rundir.Usage) *int64 {
 	return &n
 }
 
-func failure(f *rundir.Fact) string {
+func failure(f *record.Fact) string {
 	if f.Error != nil {
 		return string(f.Error.Kind) + ": " + f.Error.Message
 	}
@@ -190,7 +190,7 @@ func failure(f *rundir.Fact) string {
 
 // failKind is the failure kind of a failed visit (docs/flow-files.md),
 // "" when its end fact names none.
-func failKind(f *rundir.Fact) string {
+func failKind(f *record.Fact) string {
 	if f.Error != nil {
 		return string(f.Error.Kind)
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/ratelimit"
-	"github.com/flowrun/flow/rundir"
 )
 
 // Paced runs one turn of a CLI through the limiter of its provider key
@@ -29,11 +29,11 @@ func Paced(ctx context.Context, t *engine.Turn, key ratelimit.Key, turn func(con
 	})
 	if q := (*ratelimit.QuotaError)(nil); errors.As(err, &q) {
 		return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{"not started: the provider's quota is gone: " + q.Message}},
-			&rundir.QuotaError{Message: q.Message}
+			&record.QuotaError{Message: q.Message}
 	}
 	if w := (*ratelimit.WaitError)(nil); errors.As(err, &w) {
 		return &engine.TurnResult{Status: engine.Failed, Diagnostics: []string{"not started: " + w.Error()}},
-			fmt.Errorf("%w: %w", w, rundir.ErrRateLimit)
+			fmt.Errorf("%w: %w", w, record.ErrRateLimit)
 	}
 	if err != nil {
 		return nil, err // ctx ended
@@ -52,9 +52,9 @@ func Paced(ctx context.Context, t *engine.Turn, key ratelimit.Key, turn func(con
 	tk.Done(ans)
 	switch {
 	case ans.Quota != "":
-		return res, &rundir.QuotaError{Message: ans.Quota}
+		return res, &record.QuotaError{Message: ans.Quota}
 	case ans.Limited:
-		return res, fmt.Errorf("%s: %w", line, rundir.ErrRateLimit)
+		return res, fmt.Errorf("%s: %w", line, record.ErrRateLimit)
 	}
 	return res, err
 }

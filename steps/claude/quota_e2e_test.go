@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/modelserver"
-	"github.com/flowrun/flow/rundir"
 )
 
 // A 400 about billing_address.country is no quota: the turn fails, and the
@@ -20,7 +20,7 @@ func TestE2EBillingWordIsNoQuota(t *testing.T) {
 	d.opts.BaseURL = s.URL() + "///" // a key of its own in the process-wide registry
 	res, err := d.Turn(context.Background(), newTurn(t, "Say hello."))
 	t.Logf("400: %v; %q", err, res.Diagnostics)
-	if q := (*rundir.QuotaError)(nil); errors.As(err, &q) || errors.Is(err, rundir.ErrRateLimit) {
+	if q := (*record.QuotaError)(nil); errors.As(err, &q) || errors.Is(err, record.ErrRateLimit) {
 		t.Fatalf("Turn = %v; a 400 about billing_address is neither a quota nor a rate limit", err)
 	}
 	res, err = d.Turn(context.Background(), newTurn(t, "Say hello."))

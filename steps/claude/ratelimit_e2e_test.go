@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/modelserver"
-	"github.com/flowrun/flow/rundir"
 )
 
 // Claude Code refused with 429 ends the turn rate_limit, not provider.
@@ -19,7 +19,7 @@ func TestE2ERateLimited(t *testing.T) {
 	d.opts.BaseURL = s.URL() + "/" // a key of its own in the process-wide registry
 	res, err := d.Turn(context.Background(), newTurn(t, "Say hello."))
 	t.Logf("429: %v; %q", err, res.Diagnostics)
-	if !errors.Is(err, rundir.ErrRateLimit) || res.Status != engine.Failed {
+	if !errors.Is(err, record.ErrRateLimit) || res.Status != engine.Failed {
 		t.Fatalf("Turn = %+v, %v; want failed with ErrRateLimit", res, err)
 	}
 }
@@ -34,7 +34,7 @@ func TestE2EQuota(t *testing.T) {
 	for i := range 2 {
 		start := time.Now()
 		res, err := d.Turn(context.Background(), newTurn(t, "Say hello."))
-		q := (*rundir.QuotaError)(nil)
+		q := (*record.QuotaError)(nil)
 		if !errors.As(err, &q) || !strings.Contains(strings.ToLower(q.Message), "credit balance") {
 			t.Fatalf("turn %d = %+v, %v; want a QuotaError with the provider's message", i, res, err)
 		}

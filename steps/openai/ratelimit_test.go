@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/internal/ratelimit"
-	"github.com/flowrun/flow/rundir"
 )
 
 // A refusal for now is sent again within the turn, when the limiter says:
@@ -60,7 +60,7 @@ func TestRateLimitGivesUp(t *testing.T) {
 	s := modelserver.Start(t, modelserver.Reply{Status: 429})
 	d := New(Options{Limits: &ratelimit.Registry{Options: ratelimit.Options{Base: 5 * time.Millisecond, Cap: 20 * time.Millisecond}}, RateRetries: 2})
 	res, err := d.Turn(context.Background(), turn(t, s))
-	if !errors.Is(err, rundir.ErrRateLimit) || res.Status != engine.Failed {
+	if !errors.Is(err, record.ErrRateLimit) || res.Status != engine.Failed {
 		t.Fatalf("Turn = %+v, %v; want failed with ErrRateLimit", res, err)
 	}
 	if n := len(s.Requests()); n != 3 {
@@ -78,7 +78,7 @@ func TestQuotaFailsFast(t *testing.T) {
 	for i := range 2 {
 		start := time.Now()
 		res, err := d.Turn(context.Background(), turn(t, s))
-		q := (*rundir.QuotaError)(nil)
+		q := (*record.QuotaError)(nil)
 		if !errors.As(err, &q) || !strings.Contains(q.Message, "exceeded your current quota") || res.Status != engine.Failed {
 			t.Fatalf("turn %d = %+v, %v; want a QuotaError with the provider's message", i, res, err)
 		}

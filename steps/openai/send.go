@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/ratelimit"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/transcript"
 )
 
@@ -49,10 +49,10 @@ func (d *Driver) send(ctx context.Context, t *engine.Turn, a sendArgs) (*http.Re
 			t.Progress(engine.Progress{Activity: ratelimit.Waiting(w, key)})
 		})
 		if q := (*ratelimit.QuotaError)(nil); errors.As(err, &q) {
-			return fail("the server's quota is gone: "+q.Message, &rundir.QuotaError{Message: q.Message})
+			return fail("the server's quota is gone: "+q.Message, &record.QuotaError{Message: q.Message})
 		}
 		if w := (*ratelimit.WaitError)(nil); errors.As(err, &w) {
-			return fail("not sent: "+w.Error(), fmt.Errorf("%w: %w", w, rundir.ErrRateLimit))
+			return fail("not sent: "+w.Error(), fmt.Errorf("%w: %w", w, record.ErrRateLimit))
 		}
 		if err != nil {
 			return nil, nil, err // ctx ended
@@ -92,12 +92,12 @@ func (d *Driver) send(ctx context.Context, t *engine.Turn, a sendArgs) (*http.Re
 		a.res.Stderr = string(b)
 		switch {
 		case ans.Quota != "":
-			return fail(diag, &rundir.QuotaError{Message: ans.Quota})
+			return fail(diag, &record.QuotaError{Message: ans.Quota})
 		case ans.Limited && attempt < d.opts.RateRetries:
 			a.res.Diagnostics = append(a.res.Diagnostics, diag+"; sent again when the limiter allows")
 			continue
 		case ans.Limited:
-			return fail(diag, fmt.Errorf("%s, %d times: %w", diag, attempt+1, rundir.ErrRateLimit))
+			return fail(diag, fmt.Errorf("%s, %d times: %w", diag, attempt+1, record.ErrRateLimit))
 		}
 		return fail(diag, nil)
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/modelserver"
-	"github.com/flowrun/flow/rundir"
 )
 
 // pi refused with 429 ends the turn rate_limit, not provider.
@@ -16,7 +16,7 @@ func TestE2ERateLimited(t *testing.T) {
 	d, _ := e2e(t, modelserver.Reply{Status: 429})
 	res, err := d.Turn(context.Background(), newTurn(t, "Say hello."))
 	t.Logf("429: %v; %q", err, res.Diagnostics)
-	if !errors.Is(err, rundir.ErrRateLimit) || res.Status != engine.Failed {
+	if !errors.Is(err, record.ErrRateLimit) || res.Status != engine.Failed {
 		t.Fatalf("Turn = %+v, %v; want failed with ErrRateLimit", res, err)
 	}
 }

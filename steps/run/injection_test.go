@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/steps/exec"
@@ -146,7 +147,7 @@ func reports(t *testing.T, dir string) map[string]string {
 	}
 	out := map[string]string{}
 	for _, f := range facts {
-		if m, ok := f.Output.(map[string]any); ok && f.Type == rundir.FactEnd {
+		if m, ok := f.Output.(map[string]any); ok && f.Type == record.FactEnd {
 			if r, ok := m["report"].(string); ok {
 				out[f.Visit] = r
 			}
