@@ -123,7 +123,7 @@ func Walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, earlie
 	}
 	if host.Waiter() == nil {
 		if n := waitingNode(plan); n != nil {
-			return nil, &RefusedError{Msg: fmt.Sprintf("%s: wait %q needs a host that keeps waits; run it with flow run or flow serve, not on Temporal (docs/waits.md)", n.Pos, n.ID)}
+			return nil, &RefusedError{Msg: fmt.Sprintf("%s: wait %q needs a host that keeps waits (docs/waits.md)", n.Pos, n.ID)}
 		}
 	}
 	if host.Workspace() == nil {

@@ -99,7 +99,7 @@ func summarize(dir string, facts []*record.Fact) (*RunInfo, error) {
 	if info.Status == record.StatusInterrupted && heldByLiveProcess(dir) {
 		info.Status = record.StatusRunning
 	}
-	if info.Status == StatusWaiting {
+	if info.Status == StatusWaiting || waitsOnTemporal(dir, info.Status, facts) {
 		info.Waiting = waitingOn(facts)
 	}
 	info.Resumable, info.Why = resumable(info)
@@ -129,7 +129,7 @@ func resumable(info *RunInfo) (bool, string) {
 // are not runs are skipped; a run whose journal is corrupt is listed with
 // StatusCorrupt and the error, naming the file and line, in Why.
 func List(runsDir string) ([]*RunInfo, error) {
-	return eachRun(runsDir, func(dir string) (*RunInfo, error) { return Inspect(dir) })
+	return eachRun(runsDir, Inspect)
 }
 
 // eachRun is what read returns for every run directory under runsDir, a

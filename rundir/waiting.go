@@ -21,3 +21,15 @@ func waitingOn(facts []*record.Fact) []WaitingOn {
 	}
 	return out
 }
+
+// waitsOnTemporal says a run walked on Temporal that has not ended waits
+// there now (docs/waits.md, On Temporal): its workflow holds the wait,
+// so the run is running (its mirror attached) or not followed (none),
+// never ended waiting, and its waits are those journaled and not ended.
+func waitsOnTemporal(dir string, status record.Status, facts []*record.Fact) bool {
+	if status != record.StatusRunning && status != record.StatusInterrupted || len(record.Waits(facts)) == 0 {
+		return false
+	}
+	snap, err := ReadSnapshot(dir)
+	return err == nil && snap.Temporal != nil
+}

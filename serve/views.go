@@ -90,7 +90,9 @@ func (s *Server) runView(info *rundir.RunInfo) *RunView {
 		v.Live = a.liveVisits()
 	}
 	v.Asks = s.asks.list(info.ID)
-	if info.Status == rundir.StatusWaiting && v.Status == string(rundir.StatusWaiting) {
+	// A run on Temporal waits while it runs: its workflow holds the wait
+	// (docs/waits.md, On Temporal).
+	if len(info.Waiting) > 0 && (info.Status != rundir.StatusWaiting || v.Status == string(rundir.StatusWaiting)) {
 		v.Waiting = s.waitViews(info)
 	}
 	return v

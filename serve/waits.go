@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowrun/flow/rundir"
+	"github.com/flowrun/flow/runner"
 )
 
 // TriggerWake is a run that waited, resumed by the server once its wait's
@@ -243,10 +244,15 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, id, dir, by str
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("null")
 	}
-	already, err := rundir.Deliver(dir, name, body, by, time.Now())
+	// A run on Temporal takes it as a signal (docs/waits.md, On Temporal).
+	already, err := runner.Deliver(r.Context(), s.cfg.Backend, dir, name, body, by)
 	switch {
 	case errors.Is(err, rundir.ErrSignalConflict):
 		fail(w, http.StatusConflict, "name", "%v", err)
+		return
+	case errors.Is(err, runner.ErrUnconfirmed):
+		s.log.Warn("event signalled, not confirmed", "run", id, "event", name, "err", err)
+		writeJSON(w, http.StatusAccepted, map[string]any{"run": id, "event": name, "delivered": true, "already": false, "confirmed": false})
 		return
 	case err != nil:
 		fail(w, http.StatusBadRequest, "name", "%v", err)

@@ -142,7 +142,8 @@ func (c *continuer) next(ctx workflow.Context, in *RunInput, carried []*record.F
 	rec.frozen = true
 	keep := carried
 	for _, f := range rec.facts {
-		if f.Type != record.FactEnd && f.Type != record.FactLand && f.Type != record.FactWorktree {
+		// A wait's fact too: its time counts from when it was first reached.
+		if f.Type != record.FactEnd && f.Type != record.FactLand && f.Type != record.FactWorktree && f.Type != record.FactWaiting {
 			continue
 		}
 		g := *f

@@ -245,6 +245,9 @@ func (m *mirror) factEvent(f *record.Fact) {
 		}
 	case record.FactStart:
 		m.emit(&record.Event{Time: f.Time, Type: record.EventVisitStart, Visit: f.Visit, Node: f.Node, Kind: f.Kind})
+	case record.FactWaiting:
+		// The workflow holds the wait (waits.go): the live view says so.
+		m.emit(&record.Event{Time: f.Time, Type: record.EventVisitWaiting, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Wait: f.Wait})
 	case record.FactEnd:
 		delete(m.live, f.Visit)
 		m.emit(&record.Event{Time: f.Time, Type: record.EventVisitEnd, Visit: f.Visit, Node: f.Node, Kind: f.Kind, Agent: f.Agent,

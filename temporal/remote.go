@@ -27,9 +27,6 @@ const Workspaces = true
 // expression is known only when its node runs; the worker checks it
 // then. workDir is the run's working directory.
 func CheckWorkspace(ctx context.Context, plan *flows.Plan, workDir string) error {
-	if err := checkWaits(plan); err != nil {
-		return err
-	}
 	nodes := isolatedNodes(plan)
 	if len(nodes) == 0 {
 		return nil

@@ -51,6 +51,9 @@ type RunInput struct {
 	// Before is how many facts the execution before this one recorded:
 	// a mirror that has them all need not read that closed execution.
 	Before int `json:"before,omitempty"`
+	// Events are the events the execution before this one kept (waits.go),
+	// when the run continued as new: they stay delivered.
+	Events map[string]KeptEvent `json:"events,omitempty"`
 	// Searchable says the run was started with flow's search attributes
 	// (attrs.go): the workflow sets its status attribute when it ends.
 	Searchable bool `json:"searchable,omitempty"`

@@ -97,7 +97,11 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: lv, Recorder: rec, Blind: true, Workspace: ws, Delegator: dels, WorkDir: snap.Settings.WorkDir})
+	waiter, err := newSignalWaiter(ctx, in.Events)
+	if err != nil {
+		return nil, err
+	}
+	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: lv, Recorder: rec, Blind: true, Workspace: ws, Delegator: dels, Waiter: waiter, WorkDir: snap.Settings.WorkDir})
 	// The workflow's cancellation stops the walk with the cause a Ctrl-C
 	// gives, from a coroutine: deterministic.
 	//workflowcheck:ignore Background has no Done, so no goroutine starts; stop runs whole on one coroutine
@@ -111,6 +115,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 		return engine.Walk(withWorkflow(root, w), plan, opts, host, earlier)
 	})
 	if errors.Is(err, errContinue) {
+		in.Events = waiter.events // those taken until now stay delivered
 		return nil, cont.next(ctx, in, earlier[len(in.Earlier):], rec)
 	}
 	if res == nil {

@@ -28,7 +28,8 @@ func (a *app) signalCmd() *cobra.Command {
 			"(an id or a run directory). A wait for EVENT takes it when it is reached, or,\n" +
 			"when the run waits on it already, once it is resumed (flow resume RUN; flow\n" +
 			"serve resumes it by itself). The same data delivered again is taken as\n" +
-			"delivered; other data is refused (exit 1).",
+			"delivered; other data is refused (exit 1). A run on Temporal takes the event as a\n" +
+			"signal to its workflow, and goes on by itself (docs/waits.md, On Temporal).",
 		Example: "  flow signal 20261201-093000-ab12cd deploy-done --data '{\"ok\": true}'\n" +
 			"  flow signal last review --data @review.json",
 		Args: cobra.ExactArgs(2),
@@ -41,16 +42,12 @@ func (a *app) signalCmd() *cobra.Command {
 			if err != nil {
 				return invalid("--data: %v", err)
 			}
+			if snap, err := rundir.ReadSnapshot(dir); err == nil && snap.Temporal != nil {
+				return a.signalTemporal(cmd.Context(), dir, snap.Temporal, args[1], body)
+			}
 			already, err := rundir.Deliver(dir, args[1], body, "flow signal", time.Now())
-			switch {
-			case errors.Is(err, rundir.ErrSignalConflict):
-				return &exitError{code: exitFailed, msg: err.Error()}
-			case err != nil:
-				return invalid("%v", err)
-			case already:
-				fmt.Fprintf(a.stderr, "event %s was delivered to run %s already, with the same data\n", args[1], dirID(dir))
-			default:
-				fmt.Fprintf(a.stderr, "delivered event %s to run %s\n", args[1], dirID(dir))
+			if err := a.delivered(dir, args[1], already, err); err != nil {
+				return err
 			}
 			if info, err := rundir.Inspect(dir); err == nil && info.Status == rundir.StatusWaiting {
 				fmt.Fprintf(a.stderr, "the run waits; go on with `flow resume %s`\n", info.ID)
@@ -60,6 +57,22 @@ func (a *app) signalCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&data, "data", "", "the event's data: JSON, or @FILE to read it from FILE (@- reads standard input)")
 	return cmd
+}
+
+// delivered says how a delivery went: exit 1 for other data than
+// delivered before, 2 for a delivery that could not be made.
+func (a *app) delivered(dir, event string, already bool, err error) error {
+	switch {
+	case errors.Is(err, rundir.ErrSignalConflict):
+		return &exitError{code: exitFailed, msg: err.Error()}
+	case err != nil:
+		return invalid("%v", err)
+	case already:
+		fmt.Fprintf(a.stderr, "event %s was delivered to run %s already, with the same data\n", event, dirID(dir))
+	default:
+		fmt.Fprintf(a.stderr, "delivered event %s to run %s\n", event, dirID(dir))
+	}
+	return nil
 }
 
 // signalData is --data: JSON as given, or read from @FILE; none is null.
