@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -127,12 +128,12 @@ nodes:
 	onHosts(t, func(t *testing.T, h host) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		stopper := &stopOnStart{visit: "wait", cancel: cancel}
-		res, facts, err := h.walk(ctx, t, p, Options{Asker: &scriptedAsker{answer: "ship", by: "bob"}, Commands: stopper})
+		res, facts, err := h.walk(ctx, t, p, local.Config{Commands: stopper}, Options{Asker: &scriptedAsker{answer: "ship", by: "bob"}})
 		if err != nil || res.Status() != record.StatusStopped {
 			t.Fatalf("first attempt should stop: %v %+v", err, res)
 		}
 		second := &scriptedAsker{answer: "hold", by: "carol"}
-		res, facts, err = h.resume(context.Background(), t, p, res, facts, Options{Asker: second, Commands: fakeCommands{}})
+		res, facts, err = h.resume(context.Background(), t, p, res, facts, local.Config{Commands: fakeCommands{}}, Options{Asker: second})
 		if err != nil || !res.OK {
 			t.Fatalf("resume: %v %+v", err, res)
 		}

@@ -48,9 +48,9 @@ func benchRun(b *testing.B, p *flows.Plan, input any, visits int) {
 	var seq atomic.Int64
 	b.ReportAllocs()
 	for b.Loop() {
-		opts := Options{Drivers: map[string]Driver{"exec": noopDriver{}}, RunsDir: runs, WorkDir: runs,
-			Input: input, RunID: fmt.Sprintf("bench-%d", seq.Add(1))}
-		res, err := local.Execute(context.Background(), p, opts)
+		cfg := local.Config{Drivers: map[string]Driver{"exec": noopDriver{}}, RunsDir: runs, WorkDir: runs}
+		opts := Options{Input: input, RunID: fmt.Sprintf("bench-%d", seq.Add(1))}
+		res, err := local.Execute(context.Background(), p, cfg, opts)
 		if err != nil {
 			b.Fatalf("run: %v", err)
 		}
@@ -167,8 +167,9 @@ concurrency: 8
 				}
 			}
 		})
-		opts := Options{Drivers: map[string]Driver{"exec": noopDriver{}}, RunsDir: runs, WorkDir: runs, RunID: fmt.Sprintf("mem-%d", seq.Add(1))}
-		res, err := local.Execute(context.Background(), p, opts)
+		cfg := local.Config{Drivers: map[string]Driver{"exec": noopDriver{}}, RunsDir: runs, WorkDir: runs}
+		opts := Options{RunID: fmt.Sprintf("mem-%d", seq.Add(1))}
+		res, err := local.Execute(context.Background(), p, cfg, opts)
 		close(done)
 		sampler.Wait()
 		if err != nil || !res.OK {

@@ -60,7 +60,7 @@ func (r *runner) workDir(fr *frame) string {
 	if fr.dir != "" {
 		return fr.dir
 	}
-	return r.opts.WorkDir
+	return r.rootDir
 }
 
 func (f *frame) withScope(id, path string) *frame {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
@@ -58,7 +59,7 @@ func runStream(t *testing.T, src string, d *streamDriver) (*Result, []*record.Fa
 func runStreamOn(t *testing.T, h host, src string, d *streamDriver) (*Result, []*record.Fact) {
 	t.Helper()
 	p := load(t, "bud", src)
-	res, facts, err := h.walk(context.Background(), t, p, Options{Drivers: map[string]Driver{"exec": d}, Concurrency: 8})
+	res, facts, err := h.walk(context.Background(), t, p, local.Config{Drivers: map[string]Driver{"exec": d}}, Options{Concurrency: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

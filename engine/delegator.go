@@ -27,7 +27,7 @@ type Delegator interface {
 type DelegateHandler func(ctx context.Context, req DelegateRequest) DelegateReply
 
 // RefuseDelegation is the refusal of plan on a host that cannot serve
-// delegate calls (a local run without Options.Delegates):
+// delegate calls (a local run without local.Config.Delegates):
 // nil when no node of it delegates.
 func RefuseDelegation(plan *flows.Plan) error {
 	n := firstNode(plan, func(n *flows.Node) bool { an := n.AsAgent(); return an != nil && an.Delegate != nil })

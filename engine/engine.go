@@ -18,18 +18,17 @@ import (
 	"github.com/flowrun/flow/schema"
 )
 
-// Options configure one run. The zero value of each field has a documented
-// default; Drivers and Commands must be given for flows that use them.
-// Drivers, Commands, RunsDir, Leaves, Runtime and Delegates are the local
-// host's wiring (package engine/local): the walker reads none of them.
+// Options are the walker's settings of one run: what it walks with and
+// how, the same wherever it walks. The zero value of each field has a
+// documented default. Where the run happens — its drivers, command runner,
+// run directory, working directory, runtime and delegation server — is the
+// host's own configuration (local.Config in package engine/local; a
+// Temporal workflow's host in package temporal), never an Option: the
+// walker reads the host only through Host (TestOptionsHoldNoHostWiring in
+// internal/archtest).
 type Options struct {
-	Drivers  map[string]Driver // by driver name: pi, claude, codex, openai, exec
-	Commands Commander         // runs `run:` nodes
-	// RunsDir holds run directories; default .flow/runs under WorkDir.
-	RunsDir string
-	WorkDir string // default (package engine/local): the current directory
-	RunID   string // default: a fresh one (rundir.NewRunID)
-	Input   any    // the run's input, before defaults
+	RunID string // default: a fresh one (rundir.NewRunID)
+	Input any    // the run's input, before defaults
 	// Settings are the run-wide overrides of model and timeout (docs/flow-files.md, agent),
 	// resolved by flows.Settings as `flow plan` resolves them.
 	Settings flows.Settings
@@ -57,13 +56,6 @@ type Options struct {
 	// environment variable whose name says it holds a secret, are added
 	// by the engine and the run directory themselves.
 	Secrets []string
-	// Leaves runs agent turns and commands; default (package
-	// engine/local) the local leaves of Drivers and Commands. A remote
-	// LeafRunner (package temporal) replaces both.
-	Leaves LeafRunner
-	// Runtime is where the walk happens; default (package engine/local)
-	// this process.
-	Runtime Runtime
 	// Repeat is a sweep cell's repeat (from 1): part of every visit key,
 	// since repeats are distinct samples (docs/reuse-and-tests.md).
 	Repeat int
@@ -79,12 +71,6 @@ type Options struct {
 	// spending, by visit (rundir.Killed): a visit that runs again counts
 	// it, marked partial (docs/resume-and-budgets.md).
 	Killed map[string]int64
-
-	// Delegates opens the delegation server of a run in this process, in
-	// its run directory (local.Delegates), and returns it with what closes
-	// it; nil: no turn may delegate, and a plan that delegates is refused
-	// (docs/delegation.md). Read by the local host only.
-	Delegates func(runDir string) (Delegator, func())
 }
 
 // Result is how a run ended.
@@ -119,8 +105,8 @@ func (r *Result) Status() record.Status {
 
 // Walk runs plan on host (the local host's run directory and processes,
 // package engine/local; a Temporal workflow walking the plan it rebuilt
-// from the run's snapshot): every effect of the walk is one of host's;
-// opts.Runtime and opts.Leaves are not read. opts.RunID names the run;
+// from the run's snapshot): every effect of the walk is one of host's,
+// and where leaves work is host's WorkDir. opts.RunID names the run;
 // earlier holds the facts of earlier attempts when the run resumes.
 // Walk neither creates a run directory nor ends processes: host owns
 // where facts and processes live. Isolated scopes need the host's
@@ -180,7 +166,7 @@ func (o *Options) check(plan *flows.Plan) error {
 // rec's Finish.
 func walk(ctx context.Context, plan *flows.Plan, opts Options, host Host, input any, earlier []*record.Fact, notes ...string) (*Result, error) {
 	rec := host
-	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(),
+	r := &runner{plan: plan, opts: opts, dir: host, rt: host, leaves: host, live: opts.Live, redactor: host.Redactor(), workspace: host.Workspace(), blind: host.Blind(), rootDir: host.WorkDir(),
 		mu: host.NewLock(), sessions: map[record.Scope]*session{}, ledger: newLedger(host),
 		waiter: host.Waiter(), waits: map[string]*record.Fact{},
 		delegates: host.Delegator(), delegators: map[string]*delegator{}, children: delegation.NewRegistry(host.NewLock()), infra: delegation.NewInfra(host.NewLock())}
@@ -257,7 +243,8 @@ type runner struct {
 	// redactor and workspace are the host's (Host.Redactor, Host.Workspace).
 	redactor  *secret.Redactor
 	workspace worktrees.Workspace
-	blind     bool // the host's turns cannot be watched live (Parts.Blind)
+	blind     bool   // the host's turns cannot be watched live (Parts.Blind)
+	rootDir   string // where leaves work outside isolated scopes (Host.WorkDir)
 	rt        Runtime
 	leaves    LeafRunner
 	live      Semaphore // the run-wide cap on live agent turns

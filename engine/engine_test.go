@@ -293,9 +293,7 @@ func TestParallelFailFastCancelsSiblings(t *testing.T) {
 	}}
 	d.delay = 0
 	slow := &slowDriver{inner: d}
-	opts := Options{}
-	opts.Drivers = map[string]Driver{"exec": slow}
-	opts.RunsDir = t.TempDir()
+	cfg := local.Config{Drivers: map[string]Driver{"exec": slow}, RunsDir: t.TempDir()}
 	// In a synctest bubble the clock moves only when every goroutine of the
 	// run waits: the slow sibling's 10 s pass at once unless fail_fast
 	// cancels it, whatever the machine's load.
@@ -303,7 +301,7 @@ func TestParallelFailFastCancelsSiblings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		var err error
-		res, err = local.Execute(context.Background(), p, opts)
+		res, err = local.Execute(context.Background(), p, cfg, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -424,7 +422,7 @@ func TestStoppedWhenInterrupted(t *testing.T) {
 		d := &fakeDriver{delay: 10 * time.Second}
 		ctx, cancel := context.WithCancelCause(context.Background())
 		time.AfterFunc(100*time.Millisecond, func() { cancel(ErrStopped) })
-		res, _, err := h.walk(ctx, t, p, Options{Drivers: map[string]Driver{"exec": d}})
+		res, _, err := h.walk(ctx, t, p, local.Config{Drivers: map[string]Driver{"exec": d}}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -448,7 +446,7 @@ input:
 		if !res.OK || !strings.HasPrefix(d.turns[0].Prompt, "g at 3") {
 			t.Fatalf("defaults: %+v %q", res.Failure, d.turns[0].Prompt)
 		}
-		_, _, err := h.walk(context.Background(), t, p, Options{Drivers: map[string]Driver{"exec": d}})
+		_, _, err := h.walk(context.Background(), t, p, local.Config{Drivers: map[string]Driver{"exec": d}}, Options{})
 		var ie *InputError
 		if !errors.As(err, &ie) {
 			t.Fatalf("missing required input: want InputError, got %v", err)
@@ -470,7 +468,7 @@ nodes:
 nodes:
   - {id: ship, ask: Ship it?}
 `)
-		_, _, err := h.walk(context.Background(), t, p, Options{})
+		_, _, err := h.walk(context.Background(), t, p, local.Config{}, Options{})
 		var re *RefusedError
 		if !errors.As(err, &re) {
 			t.Fatalf("an ask without default must be refused unattended, got %v", err)
@@ -540,7 +538,7 @@ budget: {tokens: 1200}
 `)
 	onHosts(t, func(t *testing.T, h host) {
 		d := &budgetDriver{}
-		res, _, err := h.walk(context.Background(), t, p, Options{Drivers: map[string]Driver{"exec": d}})
+		res, _, err := h.walk(context.Background(), t, p, local.Config{Drivers: map[string]Driver{"exec": d}}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -566,7 +564,7 @@ func TestBudgetStopsARunningTurn(t *testing.T) {
         do: [{id: noted, run: [echo, over]}]
 `)
 	d := &budgetDriver{stream: true}
-	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, RunsDir: t.TempDir()})
+	res, err := local.Execute(context.Background(), p, local.Config{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, RunsDir: t.TempDir()}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +628,7 @@ func TestResumeReplaysEndedVisits(t *testing.T) {
 			return "done", nil
 		}}
 		dir := t.TempDir()
-		res, facts, err := h.walk(context.Background(), t, p, Options{Drivers: map[string]Driver{"exec": failing}, RunsDir: dir, RunID: "r1"})
+		res, facts, err := h.walk(context.Background(), t, p, local.Config{Drivers: map[string]Driver{"exec": failing}, RunsDir: dir}, Options{RunID: "r1"})
 		if err != nil || res.OK || res.Failure.Root().Kind != schema.FailProvider {
 			t.Fatalf("first attempt: %v %+v", err, res.Failure)
 		}
@@ -643,7 +641,7 @@ func TestResumeReplaysEndedVisits(t *testing.T) {
 		if len(facts) == 0 {
 			t.Fatal("the first attempt journaled nothing")
 		}
-		res, _, err = h.resume(context.Background(), t, p, res, facts, Options{Drivers: map[string]Driver{"exec": second}})
+		res, _, err = h.resume(context.Background(), t, p, res, facts, local.Config{Drivers: map[string]Driver{"exec": second}}, Options{})
 		if err != nil || !res.OK {
 			t.Fatalf("resume: %v %+v", err, res.Failure)
 		}
@@ -785,7 +783,7 @@ timeout: 20ms
 `+agents+`nodes:
   - {id: slow, agent: worker, prompt: x}
 `)
-	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": deafDriver{after: 100 * time.Millisecond}}, RunsDir: t.TempDir()})
+	res, err := local.Execute(context.Background(), p, local.Config{Drivers: map[string]Driver{"exec": deafDriver{after: 100 * time.Millisecond}}, RunsDir: t.TempDir()}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -863,14 +861,13 @@ func TestResumeDoesNotJournalEndedBlocksAgain(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 			return "done", nil
 		}}
-		res, facts, err := h.walk(context.Background(), t, p, Options{Drivers: map[string]Driver{"exec": failing}, RunID: "r1"})
+		res, facts, err := h.walk(context.Background(), t, p, local.Config{Drivers: map[string]Driver{"exec": failing}}, Options{RunID: "r1"})
 		if err != nil || res.OK {
 			t.Fatalf("first attempt: %v %+v", err, res.Failure)
 		}
 		var events []*record.Event
 		var mu sync.Mutex
-		res, facts, err = h.resume(context.Background(), t, p, res, facts, Options{Drivers: map[string]Driver{"exec": &fakeDriver{}},
-			OnEvent: func(e *record.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
+		res, facts, err = h.resume(context.Background(), t, p, res, facts, local.Config{Drivers: map[string]Driver{"exec": &fakeDriver{}}}, Options{OnEvent: func(e *record.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
 		if err != nil || !res.OK {
 			t.Fatalf("resume: %v %+v", err, res.Failure)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/flows/osdisk"
@@ -79,8 +80,7 @@ func FuzzLoadAndRun(f *testing.F) {
 		for _, h := range hosts {
 			ctx, cancel := context.WithTimeoutCause(context.Background(), 300*time.Millisecond, ErrStopped)
 			start := time.Now()
-			_, _, _ = h.walk(ctx, t, plan, Options{Drivers: drivers, Commands: dryCommands{},
-				WorkDir: dir, Input: zeroOf(plan.Root.Input), Backoff: time.Millisecond})
+			_, _, _ = h.walk(ctx, t, plan, local.Config{Drivers: drivers, Commands: dryCommands{}, WorkDir: dir}, Options{Input: zeroOf(plan.Root.Input), Backoff: time.Millisecond})
 			cancel()
 			if took := time.Since(start); took > 20*time.Second {
 				t.Errorf("the run on the %s host ended %v after it started, though stopped after 300 ms:\n%s", h.name, took, src)

@@ -39,6 +39,10 @@ type Host interface {
 	// Result say it), or "" on a host that keeps none: the run's id is
 	// said instead.
 	RunDir() string
+	// WorkDir is where the run works: the directory of a leaf outside an
+	// isolated scope, and what a relative `repo:` is taken from. "" is
+	// the directory the leaves run in.
+	WorkDir() string
 }
 
 // Parts are what NewHost makes a Host of.
@@ -56,8 +60,9 @@ type Parts struct {
 	// no turn on this host may delegate.
 	Delegator Delegator
 	// Waiter keeps the run's waits (docs/waits.md); nil: no node may wait.
-	Waiter Waiter
-	RunDir string // Host.RunDir
+	Waiter  Waiter
+	RunDir  string // Host.RunDir
+	WorkDir string // Host.WorkDir
 }
 
 // hostOf is a Host made of its parts.
@@ -78,6 +83,8 @@ func (h hostOf) Redactor() *secret.Redactor { return h.p.Redactor }
 func (h hostOf) Blind() bool { return h.p.Blind }
 
 func (h hostOf) RunDir() string { return h.p.RunDir }
+
+func (h hostOf) WorkDir() string { return h.p.WorkDir }
 
 // Delegator is nil, not a nil value in an interface, when h has none.
 func (h hostOf) Delegator() Delegator {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	. "github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/flows/osdisk"
 	"github.com/flowrun/flow/schema"
@@ -32,7 +33,7 @@ nodes:
 			{map[string]any{"fiel": "x"}, `unknown field "fiel"; did you mean "file"? (declared: file, opts)`},
 			{map[string]any{"opts": map[string]any{"dept": 2}}, `unknown field "dept" at opts; did you mean "depth"?`},
 		} {
-			_, _, err := h.walk(context.Background(), t, p, Options{Commands: fakeCommands{}, Input: c.in})
+			_, _, err := h.walk(context.Background(), t, p, local.Config{Commands: fakeCommands{}}, Options{Input: c.in})
 			var ie *InputError
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("input %v: got %v, want an InputError saying %q", c.in, err, c.want)

@@ -21,15 +21,16 @@ import (
 func TestHostileRunIDCollision(t *testing.T) {
 	p := load(t, "one", "name: one\n"+agents+"nodes:\n  - {id: a, agent: worker, prompt: x}\n")
 	runs := t.TempDir()
-	opts := Options{Drivers: map[string]Driver{"exec": &fakeDriver{}}, Commands: fakeCommands{}, RunsDir: runs, RunID: "taken"}
-	if _, err := local.Execute(context.Background(), p, opts); err != nil {
+	cfg := local.Config{Drivers: map[string]Driver{"exec": &fakeDriver{}}, Commands: fakeCommands{}, RunsDir: runs}
+	opts := Options{RunID: "taken"}
+	if _, err := local.Execute(context.Background(), p, cfg, opts); err != nil {
 		t.Fatal(err)
 	}
 	before, err := os.ReadFile(filepath.Join(runs, "taken", "journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := local.Execute(context.Background(), p, opts); err == nil || !strings.Contains(err.Error(), "exists") {
+	if _, err := local.Execute(context.Background(), p, cfg, opts); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Fatalf("a second run with the same id: %v, want refused", err)
 	}
 	after, _ := os.ReadFile(filepath.Join(runs, "taken", "journal.jsonl"))

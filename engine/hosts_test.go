@@ -28,12 +28,14 @@ import (
 // "The local host leaves package engine").
 type host struct {
 	name string
-	// walk walks p to its end with opts, returning how it ended and its
+	// walk walks p to its end with cfg (the local host's wiring; the
+	// in-memory host takes its Drivers, Commands and WorkDir) and opts,
+	// returning how it ended and its
 	// facts; an error means the run could not start.
-	walk func(ctx context.Context, t *testing.T, p *flows.Plan, opts Options) (*Result, []*record.Fact, error)
+	walk func(ctx context.Context, t *testing.T, p *flows.Plan, cfg local.Config, opts Options) (*Result, []*record.Fact, error)
 	// resume continues the run that walk ended as first, with facts, to
 	// its end, returning how it ended and its facts, both attempts'.
-	resume func(ctx context.Context, t *testing.T, p *flows.Plan, first *Result, facts []*record.Fact, opts Options) (*Result, []*record.Fact, error)
+	resume func(ctx context.Context, t *testing.T, p *flows.Plan, first *Result, facts []*record.Fact, cfg local.Config, opts Options) (*Result, []*record.Fact, error)
 	// now is the host's clock as a walk starts: a time no fact of the
 	// walk is before.
 	now func() time.Time
@@ -54,12 +56,12 @@ func onHosts(t *testing.T, test func(t *testing.T, h host)) {
 	}
 }
 
-func walkLocal(ctx context.Context, t *testing.T, p *flows.Plan, opts Options) (*Result, []*record.Fact, error) {
+func walkLocal(ctx context.Context, t *testing.T, p *flows.Plan, cfg local.Config, opts Options) (*Result, []*record.Fact, error) {
 	t.Helper()
-	if opts.RunsDir == "" {
-		opts.RunsDir = t.TempDir()
+	if cfg.RunsDir == "" {
+		cfg.RunsDir = t.TempDir()
 	}
-	res, err := local.Execute(ctx, p, opts)
+	res, err := local.Execute(ctx, p, cfg, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -71,9 +73,9 @@ func walkLocal(ctx context.Context, t *testing.T, p *flows.Plan, opts Options) (
 }
 
 // resumeLocal is local.Resume of the run directory.
-func resumeLocal(ctx context.Context, t *testing.T, _ *flows.Plan, first *Result, _ []*record.Fact, opts Options) (*Result, []*record.Fact, error) {
+func resumeLocal(ctx context.Context, t *testing.T, _ *flows.Plan, first *Result, _ []*record.Fact, cfg local.Config, opts Options) (*Result, []*record.Fact, error) {
 	t.Helper()
-	res, err := local.Resume(ctx, first.Dir, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}}, opts)
+	res, err := local.Resume(ctx, first.Dir, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}}, cfg, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,31 +88,31 @@ func resumeLocal(ctx context.Context, t *testing.T, _ *flows.Plan, first *Result
 
 // resumeInMemory walks the plan again on a fresh in-memory host with the
 // first attempt's facts, as a workflow resumes a run.
-func resumeInMemory(ctx context.Context, t *testing.T, p *flows.Plan, first *Result, facts []*record.Fact, opts Options) (*Result, []*record.Fact, error) {
+func resumeInMemory(ctx context.Context, t *testing.T, p *flows.Plan, first *Result, facts []*record.Fact, cfg local.Config, opts Options) (*Result, []*record.Fact, error) {
 	t.Helper()
 	opts.RunID = first.RunID
-	res, more, err := walkInMemoryAfter(ctx, t, p, opts, facts)
+	res, more, err := walkInMemoryAfter(ctx, t, p, cfg, opts, facts)
 	return res, append(slices.Clone(facts), more...), err
 }
 
-func walkInMemory(ctx context.Context, t *testing.T, p *flows.Plan, opts Options) (*Result, []*record.Fact, error) {
+func walkInMemory(ctx context.Context, t *testing.T, p *flows.Plan, cfg local.Config, opts Options) (*Result, []*record.Fact, error) {
 	t.Helper()
 	if opts.RunID == "" {
 		opts.RunID = "r1"
 	}
-	return walkInMemoryAfter(ctx, t, p, opts, nil)
+	return walkInMemoryAfter(ctx, t, p, cfg, opts, nil)
 }
 
-func walkInMemoryAfter(ctx context.Context, t *testing.T, p *flows.Plan, opts Options, earlier []*record.Fact) (*Result, []*record.Fact, error) {
+func walkInMemoryAfter(ctx context.Context, t *testing.T, p *flows.Plan, cfg local.Config, opts Options, earlier []*record.Fact) (*Result, []*record.Fact, error) {
 	t.Helper()
-	if opts.WorkDir == "" { // as the local host takes it
+	if cfg.WorkDir == "" { // as the local host takes it
 		wd, err := os.Getwd()
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.WorkDir = wd
+		cfg.WorkDir = wd
 	}
-	h := memoryHost{Host: enginetest.New(), drivers: opts.Drivers, commands: opts.Commands}
+	h := memoryHost{Host: enginetest.New(), drivers: cfg.Drivers, commands: cfg.Commands}
 	res, err := Walk(ctx, p, opts, h, earlier)
 	if err != nil {
 		return nil, nil, err
@@ -177,10 +179,9 @@ func (m memoryHost) Command(ctx context.Context, c *Command) (*CommandResult, er
 // executeOn is execute on host h.
 func executeOn(t *testing.T, h host, p *flows.Plan, d *fakeDriver, opts Options) (*Result, []*record.Fact) {
 	t.Helper()
-	opts.Drivers = map[string]Driver{"exec": d}
-	opts.Commands = fakeCommands{}
+	cfg := local.Config{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}}
 	opts.Backoff = time.Millisecond
-	res, facts, err := h.walk(context.Background(), t, p, opts)
+	res, facts, err := h.walk(context.Background(), t, p, cfg, opts)
 	if err != nil {
 		t.Fatalf("execute on %s: %v", h.name, err)
 	}

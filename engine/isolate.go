@@ -93,7 +93,7 @@ func (r *runner) scopeFor(fr *frame, n *flows.Node, vars map[string]any, name st
 // repoDir is the directory whose repository an isolated node works in.
 func (r *runner) repoDir(n *flows.Node, vars map[string]any) (string, error) {
 	if n.Repo == nil {
-		return r.opts.WorkDir, nil
+		return r.rootDir, nil
 	}
 	s, err := render(n.Repo, vars)
 	if err != nil {
@@ -104,7 +104,7 @@ func (r *runner) repoDir(n *flows.Node, vars map[string]any) (string, error) {
 		return "", fmt.Errorf("repo: %s gave an empty directory", n.Repo.Source)
 	}
 	if !filepath.IsAbs(s) {
-		s = filepath.Join(r.opts.WorkDir, s)
+		s = filepath.Join(r.rootDir, s)
 	}
 	return s, nil
 }

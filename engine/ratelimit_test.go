@@ -24,7 +24,7 @@ func TestRateLimitAndQuotaKinds(t *testing.T) {
 			"broke": &record.QuotaError{Message: "You exceeded your current quota"},
 		}}
 		rec := &memoryRecorder{}
-		if _, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: h.runtime(), Leaves: leaves, Recorder: rec}), nil); err != nil {
+		if _, err := Walk(context.Background(), p, Options{RunID: "r1"}, NewHost(Parts{WorkDir: t.TempDir(), Runtime: h.runtime(), Leaves: leaves, Recorder: rec}), nil); err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]*record.Failure{}

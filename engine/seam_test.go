@@ -82,7 +82,7 @@ budget: {tokens: 100}
 			"cmdslow": fmt.Errorf("leaf: %w", ErrTimeout),
 		}}
 		rec := &memoryRecorder{}
-		res, err := Walk(context.Background(), p, Options{RunID: "r1", WorkDir: t.TempDir()}, NewHost(Parts{Runtime: h.runtime(), Leaves: leaves, Recorder: rec}), nil)
+		res, err := Walk(context.Background(), p, Options{RunID: "r1"}, NewHost(Parts{WorkDir: t.TempDir(), Runtime: h.runtime(), Leaves: leaves, Recorder: rec}), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

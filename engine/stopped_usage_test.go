@@ -42,7 +42,7 @@ func TestStoppedTurnsRecordTheirUsage(t *testing.T) {
 				<-ctx.Done()
 				return &TurnResult{Status: Aborted, Usage: record.Usage{Input: &in, CacheRead: &cached, Partial: true}}, context.Cause(ctx)
 			})
-			res, err := local.Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()})
+			res, err := local.Execute(ctx, p, local.Config{Drivers: map[string]Driver{"exec": d}, RunsDir: t.TempDir()}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

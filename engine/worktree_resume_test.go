@@ -53,7 +53,7 @@ func gitOut(dir string, args ...string) string {
 
 func resumeIn(t *testing.T, runDir string, d Driver) (*Result, []*record.Fact) {
 	t.Helper()
-	res, err := local.Resume(context.Background(), runDir, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}}, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, Backoff: time.Millisecond})
+	res, err := local.Resume(context.Background(), runDir, flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}}, local.Config{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}}, Options{Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
@@ -99,7 +99,7 @@ func TestResumeAfterAStopLandsEachScopeOnceInOrder(t *testing.T) {
 		}
 		return &TurnResult{Status: Completed, Output: "ok"}, nil
 	})
-	res, err := local.Execute(ctx, p, Options{Drivers: map[string]Driver{"exec": first}, Commands: fakeCommands{}, RunsDir: t.TempDir(), WorkDir: dir})
+	res, err := local.Execute(ctx, p, local.Config{Drivers: map[string]Driver{"exec": first}, Commands: fakeCommands{}, RunsDir: t.TempDir(), WorkDir: dir}, Options{})
 	if err != nil || res.OK || res.Status() != record.StatusStopped {
 		t.Fatalf("first attempt: %v %+v", err, res.Failure)
 	}

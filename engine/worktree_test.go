@@ -107,8 +107,7 @@ func (w *writer) Turn(ctx context.Context, t *Turn) (*TurnResult, error) {
 
 func runIn(t *testing.T, dir string, p *flows.Plan, d Driver) (*Result, []*record.Fact) {
 	t.Helper()
-	res, err := local.Execute(context.Background(), p, Options{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{},
-		RunsDir: t.TempDir(), WorkDir: dir, Backoff: time.Millisecond})
+	res, err := local.Execute(context.Background(), p, local.Config{Drivers: map[string]Driver{"exec": d}, Commands: fakeCommands{}, RunsDir: t.TempDir(), WorkDir: dir}, Options{Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}

@@ -34,7 +34,7 @@ func TestDryNamesFirstDifference(t *testing.T) {
 		t.Fatal(err)
 	}
 	dry := &reuse.Dry{From: set}
-	res, err := local.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: baseInput, RunsDir: t.TempDir(), Leaves: dry})
+	res, err := local.Execute(context.Background(), plan, local.Config{WorkDir: project(t, dir), RunsDir: t.TempDir(), Leaves: dry}, engine.Options{Input: baseInput})
 	if err != nil || !res.OK {
 		t.Fatalf("the dry walk failed: %v %v", err, res.Failure)
 	}

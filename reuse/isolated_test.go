@@ -43,16 +43,16 @@ func runIso(t *testing.T, repo string, from ...string) (*engine.Result, []string
 	if plan == nil || diags.HasErrors() {
 		t.Fatalf("loading: %v", diags)
 	}
-	opts := engine.Options{WorkDir: repo, Input: map[string]any{"notes": []any{"alpha", "beta"}},
-		Drivers: map[string]engine.Driver{"exec": exec.New(exec.Options{})}, Commands: run.New()}
+	cfg := local.Config{WorkDir: repo, Drivers: map[string]engine.Driver{"exec": exec.New(exec.Options{})}, Commands: run.New()}
+	opts := engine.Options{Input: map[string]any{"notes": []any{"alpha", "beta"}}}
 	if len(from) > 0 {
 		set, err := reuse.Open("", from...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.Leaves = &reuse.Leaves{From: set, Next: local.Leaves{Drivers: opts.Drivers, Commands: opts.Commands}}
+		cfg.Leaves = &reuse.Leaves{From: set, Next: local.Leaves{Drivers: cfg.Drivers, Commands: cfg.Commands}}
 	}
-	res, err := local.Execute(context.Background(), plan, opts)
+	res, err := local.Execute(context.Background(), plan, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,15 +86,16 @@ func runFlow(t *testing.T, dir string, input any, from ...string) (*engine.Resul
 	if plan == nil {
 		t.Fatalf("loading: %v", diags)
 	}
-	opts := engine.Options{WorkDir: project(t, dir), Input: input, Drivers: map[string]engine.Driver{"exec": exec.New(exec.Options{})}, Commands: run.New()}
+	cfg := local.Config{WorkDir: project(t, dir), Drivers: map[string]engine.Driver{"exec": exec.New(exec.Options{})}, Commands: run.New()}
+	opts := engine.Options{Input: input}
 	if len(from) > 0 {
 		set, err := reuse.Open("", from...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.Leaves = &reuse.Leaves{From: set, Next: local.Leaves{Drivers: opts.Drivers, Commands: opts.Commands}}
+		cfg.Leaves = &reuse.Leaves{From: set, Next: local.Leaves{Drivers: cfg.Drivers, Commands: cfg.Commands}}
 	}
-	res, err := local.Execute(context.Background(), plan, opts)
+	res, err := local.Execute(context.Background(), plan, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 		t.Fatalf("the cassette's input: %v %v", input, err)
 	}
 	leaves := &reuse.Leaves{From: set, Commands: run.New(), LiveCommands: true}
-	out, err := local.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: input, Leaves: leaves})
+	out, err := local.Execute(context.Background(), plan, local.Config{WorkDir: project(t, dir), Leaves: leaves}, engine.Options{Input: input})
 	if err != nil || !out.OK {
 		t.Fatalf("the replay failed: %v %v %v", err, out.Failure, leaves.Misses())
 	}
@@ -220,7 +221,7 @@ func TestCassetteReplaysElsewhere(t *testing.T) {
 	edit(t, dir, "big.yaml", "Continue.", "Continue, please.")
 	plan, _ = flows.Load(filepath.Join(dir, "big.yaml"), flows.Options{Disk: osdisk.OS, WorkDir: dir, UserAgentDirs: []string{}})
 	leaves = &reuse.Leaves{From: set, Commands: run.New(), LiveCommands: true}
-	out, err = local.Execute(context.Background(), plan, engine.Options{WorkDir: project(t, dir), Input: input, Leaves: leaves})
+	out, err = local.Execute(context.Background(), plan, local.Config{WorkDir: project(t, dir), Leaves: leaves}, engine.Options{Input: input})
 	if err != nil || out.OK {
 		t.Fatalf("an edited prompt replayed: %v", err)
 	}

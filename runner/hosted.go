@@ -25,10 +25,10 @@ type hosted struct {
 
 var _ Backend = (*hosted)(nil)
 
-func (h *hosted) Start(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
-	opts = h.r.fill(opts)
+func (h *hosted) Start(ctx context.Context, plan *flows.Plan, host Host, opts engine.Options) (*engine.Result, error) {
+	host, opts = h.r.fill(host, opts)
 	if h.local {
-		if err := h.wire(&opts); err != nil {
+		if err := h.wire(&host); err != nil {
 			return nil, err
 		}
 		if h.leaves.live {
@@ -37,20 +37,21 @@ func (h *hosted) Start(ctx context.Context, plan *flows.Plan, opts engine.Option
 			}
 		}
 	}
-	return h.r.traced(ctx, plan.Root.Name, func(ctx context.Context) (*engine.Result, error) { return h.inner.Start(ctx, plan, opts) })
+	return h.r.traced(ctx, plan.Root.Name, func(ctx context.Context) (*engine.Result, error) { return h.inner.Start(ctx, plan, host, opts) })
 }
 
 // Check is the inner backend's, with what the process shares filled in.
-func (h *hosted) Check(ctx context.Context, plan *flows.Plan, opts engine.Options) error {
-	return Check(ctx, h.inner, plan, h.r.fill(opts))
+func (h *hosted) Check(ctx context.Context, plan *flows.Plan, host Host, opts engine.Options) error {
+	host, opts = h.r.fill(host, opts)
+	return Check(ctx, h.inner, plan, host, opts)
 }
 
-func (h *hosted) Resume(ctx context.Context, dir string, opts engine.Options) (*engine.Result, error) {
-	opts = h.r.fill(opts)
+func (h *hosted) Resume(ctx context.Context, dir string, host Host, opts engine.Options) (*engine.Result, error) {
+	host, opts = h.r.fill(host, opts)
 	snap, err := rundir.ReadSnapshot(dir)
 	here := h.local || (err == nil && snap.Temporal == nil)
 	if here {
-		if err := h.wire(&opts); err != nil {
+		if err := h.wire(&host); err != nil {
 			return nil, err
 		}
 	}
@@ -67,11 +68,12 @@ func (h *hosted) Resume(ctx context.Context, dir string, opts engine.Options) (*
 	if err == nil {
 		flow = snap.Flow
 	}
-	return h.r.traced(ctx, flow, func(ctx context.Context) (*engine.Result, error) { return h.inner.Resume(ctx, dir, opts) })
+	return h.r.traced(ctx, flow, func(ctx context.Context) (*engine.Result, error) { return h.inner.Resume(ctx, dir, host, opts) })
 }
 
 func (h *hosted) Attach(ctx context.Context, runsDir, id string, opts engine.Options) (*engine.Result, error) {
-	return h.inner.Attach(ctx, runsDir, id, h.r.fill(opts))
+	_, opts = h.r.fill(Host{}, opts)
+	return h.inner.Attach(ctx, runsDir, id, opts)
 }
 
 func (h *hosted) Stop(cancel context.CancelCauseFunc, how Stopping) { h.inner.Stop(cancel, how) }
@@ -86,16 +88,16 @@ func (h *hosted) Schedules(dir string) Schedules {
 
 // wire gives a run walked here its leaves, as the LeafOptions say, and
 // its delegation server.
-func (h *hosted) wire(opts *engine.Options) error {
-	if opts.Leaves == nil {
-		live := local.Leaves{Drivers: opts.Drivers, Commands: opts.Commands}
+func (h *hosted) wire(host *Host) error {
+	if host.Leaves == nil {
+		live := local.Leaves{Drivers: host.Drivers, Commands: host.Commands}
 		l, err := h.leaves.make(live)
 		if err != nil {
 			return err
 		}
-		opts.Leaves = l
+		host.Leaves = l
 	}
-	delegates(opts)
+	delegates(host)
 	return nil
 }
 
@@ -136,7 +138,7 @@ type filledSchedules struct {
 func (s filledSchedules) Sync(ctx context.Context, scheduled map[string]Scheduled) error {
 	filled := make(map[string]Scheduled, len(scheduled))
 	for name, sc := range scheduled {
-		sc.Opts = s.r.fill(sc.Opts)
+		sc.Host, sc.Opts = s.r.fill(sc.Host, sc.Opts)
 		filled[name] = sc
 	}
 	return s.Schedules.Sync(ctx, filled)

@@ -19,16 +19,16 @@ type Local struct {
 var _ Backend = Local{}
 
 // Start walks plan here.
-func (Local) Start(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
-	delegates(&opts)
-	return local.Execute(ctx, plan, opts)
+func (Local) Start(ctx context.Context, plan *flows.Plan, host Host, opts engine.Options) (*engine.Result, error) {
+	delegates(&host)
+	return local.Execute(ctx, plan, host, opts)
 }
 
 // Resume continues the run in dir here.
-func (l Local) Resume(ctx context.Context, dir string, opts engine.Options) (*engine.Result, error) {
-	opts.RunID, opts.RunsDir = "", "" // the run's own
-	delegates(&opts)
-	return local.Resume(ctx, dir, l.Load, opts)
+func (l Local) Resume(ctx context.Context, dir string, host Host, opts engine.Options) (*engine.Result, error) {
+	opts.RunID = "" // the run's own, as its RunsDir and WorkDir are
+	delegates(&host)
+	return local.Resume(ctx, dir, l.Load, host, opts)
 }
 
 // Attach has nothing to attach to: a local run is walked by the process
@@ -49,8 +49,8 @@ func LiveCap(n int) engine.Semaphore { return local.Runtime{}.NewSemaphore(n) }
 
 // delegates gives a run in this process its delegation server, a socket
 // in its run directory, unless the caller gave one (docs/delegation.md).
-func delegates(opts *engine.Options) {
-	if opts.Delegates == nil {
-		opts.Delegates = local.Delegates
+func delegates(host *Host) {
+	if host.Delegates == nil {
+		host.Delegates = local.Delegates
 	}
 }

@@ -117,11 +117,17 @@ func (r *Runner) preflight(ctx context.Context, plan *flows.Plan) error {
 	return err
 }
 
-// fill gives opts, which carry one run's input, what every run of the
-// process shares: the drivers, the command runner, the secrets, the
-// concurrency, the configuration, the bound on a turn.
-func (r *Runner) fill(opts engine.Options) engine.Options {
-	opts.Drivers, opts.Commands = r.drivers, r.commands
+// fill gives host and opts, which carry one run's directories and input,
+// what every run of the process shares: the drivers and the command
+// runner (where host has none), the secrets, the concurrency, the
+// configuration, the bound on a turn.
+func (r *Runner) fill(host Host, opts engine.Options) (Host, engine.Options) {
+	if host.Drivers == nil {
+		host.Drivers = r.drivers
+	}
+	if host.Commands == nil {
+		host.Commands = r.commands
+	}
 	opts.Secrets = slices.Concat(r.cfg.Secrets().Values(), opts.Secrets)
 	if opts.Concurrency == 0 && opts.Live == nil {
 		opts.Concurrency = r.cfg.Concurrency
@@ -132,7 +138,7 @@ func (r *Runner) fill(opts engine.Options) engine.Options {
 	if opts.Settings.TurnTimeout == 0 {
 		opts.Settings.TurnTimeout = r.cfg.TurnTimeout
 	}
-	return opts
+	return host, opts
 }
 
 // warn says what does not change a run's outcome.

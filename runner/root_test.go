@@ -23,8 +23,9 @@ func TestRunnerGivesEveryRunTheProcessSecrets(t *testing.T) {
 	}
 	plan, dir := load(t, "name: f\nnodes:\n  - {id: hi, run: 'echo \"$RUNNER_PLAIN_VALUE\"'}\n")
 	var opts engine.Options
-	opts.WorkDir, opts.RunsDir = dir, filepath.Join(dir, "runs")
-	res, err := r.Local().Start(context.Background(), plan, opts)
+	var cfg Host
+	cfg.WorkDir, cfg.RunsDir = dir, filepath.Join(dir, "runs")
+	res, err := r.Local().Start(context.Background(), plan, cfg, opts)
 	if err != nil || !res.OK {
 		t.Fatalf("start: %+v, %v", res, err)
 	}

@@ -6,9 +6,19 @@ import (
 	"time"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/temporal"
 )
+
+// Host is the wiring of a run's host in this process (local.Config):
+// where the run is kept (RunsDir) and works (WorkDir), what runs its
+// leaves, its delegation server. Every run is started with it and the
+// walker's settings (engine.Options), each its own argument. A caller
+// gives a run's RunsDir and WorkDir; a Runner's backends give the rest,
+// the process's drivers and command runner, reuse and the delegation
+// server, where the caller gave none.
+type Host = local.Config
 
 // Backend is where runs are walked. Start, Resume and Attach return when
 // the run ended (or was stopped, or let go), with its run directory
@@ -20,14 +30,15 @@ import (
 type Backend interface {
 	// Start checks opts.Input against the flow's declared input and opts
 	// against the plan, creates the run directory (opts.RunID, or a fresh
-	// id, under opts.RunsDir) and walks plan to its end.
-	Start(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error)
+	// id, under host.RunsDir) and walks plan to its end.
+	Start(ctx context.Context, plan *flows.Plan, host Host, opts engine.Options) (*engine.Result, error)
 	// Resume continues the run in dir from its first unended visit, with
 	// the run's snapshot (its flows, agents, input and settings): nothing
-	// that ended runs again. opts gives the drivers, the live view and a
-	// new timeout (Settings.Timeout), if any; its RunID, RunsDir and Input
-	// are the run's own. A run walked on Temporal is re-attached to there.
-	Resume(ctx context.Context, dir string, opts engine.Options) (*engine.Result, error)
+	// that ended runs again. host gives the leaves (its RunsDir and
+	// WorkDir are the run's own), opts the live view and a new timeout
+	// (Settings.Timeout), if any (its RunID and Input are the run's own).
+	// A run walked on Temporal is re-attached to there.
+	Resume(ctx context.Context, dir string, host Host, opts engine.Options) (*engine.Result, error)
 	// Attach follows a run that something else started — a Temporal
 	// Schedule's fire, by its id — into a new run directory under runsDir,
 	// until it ends, with opts's OnEvent and Asker (who answers its
@@ -106,14 +117,14 @@ func stop(cancel context.CancelCauseFunc, how Stopping, canGoOn bool) {
 // cannot run a plan (a run on Temporal whose isolated scope has no remote
 // the workers reach): flow serve answers a start with it as a 400.
 type Checker interface {
-	Check(ctx context.Context, plan *flows.Plan, opts engine.Options) error
+	Check(ctx context.Context, plan *flows.Plan, host Host, opts engine.Options) error
 }
 
 // Check is b's Checker's word on plan, or nil when b has none: a backend
 // that walks runs here refuses nothing before its run starts.
-func Check(ctx context.Context, b Backend, plan *flows.Plan, opts engine.Options) error {
+func Check(ctx context.Context, b Backend, plan *flows.Plan, host Host, opts engine.Options) error {
 	if c, ok := b.(Checker); ok {
-		return c.Check(ctx, plan, opts)
+		return c.Check(ctx, plan, host, opts)
 	}
 	return nil
 }

@@ -31,8 +31,10 @@ func load(t *testing.T, src string) (*flows.Plan, string) {
 	return plan, dir
 }
 
-func options(dir string) engine.Options {
-	return engine.Options{Commands: run.New(), WorkDir: dir, RunsDir: filepath.Join(dir, "runs")}
+// hostIn is the wiring of a run working in dir, its run directory under
+// dir/runs.
+func hostIn(dir string) Host {
+	return Host{Commands: run.New(), WorkDir: dir, RunsDir: filepath.Join(dir, "runs")}
 }
 
 // A run starts, is recorded, and a succeeded run is not resumed: the same
@@ -40,14 +42,14 @@ func options(dir string) engine.Options {
 func TestLocalStartThenResume(t *testing.T) {
 	plan, dir := load(t, "name: f\ninput: {who: {type: string, default: world}}\nnodes:\n  - {id: hi, run: [echo, \"${{ input.who }}\"]}\n")
 	var b Backend = Local{}
-	res, err := b.Start(context.Background(), plan, options(dir))
+	res, err := b.Start(context.Background(), plan, hostIn(dir), engine.Options{})
 	if err != nil || !res.OK {
 		t.Fatalf("start: %+v, %v", res, err)
 	}
 	if _, err := rundir.ReadSnapshot(res.Dir); err != nil {
 		t.Fatalf("the run directory has no snapshot: %v", err)
 	}
-	_, err = b.Resume(context.Background(), res.Dir, options(dir))
+	_, err = b.Resume(context.Background(), res.Dir, hostIn(dir), engine.Options{})
 	var re *engine.RefusedError
 	if !errors.As(err, &re) {
 		t.Fatalf("resuming a succeeded run: %v, want a refusal", err)
@@ -62,13 +64,13 @@ func TestBadInputIsRefusedOnce(t *testing.T) {
 	if _, err := CheckInput(plan, map[string]any{"n": "x"}); !errors.As(err, &ie) {
 		t.Errorf("CheckInput: %v, want an *engine.InputError", err)
 	}
-	opts := options(dir)
+	cfg, opts := hostIn(dir), engine.Options{}
 	opts.Input = map[string]any{"nn": 1}
-	if _, err := (Local{}).Start(context.Background(), plan, opts); !errors.As(err, &ie) {
+	if _, err := (Local{}).Start(context.Background(), plan, cfg, opts); !errors.As(err, &ie) {
 		t.Errorf("Start: %v, want an *engine.InputError", err)
 	}
-	if _, err := os.Stat(opts.RunsDir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a refused run made %s", opts.RunsDir)
+	if _, err := os.Stat(cfg.RunsDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused run made %s", cfg.RunsDir)
 	}
 }
 
@@ -80,7 +82,7 @@ func TestLocalStopStopsTheRun(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	started := make(chan struct{}, 1)
-	opts := options(dir)
+	cfg, opts := hostIn(dir), engine.Options{}
 	opts.OnEvent = func(e *record.Event) {
 		if e.Type == record.EventVisitStart && e.Node == "nap" {
 			select {
@@ -96,7 +98,7 @@ func TestLocalStopStopsTheRun(t *testing.T) {
 		}
 		b.Stop(cancel, LetGo)
 	}()
-	res, err := b.Start(ctx, plan, opts)
+	res, err := b.Start(ctx, plan, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

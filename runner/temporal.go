@@ -90,24 +90,24 @@ func TemporalPropagators() []workflow.ContextPropagator {
 // Start starts the run workflow and mirrors it until the run ends. With
 // opts.Asker, its asks wait for an answer from it (Temporal signals);
 // without, they take their defaults.
-func (t *Temporal) Start(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
-	return t.c.Execute(ctx, plan, opts)
+func (t *Temporal) Start(ctx context.Context, plan *flows.Plan, host Host, opts engine.Options) (*engine.Result, error) {
+	return t.c.Execute(ctx, plan, host, opts)
 }
 
 // Check refuses what a run of plan cannot do on Temporal, before any run
 // exists (Checker).
-func (t *Temporal) Check(ctx context.Context, plan *flows.Plan, opts engine.Options) error {
-	return t.c.Check(ctx, plan, opts)
+func (t *Temporal) Check(ctx context.Context, plan *flows.Plan, host Host, opts engine.Options) error {
+	return t.c.Check(ctx, plan, host, opts)
 }
 
 // Resume re-attaches to the run in dir on Temporal (or resumes it in a new
 // workflow execution when it ended resumable); a run that was walked in
 // this process resumes here.
-func (t *Temporal) Resume(ctx context.Context, dir string, opts engine.Options) (*engine.Result, error) {
+func (t *Temporal) Resume(ctx context.Context, dir string, host Host, opts engine.Options) (*engine.Result, error) {
 	if snap, err := rundir.ReadSnapshot(dir); err == nil && snap.Temporal != nil {
 		return t.c.AttachAsking(ctx, dir, opts.OnEvent, opts.Asker)
 	}
-	return Local{Load: t.load}.Resume(ctx, dir, opts)
+	return Local{Load: t.load}.Resume(ctx, dir, host, opts)
 }
 
 // Attach mirrors into runsDir the run a Temporal Schedule started.

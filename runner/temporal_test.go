@@ -54,7 +54,7 @@ func TestTemporalLifecycle(t *testing.T) {
 		Heartbeat: 3 * time.Second}) // heartbeats every second: a cancelled visit hears of it soon
 
 	plan, dir := load(t, "name: f\nnodes:\n  - {id: hi, run: [echo, hi]}\n")
-	res, err := b.Start(context.Background(), plan, options(dir))
+	res, err := b.Start(context.Background(), plan, hostIn(dir), engine.Options{})
 	if err != nil || !res.OK {
 		t.Fatalf("start: %+v, %v", res, err)
 	}
@@ -64,12 +64,12 @@ func TestTemporalLifecycle(t *testing.T) {
 
 	// Let go once the nap started: the run goes on on Temporal.
 	plan, dir = load(t, "name: f\nnodes:\n  - {id: nap, run: [sleep, '2']}\n  - {id: after, run: [echo, done]}\n")
-	res, err = startThen(t, b, plan, options(dir), LetGo)
+	res, err = startThen(t, b, plan, hostIn(dir), engine.Options{}, LetGo)
 	if !errors.Is(err, ErrDetached) {
 		t.Fatalf("a run let go: %+v, %v, want ErrDetached", res, err)
 	}
 	runDir := onlyRun(t, dir)
-	res, err = b.Resume(context.Background(), runDir, options(dir))
+	res, err = b.Resume(context.Background(), runDir, hostIn(dir), engine.Options{})
 	if err != nil || !res.OK {
 		t.Fatalf("re-attaching: %+v, %v", res, err)
 	}
@@ -77,7 +77,7 @@ func TestTemporalLifecycle(t *testing.T) {
 	t0 := time.Now()
 	// Stop: the workflow is cancelled and the run ends stopped.
 	plan, dir = load(t, "name: f\nnodes:\n  - {id: nap, run: [sleep, '30']}\n")
-	res, err = startThen(t, b, plan, options(dir), StopRun)
+	res, err = startThen(t, b, plan, hostIn(dir), engine.Options{}, StopRun)
 	if err != nil && res == nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestTemporalLifecycle(t *testing.T) {
 }
 
 // startThen starts plan on b and stops it how once its first visit started.
-func startThen(t *testing.T, b Backend, plan *flows.Plan, opts engine.Options, how Stopping) (*engine.Result, error) {
+func startThen(t *testing.T, b Backend, plan *flows.Plan, cfg Host, opts engine.Options, how Stopping) (*engine.Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -109,13 +109,13 @@ func startThen(t *testing.T, b Backend, plan *flows.Plan, opts engine.Options, h
 		}
 		b.Stop(cancel, how)
 	})
-	return b.Start(ctx, plan, opts)
+	return b.Start(ctx, plan, cfg, opts)
 }
 
 // onlyRun is the one run directory under dir's runs.
 func onlyRun(t *testing.T, dir string) string {
 	t.Helper()
-	runs, err := rundir.List(options(dir).RunsDir)
+	runs, err := rundir.List(hostIn(dir).RunsDir)
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("runs: %+v, %v", runs, err)
 	}

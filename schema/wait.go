@@ -3,6 +3,7 @@ package schema
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,11 +25,15 @@ type WaitSpec struct {
 }
 
 // eventNameRE is what an event's name may be: it is a part of a URL path
-// and the name of a file in the run directory.
-var eventNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+// and the name of a file in the run directory. It is compiled on first use:
+// its {0,127} makes a large program, which package init would build in
+// every flow process (docs/performance.md, start-up).
+var eventNameRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+})
 
 // ValidEventName reports whether s may name a wait's event.
-func ValidEventName(s string) bool { return eventNameRE.MatchString(s) }
+func ValidEventName(s string) bool { return eventNameRE().MatchString(s) }
 
 func (*WaitSpec) Kind() Kind          { return KindWait }
 func (*WaitSpec) children() [][]*Node { return nil }

@@ -211,8 +211,8 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 	// What the backend cannot run (on Temporal: an isolated scope without
 	// a remote the workers reach) is refused here too: no run exists.
 	opts := s.cfg.Engine
-	opts.WorkDir, opts.Input = s.cfg.WorkDir, in
-	if err := runner.Check(r.Context(), s.cfg.Backend, e.Plan, opts); err != nil {
+	opts.Input = in
+	if err := runner.Check(r.Context(), s.cfg.Backend, e.Plan, s.host(), opts); err != nil {
 		fail(w, http.StatusBadRequest, "flow", "%v", err)
 		return
 	}

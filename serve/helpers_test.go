@@ -14,6 +14,7 @@ import (
 	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/flows/osdisk"
+	"github.com/flowrun/flow/runner"
 )
 
 // fakeCommands runs `run:` nodes without processes: [sleep, N] waits N
@@ -88,7 +89,7 @@ func boot(t *testing.T, files map[string]string, edit func(*Config)) *booted {
 	}
 	cmds := &fakeCommands{}
 	cfg := Config{Dir: flowDir, WorkDir: dir, RunsDir: filepath.Join(dir, "runs"), Log: discard,
-		Load: flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}}, Engine: engine.Options{Commands: cmds}}
+		Load: flows.Options{Disk: osdisk.OS, UserAgentDirs: []string{}}, Host: runner.Host{Commands: cmds}}
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -68,7 +68,7 @@ func TestMetricsTokensEqualTheJournals(t *testing.T) {
 		"bad.yaml":     meteredFlow("bad", "fail", ""),
 		"greedy.yaml":  meteredFlow("greedy", "big", "budget: {tokens: 2500}\n"),
 		"stopped.yaml": meteredFlow("stopped", "hang", ""),
-	}, func(cfg *Config) { cfg.Engine.Drivers = map[string]engine.Driver{"exec": d} })
+	}, func(cfg *Config) { cfg.Host.Drivers = map[string]engine.Driver{"exec": d} })
 	var ids []string
 	for flow, status := range map[string]string{"good": "succeeded", "bad": "failed", "greedy": "failed"} {
 		_, m, _ := c.do("POST", "/api/flows/"+flow+"/runs", "")

@@ -155,7 +155,7 @@ func (r *runs) startLocked(j *job) {
 func (r *runs) execute(ctx context.Context, a *active) {
 	s := r.s
 	opts := s.cfg.Engine
-	opts.RunID, opts.RunsDir, opts.WorkDir = a.id, s.cfg.RunsDir, s.cfg.WorkDir
+	opts.RunID = a.id
 	opts.Asker = &asker{asks: s.asks, run: a.id, flow: a.flow}
 	opts.OnEvent = func(e *record.Event) {
 		a.track(e)

@@ -42,11 +42,16 @@ type Config struct {
 	WorkDir string
 	// Load says where agents come from and which drivers exist.
 	Load flows.Options
-	// Engine holds what every run shares: drivers, commands, the settings,
+	// Engine holds the walker's settings every run shares: the settings,
 	// the configuration for snapshots. The server sets each run's RunID,
-	// RunsDir, WorkDir, Input and Asker; OnEvent, if set, also gets every
-	// event of every run.
+	// Input and Asker; OnEvent, if set, also gets every event of every
+	// run.
 	Engine engine.Options
+	// Host is the wiring every run's host shares where the backend gives
+	// none (a Runner's gives the process's drivers and command runner);
+	// each run's RunsDir and WorkDir are the server's (above), so Host
+	// gives neither.
+	Host runner.Host
 	// MaxRuns caps the runs alive at once; the rest wait in a queue, first
 	// come first served. Default 4.
 	MaxRuns int
@@ -123,6 +128,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Listener == nil && len(cfg.Tokens) == 0 && !Loopback(cfg.Addr) {
 		return nil, fmt.Errorf("serve: %s is not a loopback address: give --token-file (lines of `name token`) so that only holders of a token can start runs and answer approvals", cfg.Addr)
 	}
+	if cfg.Host.RunsDir != "" || cfg.Host.WorkDir != "" {
+		return nil, fmt.Errorf("serve: Config.Host gives RunsDir or WorkDir: a served run's are Config.RunsDir and Config.WorkDir")
+	}
 	if cfg.WorkDir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -160,6 +168,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.schedules = s.cfg.Backend.Schedules(cfg.Dir)
 	return s, nil
+}
+
+// host is the wiring of a run's host: Host, in RunsDir, working in
+// WorkDir.
+func (s *Server) host() runner.Host {
+	h := s.cfg.Host
+	h.RunsDir, h.WorkDir = s.cfg.RunsDir, s.cfg.WorkDir
+	return h
 }
 
 // Loopback reports whether addr (host:port) listens on loopback only.

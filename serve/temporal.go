@@ -28,10 +28,10 @@ func (r *runs) start(ctx context.Context, a *active, opts engine.Options) (*engi
 	// A run handed to Temporal carries its trigger (memo, search attribute).
 	ctx = runner.WithTrigger(ctx, a.trigger)
 	if a.resumeDir != "" {
-		return s.cfg.Backend.Resume(ctx, a.resumeDir, opts)
+		return s.cfg.Backend.Resume(ctx, a.resumeDir, s.host(), opts)
 	}
 	opts.Input = a.input
-	return s.cfg.Backend.Start(ctx, a.plan, opts)
+	return s.cfg.Backend.Start(ctx, a.plan, s.host(), opts)
 }
 
 // syncSchedules makes the Temporal Schedules those of the catalogue.
@@ -41,9 +41,7 @@ func (s *Server) syncSchedules() {
 		if e.Broken() || e.Plan.Root.Schedule == nil {
 			continue
 		}
-		opts := s.cfg.Engine
-		opts.WorkDir = s.cfg.WorkDir
-		scheduled[e.Name] = runner.Scheduled{Plan: e.Plan, Opts: opts}
+		scheduled[e.Name] = runner.Scheduled{Plan: e.Plan, Host: s.host(), Opts: s.cfg.Engine}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -15,7 +15,6 @@ import (
 	"github.com/sourcegraph/conc"
 	tclient "go.temporal.io/sdk/client"
 
-	"github.com/flowrun/flow/engine"
 	"github.com/flowrun/flow/engine/local"
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/internal/devserver"
@@ -69,7 +68,7 @@ func TestServeTemporalSchedulesFireOnTemporalAndAreMirrored(t *testing.T) {
 	}
 	runsDir := filepath.Join(dir, "runs")
 	s, err := New(Config{Dir: flowDir, WorkDir: dir, RunsDir: runsDir, Log: discard, Listener: ln, Poll: 200 * time.Millisecond,
-		Engine: engine.Options{Commands: cmds}, Backend: tc})
+		Host: runner.Host{Commands: cmds}, Backend: tc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +188,7 @@ func TestServeTemporalScheduledAskIsAnsweredOverTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := New(Config{Dir: flowDir, WorkDir: dir, RunsDir: filepath.Join(dir, "runs"), Log: discard, Listener: ln, Poll: 200 * time.Millisecond,
-		Engine: engine.Options{Commands: cmds}, Backend: tc})
+		Host: runner.Host{Commands: cmds}, Backend: tc})
 	if err != nil {
 		t.Fatal(err)
 	}

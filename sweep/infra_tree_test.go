@@ -13,6 +13,7 @@ import (
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
 	"github.com/flowrun/flow/flows/osdisk"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/steps/delegate"
 	"github.com/flowrun/flow/sweep"
 )
@@ -71,7 +72,7 @@ nodes:
 	}
 	d := &limitedHelper{}
 	d.limited.Store(true)
-	ro := sweep.RunOptions{Engine: engine.Options{Drivers: map[string]engine.Driver{"exec": d}, Concurrency: 2, WorkDir: dir}, Load: load}
+	ro := sweep.RunOptions{Host: runner.Host{Drivers: map[string]engine.Driver{"exec": d}, WorkDir: dir}, Engine: engine.Options{Concurrency: 2}, Load: load}
 	if err := sw.Run(context.Background(), plan, ro); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/flowrun/flow/internal/clitest"
 	"github.com/flowrun/flow/internal/modelserver"
 	"github.com/flowrun/flow/internal/ratelimit"
+	"github.com/flowrun/flow/runner"
 	"github.com/flowrun/flow/steps/claude"
 	"github.com/flowrun/flow/steps/codex"
 	"github.com/flowrun/flow/steps/openai"
@@ -46,7 +47,7 @@ nodes:
 		t.Fatal(err)
 	}
 	start := time.Now()
-	ro := sweep.RunOptions{Engine: engine.Options{Drivers: map[string]engine.Driver{driver: d}, Concurrency: conc, WorkDir: dir}}
+	ro := sweep.RunOptions{Host: runner.Host{Drivers: map[string]engine.Driver{driver: d}, WorkDir: dir}, Engine: engine.Options{Concurrency: conc}}
 	if len(onCell) > 0 {
 		ro.OnCell = onCell[0]
 	}
@@ -132,8 +133,8 @@ func TestSweepQuotaEndsCellsFast(t *testing.T) {
 	// Once the quota is back, a resume runs the cells it ended.
 	s.SetLimit(modelserver.Limit{})
 	ratelimit.Default.Reset()
-	if err := sw.Run(context.Background(), plan, sweep.RunOptions{Engine: engine.Options{
-		Drivers: map[string]engine.Driver{"openai": openai.New(openai.Options{})}, Concurrency: 2, WorkDir: t.TempDir()}}); err != nil {
+	if err := sw.Run(context.Background(), plan, sweep.RunOptions{Host: runner.Host{Drivers: map[string]engine.Driver{"openai": openai.New(openai.Options{})}, WorkDir: t.TempDir()}, Engine: engine.Options{
+		Concurrency: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	if c := sweep.Build(sw.Snapshot()).Cells; c.Succeeded != 12 || c.Quota != 0 {

@@ -65,11 +65,11 @@ func (r *run) rerun(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*re
 	r.saved(r.s.saveLocked())
 	r.s.mu.Unlock()
 	cells := filepath.Join(r.s.dir, cellsDir)
-	eo := r.opts.Engine
-	eo.RunsDir, eo.RunID, eo.Input, eo.Settings, eo.Live, eo.Asker = cells, c.Run, c.Input, a.Settings(r.opts.Settings), r.live, nil
+	eo, host := r.opts.Engine, r.opts.Host
+	host.RunsDir, eo.RunID, eo.Input, eo.Settings, eo.Live, eo.Asker = cells, c.Run, c.Input, a.Settings(r.opts.Settings), r.live, nil
 	eo.OnEvent = r.waits(c, eo.OnEvent)
 	dir := filepath.Join(cells, c.Run)
-	_, err := r.opts.Backend.Resume(ctx, dir, eo)
+	_, err := r.opts.Backend.Resume(ctx, dir, host, eo)
 	o, info, rerr := readOutcome(dir, scoreOf(r.plan))
 	switch {
 	case rerr != nil && ctx.Err() != nil:

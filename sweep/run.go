@@ -23,11 +23,17 @@ import (
 
 // RunOptions configure running a sweep's cells.
 type RunOptions struct {
-	// Engine is what every cell's run shares: drivers, commands, the
+	// Engine is the walker's settings every cell's run shares: the
 	// configuration, Concurrency (the cap on live agent turns, held across
-	// all cells at once). RunsDir, RunID, Input, Settings and Live are
-	// set per cell; cells run unattended (no Asker).
+	// all cells at once). RunID, Input, Settings and Live are set per
+	// cell; cells run unattended (no Asker).
 	Engine engine.Options
+	// Host is the wiring every cell's host shares: WorkDir, where the
+	// cells work (default the current directory), and the leaves where
+	// the Backend gives none (a Runner's gives the process's drivers and
+	// command runner). Its RunsDir is the sweep's cells directory, set
+	// per cell: Run refuses one given here.
+	Host runner.Host
 	// Settings are the run-wide settings before a cell's assignment
 	// (Sweep.Settings).
 	Settings flows.Settings
@@ -99,6 +105,9 @@ func (s *Sweep) Run(ctx context.Context, plan *flows.Plan, opts RunOptions) erro
 	}
 	if opts.Backend == nil {
 		opts.Backend = runner.Local{Load: opts.Load}
+	}
+	if opts.Host.RunsDir != "" {
+		return fmt.Errorf("sweep: RunOptions.Host gives RunsDir %s: a cell's run directory is in the sweep's cells directory", opts.Host.RunsDir)
 	}
 	r := &run{s: s, plan: plan, opts: opts, live: runner.LiveCap(plan.Concurrency(opts.Engine.Concurrency)), assigned: map[string]Assignment{}, forecasts: map[string]Forecast{},
 		ended: sync.NewCond(&s.mu)}
@@ -258,8 +267,8 @@ func (r *run) cell(ctx context.Context, c *Cell) {
 // outcome, with its facts when it ended.
 func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*record.Fact) {
 	cells := filepath.Join(r.s.dir, cellsDir)
-	eo := r.opts.Engine
-	eo.RunsDir, eo.RunID, eo.Input, eo.Settings, eo.Live, eo.Asker = cells, c.Run, c.Input, a.Settings(r.opts.Settings), r.live, nil
+	eo, host := r.opts.Engine, r.opts.Host
+	host.RunsDir, eo.RunID, eo.Input, eo.Settings, eo.Live, eo.Asker = cells, c.Run, c.Input, a.Settings(r.opts.Settings), r.live, nil
 	eo.OnEvent = r.waits(c, eo.OnEvent)
 	if !r.opts.OneSample {
 		eo.Repeat = c.Repeat // repeats are distinct samples: part of every visit key
@@ -274,13 +283,13 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 		// Another process (another resume of this sweep) holds its lock.
 		return &Outcome{Status: record.StatusRunning, Message: "its run is held by another process: " + info.Why}, nil
 	case ierr == nil && info.Resumable:
-		_, err = r.opts.Backend.Resume(ctx, dir, eo)
+		_, err = r.opts.Backend.Resume(ctx, dir, host, eo)
 	case ierr == nil:
 		err = fmt.Errorf("run %s cannot be resumed: %s", c.Run, info.Why)
 	case startedElsewhere(dir):
 		// Its walk started on Temporal before the first fact came back:
 		// follow it there rather than start the cell a second time.
-		_, err = r.opts.Backend.Resume(ctx, dir, eo)
+		_, err = r.opts.Backend.Resume(ctx, dir, host, eo)
 	default:
 		if _, serr := os.Stat(dir); !errors.Is(serr, fs.ErrNotExist) {
 			// Cut off as its directory was made: start afresh beside it.
@@ -290,7 +299,7 @@ func (r *run) execute(ctx context.Context, c *Cell, a Assignment) (*Outcome, []*
 			r.s.mu.Unlock()
 			eo.RunID, dir = c.Run, filepath.Join(cells, c.Run)
 		}
-		_, err = r.opts.Backend.Start(ctx, r.plan, eo)
+		_, err = r.opts.Backend.Start(ctx, r.plan, host, eo)
 	}
 	o, info, rerr := readOutcome(dir, scoreOf(r.plan))
 	if rerr != nil {

@@ -54,27 +54,29 @@ func (c *Client) queue() string {
 }
 
 // Execute is local.Execute with the walk on Temporal: it creates the run
-// directory as Execute does (input checked, snapshot, lock), starts the
+// directory as Execute does (input checked, snapshot, lock; cfg is the
+// local side's wiring: the run directory, the drivers that must exist),
+// starts the
 // run workflow (its id is the run id), and mirrors the workflow's facts
 // into the journal until the run ends, handing opts.OnEvent the events a
 // local run would give. Cancelling ctx with engine.ErrStopped cancels the
 // workflow, which stops the run as Ctrl-C stops a local one; the mirror
 // then waits for its end. If this process dies, the workflow goes on:
 // Attach (flow resume) continues the mirror.
-func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
-	if err := c.Check(ctx, plan, opts); err != nil {
+func (c *Client) Execute(ctx context.Context, plan *flows.Plan, cfg local.Config, opts engine.Options) (*engine.Result, error) {
+	if err := c.Check(ctx, plan, cfg, opts); err != nil {
 		return nil, err // before the run directory: a refused run leaves nothing
 	}
 	reused, err := c.reused(opts)
 	if err != nil {
 		return nil, err
 	}
-	if opts.Delegates == nil {
+	if cfg.Delegates == nil {
 		// Delegate calls are served on the workers (temporal/delegate.go),
 		// not by a socket of this process.
-		opts.Delegates = onWorkers
+		cfg.Delegates = onWorkers
 	}
-	w, snap, err := local.Begin(ctx, plan, opts)
+	w, snap, err := local.Begin(ctx, plan, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -93,26 +95,26 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, opts engine.Opti
 	return m.run(ctx)
 }
 
-// Check refuses what a run of plan with opts could not do on Temporal,
+// Check refuses what a run of plan with cfg and opts could not do on Temporal,
 // before anything of it exists: an isolated scope whose repository the
 // workers cannot reach (CheckWorkspace), a secret that would reach
 // Temporal's history in clear (refuseClear). Execute checks it first;
 // flow serve --temporal checks it before it answers a start.
-func (c *Client) Check(ctx context.Context, plan *flows.Plan, opts engine.Options) error {
-	wd := opts.WorkDir
+func (c *Client) Check(ctx context.Context, plan *flows.Plan, cfg local.Config, opts engine.Options) error {
+	wd := cfg.WorkDir
 	if wd == "" {
 		wd, _ = os.Getwd()
 	}
 	if err := CheckWorkspace(ctx, plan, wd); err != nil {
 		return err
 	}
-	return c.refuseClear(plan, opts)
+	return c.refuseClear(plan, cfg, opts)
 }
 
 // refuseClear refuses, before any run directory is made, a run that would
 // put a secret this process knows into Temporal's history in clear: one
 // whose snapshot (the flow, its input) holds it while no key encrypts.
-func (c *Client) refuseClear(plan *flows.Plan, opts engine.Options) error {
+func (c *Client) refuseClear(plan *flows.Plan, cfg local.Config, opts engine.Options) error {
 	if c.Key.Set() {
 		return nil
 	}
@@ -120,7 +122,7 @@ func (c *Client) refuseClear(plan *flows.Plan, opts engine.Options) error {
 	if known.Empty() {
 		return nil
 	}
-	snap, err := local.Snapshot(plan, opts)
+	snap, err := local.Snapshot(plan, cfg, opts)
 	if err != nil {
 		return nil // Begin says why
 	}
@@ -239,11 +241,11 @@ func (c *Client) AttachAsking(ctx context.Context, dir string, onEvent func(*rec
 // that mirrors a Temporal run is re-attached to, or resumed there
 // (Attach); any other run resumes in this process (local.Resume). It is
 // how flow sweep --temporal --resume takes up a cell that was cut off.
-func (c *Client) Resume(ctx context.Context, dir string, load flows.Options, opts engine.Options) (*engine.Result, error) {
+func (c *Client) Resume(ctx context.Context, dir string, load flows.Options, cfg local.Config, opts engine.Options) (*engine.Result, error) {
 	if snap, err := rundir.ReadSnapshot(dir); err == nil && snap.Temporal != nil {
 		return c.Attach(ctx, dir, opts.OnEvent)
 	}
-	return local.Resume(ctx, dir, load, opts)
+	return local.Resume(ctx, dir, load, cfg, opts)
 }
 
 // Adopt mirrors into runsDir a run that a Temporal Schedule started (its
@@ -291,6 +293,6 @@ func (c *Client) Adopt(ctx context.Context, runsDir, id string, onEvent func(*re
 	return m.run(ctx)
 }
 
-// onWorkers is the engine.Options.Delegates of a run on Temporal: this
+// onWorkers is the local.Config.Delegates of a run on Temporal: this
 // process opens nothing, the workers serve the calls.
 func onWorkers(string) (engine.Delegator, func()) { return nil, func() {} }

@@ -251,7 +251,7 @@ func TestE2ETheMirrorFollowsARunThatContinuesAsNew(t *testing.T) {
 	runsDir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := c.Execute(ctx, plan, engine.Options{RunsDir: runsDir, WorkDir: dir, Concurrency: 8, Commands: echoCommands{}})
+	res, err := c.Execute(ctx, plan, local.Config{RunsDir: runsDir, WorkDir: dir, Commands: echoCommands{}}, engine.Options{Concurrency: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

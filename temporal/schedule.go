@@ -46,10 +46,12 @@ func (c *Client) NewSchedules(dir string) *Schedules {
 	return &Schedules{c: c, prefix: "flow-" + hex.EncodeToString(sum[:4]) + "-", known: map[string]string{}}
 }
 
-// Scheduled is a flow to keep a schedule for: its plan, and the engine
-// options its runs would get (settings for the snapshot).
+// Scheduled is a flow to keep a schedule for: its plan, and the host's
+// wiring and the engine options its runs would get (the working directory
+// and settings for the snapshot).
 type Scheduled struct {
 	Plan *flows.Plan
+	Host local.Config
 	Opts engine.Options
 }
 
@@ -88,7 +90,7 @@ func (s *Schedules) put(ctx context.Context, id, name string, sc Scheduled) erro
 	sched := sc.Plan.Root.Schedule
 	opts := sc.Opts
 	opts.RunID, opts.Input = "", sched.Input // the workflow's id names each fired run
-	snap, err := local.Snapshot(sc.Plan, opts)
+	snap, err := local.Snapshot(sc.Plan, sc.Host, opts)
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,6 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	// (--assign) included.
 	opts := engine.Options{
 		RunID:       runID,
-		WorkDir:     snap.Settings.WorkDir,
 		Input:       snap.Input,
 		Settings:    flows.Settings{Model: snap.Settings.Model, Models: snap.Settings.Models, Timeout: timeout, TurnTimeout: turnTimeout},
 		Concurrency: snap.Settings.Concurrency,
@@ -106,7 +105,7 @@ func Workflow(ctx workflow.Context, in *RunInput) (*RunOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: run, Recorder: rec, Blind: true, Workspace: ws, Delegator: dels, Waiter: waiter})
+	host := engine.NewHost(engine.Parts{Runtime: runtime{root: ctx}, Leaves: run, Recorder: rec, Blind: true, Workspace: ws, Delegator: dels, Waiter: waiter, WorkDir: snap.Settings.WorkDir})
 	// The workflow's cancellation stops the walk with the cause a Ctrl-C
 	// gives, from a coroutine: deterministic.
 	//workflowcheck:ignore Background has no Done, so no goroutine starts; stop runs whole on one coroutine

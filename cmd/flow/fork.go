@@ -87,12 +87,12 @@ func (a *app) fork(ctx context.Context, name string, f forkFlags) error {
 		return err
 	}
 	return a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
-		opts.Input, opts.RunsDir = fp.input, a.cfg.GetString("runs_dir")
+		opts.Input = fp.input
 		opts.Settings = a.runSettings(fp.snap.Settings.Model, f.timeout)
 		opts.Settings.Models = fp.models
-		opts.WorkDir, opts.Repos = fp.snap.Settings.WorkDir, startsOf(fp.snap, fp.origin.Facts)
+		opts.Repos = startsOf(fp.snap, fp.origin.Facts)
 		opts.ForkedFrom = &record.Fork{Run: fp.origin.ID, Visit: fp.at, Changes: fp.changes}
-		return backend.Start(ctx, fp.plan, opts)
+		return backend.Start(ctx, fp.plan, runner.Host{RunsDir: a.cfg.GetString("runs_dir"), WorkDir: fp.snap.Settings.WorkDir}, opts)
 	})
 }
 

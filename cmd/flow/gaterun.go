@@ -109,7 +109,7 @@ func (a *app) gateRunOptions(f gateFlags) (sweep.RunOptions, *reuse.Leaves, erro
 		return sweep.RunOptions{}, nil, err
 	}
 	opts := sweep.RunOptions{Load: a.loadOptions(), OnCell: a.gateCell, Backend: backend}
-	opts.Engine.WorkDir, opts.Engine.Concurrency = wd, a.cfg.GetInt("concurrency")
+	opts.Host.WorkDir, opts.Engine.Concurrency = wd, a.cfg.GetInt("concurrency")
 	if len(f.cassettes) == 0 {
 		return opts, nil, nil
 	}

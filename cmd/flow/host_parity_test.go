@@ -278,7 +278,8 @@ func inMemory(t *testing.T, root, rel, localRuns string, want parity) {
 	if diags.HasErrors() {
 		t.Fatalf("%s does not load:\n%s", rel, diags.Error())
 	}
-	res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "in-memory", WorkDir: root}, h, nil)
+	h.Dir = root
+	res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "in-memory"}, h, nil)
 	if err != nil || !res.OK {
 		t.Fatalf("the in-memory walk: %v %+v", err, res)
 	}

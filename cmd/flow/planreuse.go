@@ -57,8 +57,8 @@ func (a *app) planReuse(ctx context.Context, plan *flows.Plan, spec string, f ru
 		return err
 	}
 	var opts engine.Options
-	opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings(f.model, f.timeout), tmp
-	if _, err := backend.Start(ctx, plan, opts); err != nil {
+	opts.Input, opts.Settings = input, a.runSettings(f.model, f.timeout)
+	if _, err := backend.Start(ctx, plan, runner.Host{RunsDir: tmp}, opts); err != nil {
 		return invalid("%v", err)
 	}
 	ds := dry.Decisions()

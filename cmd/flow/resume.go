@@ -41,7 +41,7 @@ func (a *app) resumeCmd() *cobra.Command {
 			// needs before it goes on.
 			return a.execute(cmd.Context(), asJSON, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
 				opts.Settings.Timeout = timeout
-				return backend.Resume(ctx, dir, opts)
+				return backend.Resume(ctx, dir, runner.Host{}, opts)
 			})
 		},
 	}

@@ -94,8 +94,8 @@ func (a *app) run(ctx context.Context, file string, f runFlags) error {
 		}
 	}
 	return a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
-		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings(f.model, f.timeout), a.cfg.GetString("runs_dir")
-		return backend.Start(ctx, plan, opts)
+		opts.Input, opts.Settings = input, a.runSettings(f.model, f.timeout)
+		return backend.Start(ctx, plan, runner.Host{RunsDir: a.cfg.GetString("runs_dir")}, opts)
 	})
 }
 

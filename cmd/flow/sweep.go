@@ -244,7 +244,7 @@ func (a *app) runSweep(s *sweep.Sweep, plan *flows.Plan, backend runner.Backend,
 	opts := sweep.RunOptions{
 		Settings: base, Load: a.loadOptions(), History: history, OnCell: a.cellLine, Backend: backend,
 	}
-	opts.Engine.WorkDir, opts.Engine.Concurrency = f.WorkDir, a.cfg.GetInt("concurrency")
+	opts.Host.WorkDir, opts.Engine.Concurrency = f.WorkDir, a.cfg.GetInt("concurrency")
 	runErr := s.Run(ctx, plan, opts)
 	g := s.Snapshot()
 	r := sweep.Build(g)

@@ -86,8 +86,8 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 			return err
 		}
 		err = a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
-			opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings("", 0), testsDir
-			res, err := backend.Start(ctx, plan, opts)
+			opts.Input, opts.Settings = input, a.runSettings("", 0)
+			res, err := backend.Start(ctx, plan, runner.Host{RunsDir: testsDir}, opts)
 			if res != nil {
 				dir = res.Dir
 			}
@@ -127,8 +127,8 @@ func (a *app) test(ctx context.Context, file string, f testFlags, inputGiven boo
 	leaves := r.Replay(set, f.liveCommands)
 	backend := r.Local(runner.Answered(leaves))
 	err = a.execute(ctx, f.json, backend, func(ctx context.Context, opts engine.Options) (*engine.Result, error) {
-		opts.Input, opts.Settings, opts.RunsDir = input, a.runSettings("", 0), testsDir
-		return backend.Start(ctx, plan, opts)
+		opts.Input, opts.Settings = input, a.runSettings("", 0)
+		return backend.Start(ctx, plan, runner.Host{RunsDir: testsDir}, opts)
 	})
 	for _, m := range leaves.Misses() {
 		fmt.Fprintf(a.stderr, "flow test: %s does not match the recording: %s\n", m.Visit, m.Reason)

@@ -70,7 +70,8 @@ nodes:
 			in := int64(turnTokens)
 			return &engine.TurnResult{Status: engine.Completed, Output: "found it", Usage: record.Usage{Input: &in}}, nil
 		}
-		res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "r1", WorkDir: t.TempDir()}, h, nil)
+		h.Dir = t.TempDir()
+		res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "r1"}, h, nil)
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
@@ -158,7 +159,8 @@ nodes:
 	var first, again []engine.DelegateReply
 	turns := 0
 	h.Turns = script(h, &turns, true, &first)
-	res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "r1", WorkDir: t.TempDir()}, h, nil)
+	h.Dir = t.TempDir()
+	res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "r1"}, h, nil)
 	if err != nil || res.OK {
 		t.Fatalf("first attempt: %v, %+v", err, res)
 	}
@@ -168,7 +170,8 @@ nodes:
 	h2 := enginetest.New()
 	turns2 := 0
 	h2.Turns = script(h2, &turns2, false, &again)
-	res, err = engine.Walk(context.Background(), plan, engine.Options{RunID: "r1", WorkDir: t.TempDir()}, h2, h.Facts())
+	h2.Dir = t.TempDir()
+	res, err = engine.Walk(context.Background(), plan, engine.Options{RunID: "r1"}, h2, h.Facts())
 	if err != nil || !res.OK {
 		t.Fatalf("resumed attempt: %v, %+v", err, res)
 	}

@@ -23,7 +23,8 @@ func walk(t *testing.T, file string) (*enginetest.Host, *engine.Result, error) {
 		t.Fatalf("%s does not load:\n%s", file, diags.Error())
 	}
 	h := enginetest.New()
-	res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "r1", WorkDir: t.TempDir()}, h, nil)
+	h.Dir = t.TempDir()
+	res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "r1"}, h, nil)
 	return h, res, err
 }
 

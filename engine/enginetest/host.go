@@ -28,6 +28,8 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type Host struct {
 	Turns    func(t *engine.Turn) (*engine.TurnResult, error)
 	Commands func(c *engine.Command) (*engine.CommandResult, error)
+	// Dir is the host's WorkDir: where its leaves are told they work.
+	Dir string
 
 	mu     sync.Mutex // a walk's tasks run one at a time, but callers may read concurrently
 	now    time.Time
@@ -241,6 +243,9 @@ func (h *Host) Blind() bool { return false }
 
 // RunDir is "": the host keeps no run directory.
 func (h *Host) RunDir() string { return "" }
+
+// WorkDir is Dir: where the scripted leaves are told they work.
+func (h *Host) WorkDir() string { return h.Dir }
 
 // Delegator is the host itself: its scripted leaves make a turn's
 // delegate calls with Delegate.

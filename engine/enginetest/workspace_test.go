@@ -23,7 +23,8 @@ func TestIsolatedScopesGoThroughTheWorkspace(t *testing.T) {
 		t.Fatal(diags.Error())
 	}
 	h, ws := enginetest.New(), &enginetest.Workspace{}
-	res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "r1", WorkDir: t.TempDir()}, enginetest.WithWorkspace(h, ws), nil)
+	h.Dir = t.TempDir()
+	res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "r1"}, enginetest.WithWorkspace(h, ws), nil)
 	if err != nil || !res.OK {
 		t.Fatalf("walk: %v %+v", err, res)
 	}
@@ -61,7 +62,8 @@ func TestAConflictingLandingFailsTheScope(t *testing.T) {
 		t.Fatal(diags.Error())
 	}
 	h, ws := enginetest.New(), &enginetest.Workspace{Conflicts: func(visit string) bool { return visit == "write[2]" }}
-	res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "r1", WorkDir: t.TempDir()}, enginetest.WithWorkspace(h, ws), nil)
+	h.Dir = t.TempDir()
+	res, err := engine.Walk(context.Background(), plan, engine.Options{RunID: "r1"}, enginetest.WithWorkspace(h, ws), nil)
 	if err != nil || res.OK {
 		t.Fatalf("walk: %v, ok %v; want a failed run", err, res.OK)
 	}

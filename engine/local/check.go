@@ -10,16 +10,16 @@ import (
 )
 
 // checkHost refuses a run this host could not carry through: a plan
-// that delegates without opts.Delegates, and, when opts.Leaves is nil
+// that delegates without cfg.Delegates, and, when cfg.Leaves is nil
 // (the leaves will be made of Drivers and Commands), a run node without
 // a command runner or an agent whose driver is not given.
-func checkHost(plan *flows.Plan, opts *engine.Options) error {
-	if opts.Delegates == nil {
+func checkHost(plan *flows.Plan, cfg *Config) error {
+	if cfg.Delegates == nil {
 		if err := engine.RefuseDelegation(plan); err != nil {
 			return err
 		}
 	}
-	if opts.Leaves != nil {
+	if cfg.Leaves != nil {
 		return nil
 	}
 	// Flows by name, so that a refusal names the same node every time.
@@ -28,9 +28,9 @@ func checkHost(plan *flows.Plan, opts *engine.Options) error {
 		flows.EachNode(plan.Flows[name].Nodes, func(n *flows.Node) {
 			switch {
 			case err != nil:
-			case n.Kind == schema.KindRun && opts.Commands == nil:
+			case n.Kind == schema.KindRun && cfg.Commands == nil:
 				err = &engine.RefusedError{Msg: fmt.Sprintf("%s: no command runner is configured for run nodes", n.Pos)}
-			case n.Agent() != nil && opts.Drivers[n.Agent().Driver] == nil:
+			case n.Agent() != nil && cfg.Drivers[n.Agent().Driver] == nil:
 				err = &engine.RefusedError{Msg: fmt.Sprintf("%s: agent %q uses driver %q, which this build of flow does not provide", n.Pos, n.Agent().Name, n.Agent().Driver)}
 			}
 		})

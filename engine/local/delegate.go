@@ -52,7 +52,7 @@ const (
 
 // Delegates opens the delegation server of a run in runDir, offering the
 // flow binary running now as the MCP server of CLI drivers: the
-// engine.Options.Delegates of a run in this process.
+// Config.Delegates of a run in this process.
 func Delegates(runDir string) (engine.Delegator, func()) {
 	return DelegatesWith([]string{self(), DelegateCommand})(runDir)
 }

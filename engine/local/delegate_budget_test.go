@@ -87,8 +87,7 @@ nodes:
 	}
 	const size, budget = 1000, 6000
 	d := &runaway{size: size}
-	res, err := local.Execute(context.Background(), plan, engine.Options{Drivers: map[string]engine.Driver{"exec": d}, RunsDir: t.TempDir(), WorkDir: dir,
-		Delegates: local.DelegatesWith([]string{"flow", "mcp-delegate"})})
+	res, err := local.Execute(context.Background(), plan, local.Config{Drivers: map[string]engine.Driver{"exec": d}, RunsDir: t.TempDir(), WorkDir: dir, Delegates: local.DelegatesWith([]string{"flow", "mcp-delegate"})}, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

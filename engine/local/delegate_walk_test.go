@@ -75,12 +75,13 @@ nodes:
 		t.Fatal(diags.Error())
 	}
 	d := &fanOut{calls: 6}
-	opts := engine.Options{Drivers: map[string]engine.Driver{"exec": d}, RunsDir: t.TempDir(), WorkDir: dir}
-	if _, err := local.Execute(context.Background(), plan, opts); err == nil || !strings.Contains(err.Error(), "delegates") {
+	cfg := local.Config{Drivers: map[string]engine.Driver{"exec": d}, RunsDir: t.TempDir(), WorkDir: dir}
+	opts := engine.Options{}
+	if _, err := local.Execute(context.Background(), plan, cfg, opts); err == nil || !strings.Contains(err.Error(), "delegates") {
 		t.Errorf("a run without a delegation server = %v, want it refused", err)
 	}
-	opts.Delegates = local.DelegatesWith([]string{"flow", "mcp-delegate"})
-	res, err := local.Execute(context.Background(), plan, opts)
+	cfg.Delegates = local.DelegatesWith([]string{"flow", "mcp-delegate"})
+	res, err := local.Execute(context.Background(), plan, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,9 @@ nodes:
 	}
 	// A host that serves no delegate calls refuses the plan before
 	// anything runs.
-	_, err = engine.Walk(context.Background(), plan, engine.Options{RunID: "r1", WorkDir: dir}, noDelegator{enginetest.New()}, nil)
+	bare := enginetest.New()
+	bare.Dir = dir
+	_, err = engine.Walk(context.Background(), plan, engine.Options{RunID: "r1"}, noDelegator{bare}, nil)
 	var re *engine.RefusedError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "serves no delegate calls") {
 		t.Errorf("a walk on a host without a Delegator = %v, want it refused", err)
@@ -151,8 +154,7 @@ nodes:
 		t.Fatal(diags.Error())
 	}
 	d := &fanOut{calls: 3}
-	res, err := local.Execute(context.Background(), plan, engine.Options{Drivers: map[string]engine.Driver{"exec": d}, RunsDir: t.TempDir(), WorkDir: dir,
-		Delegates: local.DelegatesWith([]string{"flow", "mcp-delegate"})})
+	res, err := local.Execute(context.Background(), plan, local.Config{Drivers: map[string]engine.Driver{"exec": d}, RunsDir: t.TempDir(), WorkDir: dir, Delegates: local.DelegatesWith([]string{"flow", "mcp-delegate"})}, engine.Options{})
 	if err != nil || !res.OK {
 		t.Fatalf("run: %v %+v", err, res)
 	}
@@ -204,8 +206,7 @@ nodes:
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	res, err := local.Execute(context.Background(), plan, engine.Options{Drivers: map[string]engine.Driver{"exec": stuck{}}, RunsDir: t.TempDir(), WorkDir: dir,
-		Delegates: local.DelegatesWith([]string{"flow", "mcp-delegate"})})
+	res, err := local.Execute(context.Background(), plan, local.Config{Drivers: map[string]engine.Driver{"exec": stuck{}}, RunsDir: t.TempDir(), WorkDir: dir, Delegates: local.DelegatesWith([]string{"flow", "mcp-delegate"})}, engine.Options{})
 	if err != nil || !res.OK {
 		t.Fatalf("run: %v %+v", err, res)
 	}

@@ -44,10 +44,8 @@ nodes:
 		fmt.Println(diags)
 		return
 	}
-	res, err := local.Execute(context.Background(), plan, engine.Options{
-		Drivers: map[string]engine.Driver{"exec": shout{}},
-		RunsDir: filepath.Join(dir, "runs"),
-		Input:   map[string]any{"names": []any{"ada", "bo"}},
+	res, err := local.Execute(context.Background(), plan, local.Config{Drivers: map[string]engine.Driver{"exec": shout{}}, RunsDir: filepath.Join(dir, "runs")}, engine.Options{
+		Input: map[string]any{"names": []any{"ada", "bo"}},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -72,9 +72,9 @@ nodes:
 	}
 	d := &limitedScout{}
 	d.limited.Store(true)
-	opts := engine.Options{Drivers: map[string]engine.Driver{"exec": d}, RunsDir: t.TempDir(), WorkDir: dir,
-		Delegates: local.DelegatesWith([]string{"flow", "mcp-delegate"})}
-	res, err := local.Execute(context.Background(), plan, opts)
+	cfg := local.Config{Drivers: map[string]engine.Driver{"exec": d}, RunsDir: t.TempDir(), WorkDir: dir, Delegates: local.DelegatesWith([]string{"flow", "mcp-delegate"})}
+	opts := engine.Options{}
+	res, err := local.Execute(context.Background(), plan, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ nodes:
 		t.Fatalf("inspected: resumable %v (%s), infra_in_tree %v", info.Resumable, info.Why, info.InfraInTree)
 	}
 	d.limited.Store(false)
-	res, err = local.Resume(context.Background(), res.Dir, load, opts)
+	res, err = local.Resume(context.Background(), res.Dir, load, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

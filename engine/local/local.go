@@ -13,16 +13,17 @@ import (
 )
 
 // NewHost is the host of a walk in this process recorded into w: rt (nil:
-// Runtime{}) and leaves, w's redactor, and w's working copies.
-func NewHost(rt engine.Runtime, leaves engine.LeafRunner, w *rundir.Writer) engine.Host {
-	return hostOf(rt, leaves, w, nil, w.Dir())
+// Runtime{}) and leaves, w's redactor, and w's working copies, its leaves
+// working in workDir.
+func NewHost(rt engine.Runtime, leaves engine.LeafRunner, w *rundir.Writer, workDir string) engine.Host {
+	return hostOf(rt, leaves, w, nil, w.Dir(), workDir)
 }
 
 // hostOf is NewHost whose turns' delegate calls del serves (nil: none),
-// the run's directory named dir.
-func hostOf(rt engine.Runtime, leaves engine.LeafRunner, w *rundir.Writer, del engine.Delegator, dir string) engine.Host {
+// the run's directory named dir, its leaves working in workDir.
+func hostOf(rt engine.Runtime, leaves engine.LeafRunner, w *rundir.Writer, del engine.Delegator, dir, workDir string) engine.Host {
 	if rt == nil {
 		rt = Runtime{}
 	}
-	return engine.NewHost(engine.Parts{Runtime: rt, Leaves: leaves, Recorder: w, Redactor: w.Secrets(), Workspace: workspace{w}, Delegator: del, RunDir: dir, Waiter: waiter{w.Dir()}})
+	return engine.NewHost(engine.Parts{Runtime: rt, Leaves: leaves, Recorder: w, Redactor: w.Secrets(), Workspace: workspace{w}, Delegator: del, RunDir: dir, WorkDir: workDir, Waiter: waiter{w.Dir()}})
 }

@@ -40,8 +40,8 @@ func TestLocalAndInMemoryHostsAgree(t *testing.T) {
 		t.Fatal(diags)
 	}
 	input := map[string]any{"names": []any{"ada", "bo"}}
-	res, err := local.Execute(context.Background(), plan, engine.Options{
-		Drivers: map[string]engine.Driver{"exec": shout{}}, RunsDir: filepath.Join(dir, "runs"), WorkDir: dir, Input: input,
+	res, err := local.Execute(context.Background(), plan, local.Config{Drivers: map[string]engine.Driver{"exec": shout{}}, RunsDir: filepath.Join(dir, "runs"), WorkDir: dir}, engine.Options{
+		Input: input,
 	})
 	if err != nil || !res.OK {
 		t.Fatalf("local run: %v %+v", err, res)
@@ -52,7 +52,8 @@ func TestLocalAndInMemoryHostsAgree(t *testing.T) {
 	}
 	h := enginetest.New()
 	h.Turns = func(tr *engine.Turn) (*engine.TurnResult, error) { return shout{}.Turn(context.Background(), tr) }
-	mem, err := engine.Walk(context.Background(), plan, engine.Options{RunID: res.RunID, WorkDir: dir, Input: input}, h, nil)
+	h.Dir = dir
+	mem, err := engine.Walk(context.Background(), plan, engine.Options{RunID: res.RunID, Input: input}, h, nil)
 	if err != nil || !mem.OK {
 		t.Fatalf("in-memory walk: %v %+v", err, mem)
 	}

@@ -17,18 +17,19 @@ import (
 )
 
 // Execute runs plan to its end in this process, into a new run directory,
-// and returns how it ended (engine.Options says what each option does).
+// and returns how it ended: cfg is where it happens (Config says what
+// each field does), opts how the walker walks it (engine.Options).
 // An error means the run could not start (bad input, refused, the run
 // directory); a run that started and failed returns a Result with OK
 // false. Cancelling ctx with cause engine.ErrStopped ends running visits
 // as `stopped`. When Execute returns, every process the run started has
 // ended, daemons a step left included.
-func Execute(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engine.Result, error) {
-	w, _, err := begin(ctx, plan, &opts)
+func Execute(ctx context.Context, plan *flows.Plan, cfg Config, opts engine.Options) (*engine.Result, error) {
+	w, _, err := begin(ctx, plan, &cfg, &opts)
 	if err != nil {
 		return nil, err
 	}
-	return run(ctx, plan, opts, w, nil)
+	return run(ctx, plan, cfg, opts, w, nil)
 }
 
 // Begin does what Execute does before it walks: it checks the input,
@@ -36,64 +37,65 @@ func Execute(ctx context.Context, plan *flows.Plan, opts engine.Options) (*engin
 // (taking its lock) and writes the snapshot. It is for a caller that has
 // the run walked elsewhere (package temporal) and records it here; the
 // caller closes the Writer.
-func Begin(ctx context.Context, plan *flows.Plan, opts engine.Options) (*rundir.Writer, *rundir.Snapshot, error) {
-	return begin(ctx, plan, &opts)
+func Begin(ctx context.Context, plan *flows.Plan, cfg Config, opts engine.Options) (*rundir.Writer, *rundir.Snapshot, error) {
+	return begin(ctx, plan, &cfg, &opts)
 }
 
 // Snapshot is the snapshot Execute would record for a run of plan, with
 // opts.RunID as its run (which may be ""), the input checked and the
 // settings resolved, without creating a run directory: for runs that
 // something else starts later (a Temporal Schedule).
-func Snapshot(plan *flows.Plan, opts engine.Options) (*rundir.Snapshot, error) {
-	input, err := prepare(plan, &opts)
+func Snapshot(plan *flows.Plan, cfg Config, opts engine.Options) (*rundir.Snapshot, error) {
+	input, err := prepare(plan, &cfg, &opts)
 	if err != nil {
 		return nil, err
 	}
-	return NewSnapshot(opts.RunID, plan, input, settings(&opts)), nil
+	return NewSnapshot(opts.RunID, plan, input, settings(&cfg, &opts)), nil
 }
 
 // prepare fills in the local host's defaults (the working directory, the
-// leaves of opts.Drivers and opts.Commands, this process's runtime) and
-// checks the input and the options (engine.Options.Prepare).
-func prepare(plan *flows.Plan, opts *engine.Options) (any, error) {
-	if opts.WorkDir == "" {
+// leaves of cfg.Drivers and cfg.Commands, this process's runtime) and
+// checks the input and the options (engine.Options.Prepare), then what
+// this host must have for plan (checkHost).
+func prepare(plan *flows.Plan, cfg *Config, opts *engine.Options) (any, error) {
+	if cfg.WorkDir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
 			return nil, fmt.Errorf("finding the working directory: %w", err)
 		}
-		opts.WorkDir = wd
+		cfg.WorkDir = wd
 	}
 	input, err := opts.Prepare(plan)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkHost(plan, opts); err != nil {
+	if err := checkHost(plan, cfg); err != nil {
 		return nil, err
 	}
-	if opts.Leaves == nil {
-		opts.Leaves = Leaves{Drivers: opts.Drivers, Commands: opts.Commands}
+	if cfg.Leaves == nil {
+		cfg.Leaves = Leaves{Drivers: cfg.Drivers, Commands: cfg.Commands}
 	}
-	if opts.Runtime == nil {
-		opts.Runtime = Runtime{}
+	if cfg.Runtime == nil {
+		cfg.Runtime = Runtime{}
 	}
 	return input, nil
 }
 
-func begin(ctx context.Context, plan *flows.Plan, opts *engine.Options) (*rundir.Writer, *rundir.Snapshot, error) {
-	input, err := prepare(plan, opts)
+func begin(ctx context.Context, plan *flows.Plan, cfg *Config, opts *engine.Options) (*rundir.Writer, *rundir.Snapshot, error) {
+	input, err := prepare(plan, cfg, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	if opts.RunsDir == "" {
-		opts.RunsDir = filepath.Join(opts.WorkDir, ".flow", "runs")
+	if cfg.RunsDir == "" {
+		cfg.RunsDir = filepath.Join(cfg.WorkDir, ".flow", "runs")
 	}
-	w, err := rundir.Create(opts.RunsDir, opts.RunID, secrets(plan, opts)...)
+	w, err := rundir.Create(cfg.RunsDir, opts.RunID, secrets(plan, opts)...)
 	if err != nil {
 		return nil, nil, err
 	}
 	opts.RunID = w.ID()
-	snap := NewSnapshot(opts.RunID, plan, input, settings(opts))
-	snap.Repos = startCommits(ctx, plan, opts.WorkDir)
+	snap := NewSnapshot(opts.RunID, plan, input, settings(cfg, opts))
+	snap.Repos = startCommits(ctx, plan, cfg.WorkDir)
 	if len(opts.Repos) > 0 { // the caller's (a fork's: the original's starts) win
 		if snap.Repos == nil {
 			snap.Repos = map[string]string{}
@@ -121,8 +123,8 @@ func secrets(plan *flows.Plan, o *engine.Options) []string {
 	return out
 }
 
-func settings(o *engine.Options) rundir.Settings {
-	s := rundir.Settings{Model: o.Settings.Model, Models: o.Settings.Models, Concurrency: o.Concurrency, WorkDir: o.WorkDir, Config: o.Config}
+func settings(cfg *Config, o *engine.Options) rundir.Settings {
+	s := rundir.Settings{Model: o.Settings.Model, Models: o.Settings.Models, Concurrency: o.Concurrency, WorkDir: cfg.WorkDir, Config: o.Config}
 	if o.Settings.Timeout > 0 {
 		s.Timeout = o.Settings.Timeout.String()
 	}
@@ -132,11 +134,11 @@ func settings(o *engine.Options) rundir.Settings {
 	return s
 }
 
-// run walks the plan on the host of w, with opts prepared (engine.Walk
+// run walks the plan on the host of w, with cfg and opts prepared (engine.Walk
 // checks the input again, to the same result), closes w, and ends every
 // process the run left. earlier holds the facts of earlier
 // attempts when the run resumes.
-func run(ctx context.Context, plan *flows.Plan, opts engine.Options, w *rundir.Writer, earlier []*record.Fact) (res *engine.Result, err error) {
+func run(ctx context.Context, plan *flows.Plan, cfg Config, opts engine.Options, w *rundir.Writer, earlier []*record.Fact) (res *engine.Result, err error) {
 	defer func() {
 		// A run ends every process it started, daemons a step left included:
 		// the groups and the orphans it knows of, no /proc scan in a
@@ -147,12 +149,12 @@ func run(ctx context.Context, plan *flows.Plan, opts engine.Options, w *rundir.W
 		}
 	}()
 	var del engine.Delegator
-	if opts.Delegates != nil {
-		d, closeDelegates := opts.Delegates(w.Dir())
+	if cfg.Delegates != nil {
+		d, closeDelegates := cfg.Delegates(w.Dir())
 		defer closeDelegates()
 		del = d
 	}
-	return engine.Walk(ctx, plan, opts, hostOf(opts.Runtime, opts.Leaves, w, del, filepath.Join(opts.RunsDir, opts.RunID)), earlier)
+	return engine.Walk(ctx, plan, opts, hostOf(cfg.Runtime, cfg.Leaves, w, del, filepath.Join(cfg.RunsDir, opts.RunID), cfg.WorkDir), earlier)
 }
 
 // Resume continues the run in dir from its first unended visit
@@ -160,11 +162,11 @@ func run(ctx context.Context, plan *flows.Plan, opts engine.Options, w *rundir.W
 // snapshot (the flows and agents as they were read, the same input and
 // model), and every visit that ended keeps its recorded outcome and is
 // not run again. Processes the dead engine left are ended first. load
-// says where agents come from and which drivers exist; opts gives the
-// drivers, the live view and a new --timeout (Settings.Timeout) if any;
-// its RunID, RunsDir, Input and Settings.Model and Models are the run's
-// own.
-func Resume(ctx context.Context, dir string, load flows.Options, opts engine.Options) (*engine.Result, error) {
+// says where agents come from and which drivers exist; cfg gives the
+// drivers (its RunsDir and WorkDir are the run's own), opts the live view
+// and a new --timeout (Settings.Timeout) if any (its RunID, Input and
+// Settings.Model and Models are the run's own).
+func Resume(ctx context.Context, dir string, load flows.Options, cfg Config, opts engine.Options) (*engine.Result, error) {
 	info, err := rundir.Inspect(dir)
 	if err != nil {
 		return nil, err
@@ -185,12 +187,12 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts engine.Opt
 		opts.Settings.Timeout = timeout
 	}
 	opts.Settings.Model, opts.Settings.Models, opts.Settings.TurnTimeout = snap.Settings.Model, snap.Settings.Models, turnTimeout
-	opts.Input, opts.WorkDir, opts.Config = snap.Input, snap.Settings.WorkDir, snap.Settings.Config
-	opts.RunID, opts.RunsDir, opts.Repos = info.ID, filepath.Dir(dir), snap.Repos
+	opts.Input, cfg.WorkDir, opts.Config = snap.Input, snap.Settings.WorkDir, snap.Settings.Config
+	opts.RunID, cfg.RunsDir, opts.Repos = info.ID, filepath.Dir(dir), snap.Repos
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = snap.Settings.Concurrency
 	}
-	if _, err := prepare(plan, &opts); err != nil {
+	if _, err := prepare(plan, &cfg, &opts); err != nil {
 		return nil, err
 	}
 	w, earlier, err := rundir.Reopen(dir, secrets(plan, &opts)...)
@@ -207,7 +209,7 @@ func Resume(ctx context.Context, dir string, load flows.Options, opts engine.Opt
 	if n := endLeftovers(info.ID); n > 0 {
 		opts.Notes = append(opts.Notes, fmt.Sprintf("ended %d process(es) left by the interrupted run", n))
 	}
-	return run(ctx, plan, opts, w, earlier)
+	return run(ctx, plan, cfg, opts, w, earlier)
 }
 
 // endLeftovers ends every process still carrying the run's tag that a dead

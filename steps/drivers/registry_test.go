@@ -60,8 +60,8 @@ nodes:
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	res, err := local.Execute(context.Background(), plan, engine.Options{
-		Drivers: drivers, RunsDir: filepath.Join(dir, "runs"), WorkDir: dir, Input: "ada"})
+	res, err := local.Execute(context.Background(), plan, local.Config{Drivers: drivers, RunsDir: filepath.Join(dir, "runs"), WorkDir: dir}, engine.Options{
+		Input: "ada"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,13 +56,13 @@ nodes:
 		for i := range in {
 			in[i] = i
 		}
-		opts := engine.Options{Commands: run.New(), RunsDir: filepath.Join(dir, "runs"), WorkDir: dir,
-			Input: map[string]any{"items": in}}
+		cfg := local.Config{Commands: run.New(), RunsDir: filepath.Join(dir, "runs"), WorkDir: dir}
+		opts := engine.Options{Input: map[string]any{"items": in}}
 		n := 0
 		for b.Loop() {
 			n++
 			opts.RunID = fmt.Sprintf("bench-%d", n)
-			res, err := local.Execute(context.Background(), plan, opts)
+			res, err := local.Execute(context.Background(), plan, cfg, opts)
 			if err != nil {
 				b.Fatalf("run: %v", err)
 			}

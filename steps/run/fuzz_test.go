@@ -92,8 +92,7 @@ func FuzzRunScript(f *testing.F) {
 		value := strings.ReplaceAll(hostileRunValues[int(which)%len(hostileRunValues)], "%s", marker)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, _ = local.Execute(ctx, plan, engine.Options{Commands: cmds, RunsDir: filepath.Join(dir, "runs"),
-			WorkDir: dir, Input: map[string]any{"v": value}})
+		_, _ = local.Execute(ctx, plan, local.Config{Commands: cmds, RunsDir: filepath.Join(dir, "runs"), WorkDir: dir}, engine.Options{Input: map[string]any{"v": value}})
 		if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
 			t.Fatalf("the value %q ran as code in a script that validates:\n%s", value, script)
 		}

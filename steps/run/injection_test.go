@@ -87,9 +87,9 @@ func runContexts(t *testing.T, src, v string, input any) {
 	if diags.HasErrors() {
 		t.Fatalf("load:\n%s\n%s", diags.Error(), src)
 	}
-	opts := engine.Options{Commands: run.New(), Drivers: map[string]engine.Driver{"exec": exec.New(exec.Options{})},
-		RunsDir: filepath.Join(dir, "runs"), WorkDir: dir, Input: input}
-	res, err := local.Execute(context.Background(), plan, opts)
+	cfg := local.Config{Commands: run.New(), Drivers: map[string]engine.Driver{"exec": exec.New(exec.Options{})}, RunsDir: filepath.Join(dir, "runs"), WorkDir: dir}
+	opts := engine.Options{Input: input}
+	res, err := local.Execute(context.Background(), plan, cfg, opts)
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}
