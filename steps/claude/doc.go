@@ -32,6 +32,9 @@
 // --strict-mcp-config keeps every other MCP server out, and the tool,
 // mcp__flow__delegate, is added to --allowedTools so it runs without
 // asking. --tools names built-in tools only, so it does not hide it.
+// MCP_CONNECTION_NONBLOCKING=0 makes Claude Code wait for the server
+// before its first request (in -p mode it does not by default, and a
+// server slow to start left the first request without the tool).
 //
 // # Outcome
 //

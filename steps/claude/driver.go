@@ -168,6 +168,15 @@ func (d *Driver) setup(t *engine.Turn, scratch, base string) (args, env []string
 
 	drop := []string{"CLAUDE_CODE_MAX_RETRIES"}
 	var extra []string
+	if t.Delegate != nil {
+		// In -p mode Claude Code does not wait for its MCP servers by
+		// default: on a busy machine its first request went out before
+		// flow's delegate server had connected, without the tool, and the
+		// agent answered without delegating. It waits for flow's server
+		// (a local process) as long as a slow machine needs.
+		drop = append(drop, "MCP_CONNECTION_NONBLOCKING", "MCP_CONNECT_TIMEOUT_MS")
+		extra = append(extra, "MCP_CONNECTION_NONBLOCKING=0", "MCP_CONNECT_TIMEOUT_MS="+strconv.Itoa(mcpConnectMS))
+	}
 	if base != "" {
 		drop = append(drop, "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "ANTHROPIC_AUTH_TOKEN")
 		extra = append(extra, "ANTHROPIC_BASE_URL="+base)
@@ -192,6 +201,11 @@ func (d *Driver) setup(t *engine.Turn, scratch, base string) (args, env []string
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 	return args, agentcli.Environ(drop, set...), nil
 }
+
+// mcpConnectMS is how long Claude Code waits for flow's delegate server
+// to connect before its first request: a flow process starting on a busy
+// machine, well within a minute.
+const mcpConnectMS = 60_000
 
 // readOnly is the read-only tool set, used when an agent names no tools.
 var readOnly = []string{"Read", "Grep", "Glob"}
