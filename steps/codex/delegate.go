@@ -33,6 +33,12 @@ func mcpArguments(d *engine.Delegation) (args, env []string, err error) {
 		"-c", key + "args=" + tomlArray(l.Args),
 		"-c", key + "env_vars=" + tomlArray(names),
 		"-c", key + `default_tools_approval_mode="approve"`,
+		// The turn must not start without the tool: Codex waits for the
+		// server (a flow process, slow to start on a busy machine) and
+		// fails if it never comes, rather than sending its first request
+		// without the tool.
+		"-c", key + "required=true",
+		"-c", key + "startup_timeout_sec=60",
 	}, env, nil
 }
 

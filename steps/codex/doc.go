@@ -51,6 +51,9 @@
 // default_tools_approval_mode "approve" runs the tool without asking (under
 // approval_policy "never" a tool that needs approval is refused). Codex
 // offers it in the namespace mcp__flow as the function delegate.
+// required=true and startup_timeout_sec=60 make Codex wait for the server
+// before its first request, and fail if it never starts, rather than
+// send the request without the tool (which it did by default).
 //
 // # Outcome
 //
