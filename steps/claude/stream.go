@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/flowrun/flow/engine"
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/steps/agentcli"
 	"github.com/flowrun/flow/steps/meter"
 	"github.com/flowrun/flow/steps/transcript"
@@ -209,13 +210,20 @@ func (p *parser) Feed(n int, line []byte) {
 	case "result":
 		r := ev
 		p.result = &r
+		c := usage.Call{}
 		if u := ev.Usage; u != nil {
+			c = usage.Anthropic(u.Input, u.Output, u.CacheRead, u.CacheWrite)
+			c.Cost = ev.TotalCostUSD
+		}
+		switch said := (record.Usage{Input: c.Input, Output: c.Output, CacheRead: c.CacheRead, CacheWrite: c.CacheWrite}).Tokens(); {
+		case ev.Usage != nil && (!ev.IsError || said >= p.ledger.Tokens()):
 			// The result's usage is the turn's final figure: the assistant
 			// events carry the usage of each message's start.
-			c := usage.Anthropic(u.Input, u.Output, u.CacheRead, u.CacheWrite)
-			c.Cost = ev.TotalCostUSD
 			p.ledger.Total(c)
-		} else {
+		default:
+			// No figure, or a turn that ended on an error saying less than
+			// its messages' own usage (it may say 0 of what the server
+			// billed and streamed): the messages' figures stand.
 			p.ledger.Final()
 		}
 		if ev.SessionID != "" {

@@ -179,3 +179,27 @@ func TestPartialMessagesCountEachMessageWhole(t *testing.T) {
 		t.Errorf("usage %d tokens (partial %v), want 3147, partial", u.Tokens(), u.Partial)
 	}
 }
+
+// A turn that ended on an error (the meter refused its next request) may
+// end with a result that says less than its messages' own usage — 0 of a
+// message the server billed and streamed: the messages' figures stand.
+// A result that is not an error still stands as the turn's total.
+func TestAnErrorResultDoesNotUnsayItsMessages(t *testing.T) {
+	t.Parallel()
+	msg := `{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":2000,"output_tokens":1}}},"parent_tool_use_id":null}` + "\n" +
+		`{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":20}},"parent_tool_use_id":null}` + "\n"
+	for _, c := range []struct {
+		name   string
+		result string
+		want   int64
+	}{
+		{"error saying 0", `{"type":"result","subtype":"success","is_error":true,"result":"API Error: 400","usage":{"input_tokens":0,"output_tokens":0}}`, 2020},
+		{"error saying more", `{"type":"result","subtype":"success","is_error":true,"result":"API Error: 400","usage":{"input_tokens":2000,"output_tokens":30}}`, 2030},
+		{"success", `{"type":"result","subtype":"success","is_error":false,"result":"ok","stop_reason":"end_turn","usage":{"input_tokens":1500,"output_tokens":20}}`, 1520},
+	} {
+		u := feed([]byte(msg + c.result + "\n")).ledger.Usage()
+		if u.Tokens() != c.want || u.Partial {
+			t.Errorf("%s: %d tokens (partial %v), want %d, final", c.name, u.Tokens(), u.Partial, c.want)
+		}
+	}
+}
