@@ -92,26 +92,8 @@ func TestReuseThroughTheTree(t *testing.T) {
 	s := modelserver.Start(t)
 	m := &treeModel{asked: map[string]int{}}
 	s.Handle(m.reply)
-	agent := func(name, body string) string {
-		return "---\nname: " + name + "\ndescription: the " + name + "\ndriver: openai\nmodel: test-model\nbase_url: " + s.URL() +
-			"/v1\napi_key_env: FLOW_TEST_MODEL_KEY\n---\n" + body + "\n"
-	}
-	d := newSweepDir(t, map[string]string{
-		"tree.yaml":          treeFlow,
-		"agents/lead.md":     agent("lead", "You lead."),
-		"agents/scout.md":    agent("scout", "You scout. Version one."),
-		"agents/reporter.md": agent("reporter", "You report."),
-	})
-	flow := func(args ...string) string {
-		t.Helper()
-		c := d.cmd(args...)
-		c.Env = append(c.Env, "FLOW_TEST_MODEL_KEY="+cliKey, cleanHome(t))
-		out, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("flow %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	d := treeDir(t, s)
+	flow := func(args ...string) string { t.Helper(); return d.mustFlow(t, args...) }
 	flow("run", "tree.yaml")
 	if got := m.take(); got["lead"] != 2 || got["scout"] != 1 || got["report"] != 1 || got["other"] != 1 {
 		t.Fatalf("the first run's requests: %v", got)
@@ -179,4 +161,32 @@ func newestRun(t *testing.T, runs string) string {
 		}
 	}
 	return newest.Dir
+}
+
+// treeDir is a directory with treeFlow and its three agents on the
+// openai driver against s.
+func treeDir(t *testing.T, s *modelserver.Server) *sweepDir {
+	agent := func(name, body string) string {
+		return "---\nname: " + name + "\ndescription: the " + name + "\ndriver: openai\nmodel: test-model\nbase_url: " + s.URL() +
+			"/v1\napi_key_env: FLOW_TEST_MODEL_KEY\n---\n" + body + "\n"
+	}
+	return newSweepDir(t, map[string]string{
+		"tree.yaml":          treeFlow,
+		"agents/lead.md":     agent("lead", "You lead."),
+		"agents/scout.md":    agent("scout", "You scout. Version one."),
+		"agents/reporter.md": agent("reporter", "You report."),
+	})
+}
+
+// mustFlow runs flow in d with the model server's key and no user
+// configuration, and fails the test if it does not exit 0.
+func (d *sweepDir) mustFlow(t *testing.T, args ...string) string {
+	t.Helper()
+	c := d.cmd(args...)
+	c.Env = append(c.Env, "FLOW_TEST_MODEL_KEY="+cliKey, cleanHome(t))
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("flow %v: %v\n%s", args, err, out)
+	}
+	return string(out)
 }

@@ -79,17 +79,7 @@ func TestReuseOnTemporalAfterAPromptEdit(t *testing.T) {
 	m := &editedModel{asked: map[string]int{}}
 	s.Handle(m.reply)
 	d := newSweepDir(t, map[string]string{"chain.yaml": strings.ReplaceAll(editedFlow, "%URL%", s.URL())})
-	key := "FLOW_TEST_MODEL_KEY=" + cliKey
-	flow := func(args ...string) string {
-		t.Helper()
-		c := d.cmd(args...)
-		c.Env = append(c.Env, key, cleanHome(t))
-		out, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("flow %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	flow := func(args ...string) string { t.Helper(); return d.mustFlow(t, args...) }
 	flow("run", "chain.yaml")
 	if got := m.take(); got["a"] != 1 || got["b"] != 1 || got["c"] != 1 || got["d"] != 1 {
 		t.Fatalf("the recording's requests: %v", got)
@@ -111,7 +101,7 @@ func TestReuseOnTemporalAfterAPromptEdit(t *testing.T) {
 		}
 	}
 
-	startWorkerEnv(t, d.bin, d.dir, srv.Address, queue, []string{key})
+	startWorkerEnv(t, d.bin, d.dir, srv.Address, queue, []string{"FLOW_TEST_MODEL_KEY=" + cliKey})
 	out := flow(append([]string{"run", "--reuse"}, append(on, "chain.yaml")...)...)
 	if got := m.take(); got["a"] != 0 || got["d"] != 0 || got["b"] != 1 || got["c"] != 1 {
 		t.Errorf("flow run --reuse --temporal sent %v; want b and c once each, nothing for a and d\n%s", got, out)
@@ -153,27 +143,8 @@ func TestReuseThroughTheTreeOnTemporal(t *testing.T) {
 	s := modelserver.Start(t)
 	m := &treeModel{asked: map[string]int{}}
 	s.Handle(m.reply)
-	agent := func(name, body string) string {
-		return "---\nname: " + name + "\ndescription: the " + name + "\ndriver: openai\nmodel: test-model\nbase_url: " + s.URL() +
-			"/v1\napi_key_env: FLOW_TEST_MODEL_KEY\n---\n" + body + "\n"
-	}
-	d := newSweepDir(t, map[string]string{
-		"tree.yaml":          treeFlow,
-		"agents/lead.md":     agent("lead", "You lead."),
-		"agents/scout.md":    agent("scout", "You scout. Version one."),
-		"agents/reporter.md": agent("reporter", "You report."),
-	})
-	key := "FLOW_TEST_MODEL_KEY=" + cliKey
-	flow := func(args ...string) string {
-		t.Helper()
-		c := d.cmd(args...)
-		c.Env = append(c.Env, key, cleanHome(t))
-		out, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("flow %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	d := treeDir(t, s)
+	flow := func(args ...string) string { t.Helper(); return d.mustFlow(t, args...) }
 	flow("run", "tree.yaml")
 	if got := m.take(); got["lead"] != 2 || got["scout"] != 1 || got["report"] != 1 || got["other"] != 1 {
 		t.Fatalf("the first run's requests: %v", got)
@@ -196,7 +167,7 @@ func TestReuseThroughTheTreeOnTemporal(t *testing.T) {
 		}
 	}
 
-	startWorkerEnv(t, d.bin, d.dir, srv.Address, queue, []string{key})
+	startWorkerEnv(t, d.bin, d.dir, srv.Address, queue, []string{"FLOW_TEST_MODEL_KEY=" + cliKey})
 	out := flow(append([]string{"run", "--reuse"}, append(on, "tree.yaml")...)...)
 	if got := m.take(); got["scout"] != 1 || got["lead"] != 2 || got["report"] != 1 || got["other"] != 0 {
 		t.Errorf("flow run --reuse --temporal sent %v; want the scout once, the lead's two requests and the report's one\n%s", got, out)
