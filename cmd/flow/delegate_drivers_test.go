@@ -80,7 +80,12 @@ nodes:
 		}
 		total := u.Total.Input + u.Total.Output + u.Total.CacheRead + u.Total.CacheWrite
 		if total != sum || sum != s.Billed() {
-			t.Errorf("usage.json's total %d, the turns' %d, the server billed %d", total, sum, s.Billed())
+			t.Errorf("usage.json's total %d, the turns' %d, the server billed %d: %+v\n%s", total, sum, s.Billed(), s.Bills(), out)
+			for _, f := range journal(t, run) {
+				if f.Type == record.FactEnd && f.Usage != nil {
+					t.Logf("%s: %d (%+v)", f.Visit, f.Usage.Tokens(), *f.Usage)
+				}
+			}
 		}
 		if strings.Contains(out, "no delegate tool") {
 			t.Errorf("the lead was not offered the tool:\n%s", out)

@@ -79,8 +79,8 @@
 // Codex's stream reports usage only at turn.completed. So with a server,
 // each request goes through the turn's meter (package meter): a listener on
 // 127.0.0.1, opened with the turn and closed with it, that forwards each
-// request unchanged and unbuffered (httputil.ReverseProxy, the key header
-// untouched and never logged) and reads the response's usage as it passes
+// request unchanged (its body read whole first, its answer unbuffered:
+// httputil.ReverseProxy, the key header untouched and never logged) and reads the response's usage as it passes
 // — the Responses API's final event, a Chat Completions usage chunk, or a
 // whole JSON body — before Codex reads it. Each request's usage goes into
 // the stream's ledger and the turn's progress at once, so a turn stopped

@@ -1,6 +1,7 @@
 package meter
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,6 +141,14 @@ func (m *Meter) handler(proxy http.Handler) http.Handler {
 			http.Error(w, "flow: the turn has ended", http.StatusServiceUnavailable)
 			return
 		}
+		if err := holdBody(w, r); err != nil {
+			status := http.StatusBadRequest
+			if tooLong := new(http.MaxBytesError); errors.As(err, &tooLong) {
+				status = http.StatusRequestEntityTooLarge
+			}
+			http.Error(w, "flow: reading the request: "+err.Error(), status)
+			return
+		}
 		if r.Method == http.MethodPost {
 			id, why := m.admit()
 			if why != "" {
@@ -150,6 +159,31 @@ func (m *Meter) handler(proxy http.Handler) http.Handler {
 		}
 		proxy.ServeHTTP(w, r)
 	})
+}
+
+// maxRequestBody bounds a request's body, which the meter holds whole
+// before forwarding it; the APIs' own bounds are lower.
+const maxRequestBody = 64 << 20
+
+// holdBody reads r's body whole and gives it back as one held in memory.
+// The server and the forwarding must never read one body at once: when
+// the answer's headers go out, the server reads what it takes to be the
+// rest of the request, while the forwarding may still be making its last
+// read of it, which then fails; the connection to the server is dropped
+// and the answer cut mid-stream (the CLI sees ECONNRESET, and the server
+// has billed a request whose usage the meter never read). A held body is
+// also one the forwarding may send again on a fresh connection.
+func holdBody(w http.ResponseWriter, r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err != nil {
+		return err
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return nil
 }
 
 // requestID keys a forwarded request's number in its context.
