@@ -11,6 +11,10 @@ package devserver
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os/exec"
 	"strconv"
@@ -18,6 +22,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 
 	"github.com/flowrun/flow/internal/clitest"
 )
@@ -49,15 +56,30 @@ type Server struct {
 	cmd     *exec.Cmd
 	out     *lockedBuffer
 	ports   []int
+	exited  chan struct{} // closed when the server's process has ended
 }
 
-// Start starts a dev server and waits until it takes connections. It is
+// Start starts a dev server and waits until it answers as Temporal. It is
 // stopped when t ends.
+//
+// Its ports were free when they were picked, and are not held until the
+// server binds them: another test's listener may take one meanwhile. A
+// server that could not bind its ports ends at once; it is then started
+// again on other ports.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := Reserve(t)
-	s.Start(t)
-	return s
+	var s *Server
+	for try := 1; ; try++ {
+		s = Reserve(t)
+		err := s.start(t)
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, errEnded) || try == 3 {
+			t.Fatalf("%v:\n%s", err, s.out.String())
+		}
+		t.Logf("%v; starting it again on other ports:\n%s", err, s.out.String())
+	}
 }
 
 // Reserve picks the ports of a dev server that is not started yet: its
@@ -70,9 +92,19 @@ func Reserve(t testing.TB) *Server {
 	return s
 }
 
-// Start starts the server Reserve made and waits until it takes
-// connections. It is stopped when t ends.
+// Start starts the server Reserve made and waits until it answers as
+// Temporal. It is stopped when t ends.
 func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	if err := s.start(t); err != nil {
+		t.Fatalf("%v:\n%s", err, s.out.String())
+	}
+}
+
+// errEnded is a server that ended before it answered.
+var errEnded = errors.New("the Temporal dev server ended before it answered")
+
+func (s *Server) start(t testing.TB) error {
 	t.Helper()
 	bin := clitest.Tool(t, "temporal")
 	ports := s.ports
@@ -88,37 +120,48 @@ func (s *Server) Start(t testing.TB) {
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("starting the Temporal dev server: %v", err)
+		return fmt.Errorf("starting the Temporal dev server: %w", err)
 	}
+	s.exited = make(chan struct{})
+	go func() {
+		_ = s.cmd.Wait()
+		close(s.exited)
+	}()
 	t.Cleanup(s.stop)
-	deadline := time.Now().Add(30 * time.Second)
+	// Ready is a Temporal frontend answering on Address (a client's dial
+	// asks for the server's information): a bare TCP connection could be
+	// another listener's, or the dial's own (an ephemeral port dialled
+	// from itself).
+	deadline := time.Now().Add(60 * time.Second)
+	quiet := log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for {
-		c, err := net.DialTimeout("tcp", s.Address, 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := client.DialContext(ctx, client.Options{HostPort: s.Address, Logger: quiet})
+		cancel()
 		if err == nil {
-			_ = c.Close()
-			return
+			c.Close()
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("%w on %s (%s)", errEnded, s.Address, s.cmd.ProcessState)
+		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the Temporal dev server did not listen on %s within 30 s:\n%s", s.Address, s.out.String())
+			return fmt.Errorf("the Temporal dev server did not answer on %s within 60 s: %v", s.Address, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
 func (s *Server) stop() {
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_ = s.cmd.Wait()
-		close(done)
-	})
 	select {
-	case <-done:
+	case <-s.exited:
 	case <-time.After(5 * time.Second):
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.exited
 	}
-	wg.Wait()
 }
 
 // Log is what the server wrote, for a failing test's message.
