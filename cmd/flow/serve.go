@@ -65,6 +65,8 @@ func (a *app) serve(ctx context.Context, dir string, f serveFlags) error {
 			return invalid("--token-file: %v", err)
 		}
 	}
+	// Like flow worker, the server may start before Temporal does.
+	f.temporal.service = true
 	backend, done, err := a.backend(ctx, f.temporal)
 	if err != nil {
 		return err

@@ -30,6 +30,10 @@ type temporalFlags struct {
 	address   string
 	namespace string
 	taskQueue string
+	// service says the command is a long-lived service (flow worker,
+	// flow serve), started with its server under compose or systemd: it
+	// waits for the server, temporal.connect_wait at most.
+	service bool
 }
 
 func (f *temporalFlags) add(fl *pflag.FlagSet, what string) {
@@ -105,6 +109,16 @@ func (a *app) dialTemporalWaiting(ctx context.Context, f temporalFlags, wait tim
 	}
 }
 
+// connectWait is how long a service (flow worker, flow serve) waits for
+// a Temporal server that does not answer yet: temporal.connect_wait,
+// 5 minutes by default.
+func (a *app) connectWait() time.Duration {
+	if !a.cfg.IsSet("temporal.connect_wait") {
+		return 5 * time.Minute
+	}
+	return a.cfg.GetDuration("temporal.connect_wait")
+}
+
 // oneLineErr is err's message on one line.
 func oneLineErr(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
@@ -158,9 +172,17 @@ func (a *app) backend(ctx context.Context, f temporalFlags, leaves ...runner.Lea
 		b, err := a.local(leaves...)
 		return b, func() {}, err
 	}
-	c, err := a.dialTemporal(ctx, f)
+	var c client.Client
+	if f.service {
+		c, err = a.dialTemporalWaiting(ctx, f, a.connectWait())
+	} else {
+		c, err = a.dialTemporal(ctx, f)
+	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if c == nil { // ctx ended while waiting
+		return nil, nil, context.Cause(ctx)
 	}
 	if b, err = a.onTemporal(c, f, leaves...); err != nil {
 		c.Close()
@@ -258,12 +280,8 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// A worker may start before its server (compose, systemd): it waits
-	// for it, temporal.connect_wait at most (default 5m).
-	wait := a.cfg.GetDuration("temporal.connect_wait")
-	if !a.cfg.IsSet("temporal.connect_wait") {
-		wait = 5 * time.Minute
-	}
-	c, err := a.dialTemporalWaiting(ctx, tf, wait)
+	// for it.
+	c, err := a.dialTemporalWaiting(ctx, tf, a.connectWait())
 	if err != nil || c == nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,5 +222,47 @@ func TestTemporalWorkerWaitsForItsServer(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "takes visits from task queue chain") {
 		t.Errorf("the worker's output:\n%s", out.String())
+	}
+}
+
+// flow serve --temporal, like a worker, may start before its server: it
+// waits for it, saying so, and then serves; on the code before it exited
+// 2 at once.
+func TestServeWaitsForItsTemporal(t *testing.T) {
+	srv := devserver.Reserve(t)
+	bin, dir := flowBinary(t), t.TempDir()
+	writeFlows(t, dir, map[string]string{"hello.yaml": "name: hello\nnodes:\n  - {id: a, run: echo hi}\n"})
+	s := &served{t: t, stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	s.cmd = exec.Command(bin, "serve", "flows", "--addr", "127.0.0.1:0", "--temporal", srv.Address)
+	s.cmd.Dir, s.cmd.Env, s.cmd.Stderr = dir, append(os.Environ(), "FLOW_TEMPORAL_CONNECT_WAIT=2m"), s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.exited <- s.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		if err := <-s.exited; err != nil {
+			t.Logf("flow serve: %v", err) // killed, as it should be
+		}
+	})
+	waitFor(t, 30*time.Second, "serve saying it waits for Temporal", func() bool {
+		select {
+		case err := <-s.exited:
+			s.exited <- err // for the cleanup
+			t.Fatalf("flow serve exited (%v) rather than waiting:\n%s", err, s.stderr.String())
+		default:
+		}
+		return strings.Contains(s.stderr.String(), "does not answer yet")
+	})
+	srv.Start(t)
+	waitFor(t, 60*time.Second, "serve serving once Temporal answers", func() bool {
+		m := servingRE.FindStringSubmatch(s.stderr.String())
+		if m != nil {
+			s.url = m[1]
+		}
+		return m != nil
+	})
+	if code, got := s.call("GET", "/api/flows", ""); code != http.StatusOK {
+		t.Fatalf("GET /api/flows: %d %v\n%s", code, got, s.stderr.String())
 	}
 }
