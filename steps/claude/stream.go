@@ -216,14 +216,15 @@ func (p *parser) Feed(n int, line []byte) {
 			c.Cost = ev.TotalCostUSD
 		}
 		switch said := (record.Usage{Input: c.Input, Output: c.Output, CacheRead: c.CacheRead, CacheWrite: c.CacheWrite}).Tokens(); {
-		case ev.Usage != nil && (!ev.IsError || said >= p.ledger.Tokens()):
-			// The result's usage is the turn's final figure: the assistant
-			// events carry the usage of each message's start.
+		case ev.Usage != nil && said >= p.ledger.Tokens():
+			// The result's usage is the turn's final figure, with its cost.
 			p.ledger.Total(c)
 		default:
-			// No figure, or a turn that ended on an error saying less than
-			// its messages' own usage (it may say 0 of what the server
-			// billed and streamed): the messages' figures stand.
+			// No figure, or one saying less than the messages' own usage,
+			// each of which the server reported as it billed it: a request
+			// Claude Code sent again after its answer was cut, or a turn
+			// that ended on an error (its result may say 0). The messages'
+			// figures stand.
 			p.ledger.Final()
 		}
 		if ev.SessionID != "" {

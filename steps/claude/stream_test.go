@@ -180,11 +180,12 @@ func TestPartialMessagesCountEachMessageWhole(t *testing.T) {
 	}
 }
 
-// A turn that ended on an error (the meter refused its next request) may
-// end with a result that says less than its messages' own usage — 0 of a
-// message the server billed and streamed: the messages' figures stand.
-// A result that is not an error still stands as the turn's total.
-func TestAnErrorResultDoesNotUnsayItsMessages(t *testing.T) {
+// A result that says less than its messages' own usage — 0 of a message
+// the server billed and streamed, when the meter refused the next request;
+// or leaving out an attempt whose answer was cut and sent again — does not
+// replace them: the messages' figures stand. One that says at least as
+// much stands as the turn's total.
+func TestAResultDoesNotUnsayItsMessages(t *testing.T) {
 	t.Parallel()
 	msg := `{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":2000,"output_tokens":1}}},"parent_tool_use_id":null}` + "\n" +
 		`{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":20}},"parent_tool_use_id":null}` + "\n"
@@ -195,7 +196,8 @@ func TestAnErrorResultDoesNotUnsayItsMessages(t *testing.T) {
 	}{
 		{"error saying 0", `{"type":"result","subtype":"success","is_error":true,"result":"API Error: 400","usage":{"input_tokens":0,"output_tokens":0}}`, 2020},
 		{"error saying more", `{"type":"result","subtype":"success","is_error":true,"result":"API Error: 400","usage":{"input_tokens":2000,"output_tokens":30}}`, 2030},
-		{"success", `{"type":"result","subtype":"success","is_error":false,"result":"ok","stop_reason":"end_turn","usage":{"input_tokens":1500,"output_tokens":20}}`, 1520},
+		{"success saying less", `{"type":"result","subtype":"success","is_error":false,"result":"ok","stop_reason":"end_turn","usage":{"input_tokens":1500,"output_tokens":20}}`, 2020},
+		{"success saying more", `{"type":"result","subtype":"success","is_error":false,"result":"ok","stop_reason":"end_turn","usage":{"input_tokens":2000,"output_tokens":25,"cache_read_input_tokens":100}}`, 2125},
 	} {
 		u := feed([]byte(msg + c.result + "\n")).ledger.Usage()
 		if u.Tokens() != c.want || u.Partial {
