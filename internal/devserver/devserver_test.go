@@ -10,12 +10,13 @@ import (
 // the listener is not taken for it: Start can then try other ports.
 func TestAServerOnATakenPortIsNotReady(t *testing.T) {
 	t.Parallel()
-	s := Reserve(t)
-	l, err := net.Listen("tcp", s.Address)
+	l, err := net.Listen("tcp", "127.0.0.1:0") // held from the start
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	s := Reserve(t)
+	s.Address, s.ports[0] = l.Addr().String(), l.Addr().(*net.TCPAddr).Port
 	go func() { // another server that takes connections and says nothing
 		for {
 			c, err := l.Accept()
