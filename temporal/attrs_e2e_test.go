@@ -32,7 +32,7 @@ func TestE2EARunCarriesItsFlowTriggerAndStatus(t *testing.T) {
 	c := &Client{Client: cl.c, Address: cl.srv.Address, TaskQueue: cl.queue}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	run, err := c.start(WithTrigger(ctx, "api"), snap, nil, false, nil)
+	run, err := c.start(WithTrigger(ctx, "api"), snap, RunInput{})
 	if err != nil {
 		t.Fatal(err)
 	}

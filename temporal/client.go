@@ -81,7 +81,7 @@ func (c *Client) Execute(ctx context.Context, plan *flows.Plan, cfg local.Config
 		return nil, err
 	}
 	snap.Temporal = &TemporalRef{Address: c.Address, Namespace: c.Namespace, TaskQueue: c.queue(), Workflow: snap.Run}
-	run, err := c.start(ctx, snap, nil, opts.Asker != nil, reused)
+	run, err := c.start(ctx, snap, RunInput{Attended: opts.Asker != nil, Reused: reused})
 	if err == nil {
 		snap.Temporal.Execution = run.GetRunID()
 		err = w.WriteSnapshot(snap)
@@ -143,11 +143,15 @@ func (c *Client) converter(id string) converter.DataConverter {
 // TemporalRef is where a run lives on Temporal, as its snapshot records it.
 type TemporalRef = rundir.TemporalRun
 
-func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*record.Fact, attended bool, reused []byte) (client.WorkflowRun, error) {
+// start starts the run workflow of snap; in holds what is the run's own
+// (its earlier facts, attended, reused visits, kept events) and start
+// fills in the rest.
+func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, in RunInput) (client.WorkflowRun, error) {
 	// The snapshot's relative paths were read from here, as a local run
 	// (or resume) in this directory reads them.
 	origin, _ := os.Getwd()
 	trigger, searchable := triggerOf(ctx), c.searchable(ctx)
+	in.Snapshot, in.Load, in.Timing, in.Origin, in.Searchable = snap, c.Load, c.Timing, origin, searchable
 	var attrs temporal.SearchAttributes
 	if searchable {
 		attrs = startAttrs(snap.Flow, trigger)
@@ -161,7 +165,7 @@ func (c *Client) start(ctx context.Context, snap *rundir.Snapshot, earlier []*re
 		// after it closed, a resume starts it again.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, WorkflowName, &RunInput{Snapshot: snap, Load: c.Load, Timing: c.Timing, Earlier: earlier, Origin: origin, Attended: attended, Searchable: searchable, Reused: reused})
+	}, WorkflowName, &in)
 	if err != nil {
 		return nil, fmt.Errorf("starting run %s on Temporal at %s: %w", snap.Run, c.Address, err)
 	}
@@ -221,8 +225,15 @@ func (c *Client) AttachAsking(ctx context.Context, dir string, onEvent func(*rec
 	// Everything is mirrored and the run may go on: a new execution
 	// replays the ended visits from the journal.
 	m.note(fmt.Sprintf("resuming run %s (%s, %s) on Temporal", info.ID, info.Flow, info.Status))
+	// The events the ended execution kept stay delivered: their senders
+	// were told so (docs/waits.md, On Temporal).
+	kept, err := c.keptEvents(ctx, ref.Workflow, m.note)
+	if err != nil {
+		_ = w.Close()
+		return nil, err
+	}
 	ref.Base = len(earlier)
-	run, err := c.start(ctx, snap, earlier, asker != nil, nil)
+	run, err := c.start(ctx, snap, RunInput{Earlier: earlier, Attended: asker != nil, Events: kept})
 	if err != nil {
 		_ = w.Close()
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
+
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/schema"
 )
@@ -73,20 +75,55 @@ func compareKept(kept *KeptEvent, sig EventSignal, event, id string) (already bo
 	return false, fmt.Errorf("event %s of run %s: %w (at %s)", event, id, rundir.ErrSignalConflict, kept.Time.Format(time.RFC3339))
 }
 
+// queryKept asks the run's workflow, once, for the events it kept (a
+// query, answered by a worker).
+func (c *Client) queryKept(ctx context.Context, id string) (map[string]KeptEvent, error) {
+	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	v, err := c.Client.QueryWorkflow(qctx, id, "", QueryEvents)
+	if err != nil {
+		return nil, err
+	}
+	var kept map[string]KeptEvent
+	return kept, v.Get(&kept)
+}
+
+// keptEvents are the events the run's last execution kept, for the
+// execution that resumes it. It asks until a worker answers (the resumed
+// run needs one too), saying once through note that it waits. A run
+// whose history is gone, or whose workflow never answered the query
+// (recorded before waits ran on Temporal), kept none.
+func (c *Client) keptEvents(ctx context.Context, id string, note func(string)) (map[string]KeptEvent, error) {
+	for noted := false; ; {
+		kept, err := c.queryKept(ctx, id)
+		var gone *serviceerror.NotFound
+		var unknown *serviceerror.QueryFailed
+		switch {
+		case err == nil:
+			return kept, nil
+		case errors.As(err, &gone), errors.As(err, &unknown):
+			return nil, nil
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("reading the events run %s kept on Temporal at %s: %w", id, c.Address, context.Cause(ctx))
+		case !noted:
+			note(fmt.Sprintf("waiting for a worker to say which events run %s kept (%v)", id, err))
+			noted = true
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // keptEvent reads what the run keeps of event, asking its workflow (a
 // query, answered by a worker after the signal was taken), again
 // while no worker answers, for up to patience.
 func (c *Client) keptEvent(ctx context.Context, id, event string, patience time.Duration) (*KeptEvent, error) {
 	deadline := time.Now().Add(patience)
 	for {
-		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
-		v, err := c.Client.QueryWorkflow(qctx, id, "", QueryEvents)
-		cancel()
+		kept, err := c.queryKept(ctx, id)
 		if err == nil {
-			var kept map[string]KeptEvent
-			if err := v.Get(&kept); err != nil {
-				return nil, err
-			}
 			k, ok := kept[event]
 			if !ok {
 				// Taken after the query: a task of the run had not

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -154,6 +156,63 @@ func TestWaitTemporalEventBeforeWait(t *testing.T) {
 	}
 	if log := stepsLog(t, dir); !strings.Contains(log, "after true early") || strings.Count(log, "after") != 1 || strings.Count(log, "before") != 1 {
 		t.Fatalf("steps:\n%s", log)
+	}
+}
+
+// TestWaitTemporalEventSurvivesAStop: an event delivered to a run on
+// Temporal before its wait, the run then stopped (Ctrl-C) and resumed in
+// a new execution, is still delivered: the sender was told it was, so
+// the resumed wait takes it rather than waiting for it again.
+func TestWaitTemporalEventSurvivesAStop(t *testing.T) {
+	srv := devserver.Start(t)
+	bin, dir, runsDir := flowBinary(t), t.TempDir(), t.TempDir()
+	flow := strings.Replace(waitFlow, "echo before >> steps.log", "echo before >> steps.log; while [ ! -e go ]; do sleep 0.05; done", 1)
+	flow = strings.Replace(flow, "; while [ ! -e go ]; do sleep 0.05; done\n  - id: after", "\n  - id: after", 1)
+	if err := os.WriteFile(filepath.Join(dir, "deploy.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, env := waitCluster(t, bin, dir, srv.Address, "stopped", runsDir)
+	cmd := exec.Command(bin, "run", "--temporal", srv.Address, "--task-queue", "stopped", "deploy.yaml")
+	cmd.Dir, cmd.Env = dir, env
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	await(t, 60*time.Second, "the step before the wait to start", func() bool { return strings.Contains(stepsLog(t, dir), "before") })
+	run, _ := onlyRunHas(runsDir, "")
+	id := filepath.Base(run)
+	if code, o := flowEnv(t, bin, dir, env, "signal", id, "deploy-done", "--data", `{"ok": true, "url": "kept"}`); code != 0 {
+		t.Fatalf("flow signal to a running run: exit %d\n%s", code, o)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("flow run after Ctrl-C: %v, want exit %d\n%s", err, exitInterrupted, out.String())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Without the event the resumed run would wait for it for ever.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	resume := exec.CommandContext(ctx, bin, "resume", id)
+	resume.Dir, resume.Env = dir, env
+	o, err := resume.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the resumed run did not end in 90 s: the event delivered before the stop was lost\n%s", o)
+	}
+	if err != nil {
+		t.Fatalf("flow resume: %v\n%s\nfirst attempt:\n%s", err, o, out.String())
+	}
+	if log := stepsLog(t, dir); strings.Count(log, "after") != 1 || !strings.Contains(log, "after true kept") {
+		t.Fatalf("the step after the wait ran other than once, or without the event's data:\n%s", log)
+	}
+	if code, o := flowEnv(t, bin, dir, env, "signal", id, "deploy-done", "--data", `{"ok": false, "url": "other"}`); code != exitFailed || !strings.Contains(o, "other data") {
+		t.Fatalf("a conflicting delivery after the resume: exit %d, want %d\n%s", code, exitFailed, o)
 	}
 }
 
