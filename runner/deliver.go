@@ -31,7 +31,14 @@ func Deliver(ctx context.Context, b Backend, dir, event string, data []byte, by 
 		if !ok {
 			return false, fmt.Errorf("run %s lives on Temporal at %s: deliver its events there (--temporal %s, or temporal.address)", snap.Run, snap.Temporal.Address, snap.Temporal.Address)
 		}
-		return d.Deliver(ctx, dir, event, data, by)
+		already, err := d.Deliver(ctx, dir, event, data, by)
+		if err == nil {
+			// The run kept this data: a copy in its directory tells a
+			// server that let go of it while it waits to follow it
+			// again (serve's waker reads signals/, as for a local run).
+			_, _ = rundir.Deliver(dir, event, data, by, time.Now())
+		}
+		return already, err
 	}
 	return rundir.Deliver(dir, event, data, by, time.Now())
 }

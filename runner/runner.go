@@ -72,6 +72,9 @@ const (
 var (
 	ErrStopped  = engine.ErrStopped
 	ErrDetached = temporal.ErrDetached
+	// ErrLetGoWaiting is the ErrDetached of a run let go while it holds
+	// nothing but waits (TemporalConfig.LetGoWhileWaiting).
+	ErrLetGoWaiting = temporal.ErrLetGoWaiting
 )
 
 // ErrNotAttachable says a backend walks runs only in this process: there

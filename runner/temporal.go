@@ -32,6 +32,11 @@ type TemporalConfig struct {
 	// Heartbeat and SessionWait bound a visit's activity (temporal.Timing);
 	// zero takes Temporal's defaults of flow.
 	Heartbeat, SessionWait time.Duration
+	// LetGoWhileWaiting ends a Start, Resume or Attach with
+	// ErrLetGoWaiting once the run holds nothing but waits: it goes on
+	// on Temporal when one may end, and whoever followed it re-attaches
+	// then (flow serve --temporal; docs/waits.md, On Temporal).
+	LetGoWhileWaiting bool
 }
 
 // DefaultTaskQueue is the task queue of runs and workers if none is given.
@@ -53,7 +58,7 @@ var _ Backend = (*Temporal)(nil)
 func OnTemporal(c client.Client, cfg TemporalConfig) *Temporal {
 	return &Temporal{load: cfg.Load, c: &temporal.Client{Client: c, Key: cfg.Key, Address: cfg.Address, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue,
 		Load:   temporal.LoadOptions{DefaultDriver: cfg.Load.DefaultDriver, Drivers: cfg.Load.Drivers},
-		Timing: temporal.Timing{Heartbeat: cfg.Heartbeat, SessionWait: cfg.SessionWait}}}
+		Timing: temporal.Timing{Heartbeat: cfg.Heartbeat, SessionWait: cfg.SessionWait}, LetGoWhileWaiting: cfg.LetGoWhileWaiting}}
 }
 
 // TemporalKey encrypts what runs put in Temporal's history

@@ -13,7 +13,6 @@ import (
 
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/flows"
-	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
 )
 
@@ -168,6 +167,12 @@ func (r *runs) execute(ctx context.Context, a *active) {
 	s.record(Record{Type: RecordRun, Flow: a.flow, Run: a.id, Trigger: a.trigger})
 	res, err := r.start(ctx, a, opts)
 	switch {
+	case errors.Is(err, runner.ErrLetGoWaiting):
+		// It goes on on Temporal when its time or event comes; the waker
+		// follows it again then (docs/waits.md, On Temporal).
+		s.log.Info("let go of a run on Temporal while it waits", "flow", a.flow, "run", a.id)
+		s.waker.noteDir(a.id)
+		return
 	case errors.Is(err, runner.ErrDetached):
 		s.log.Info("detached from a run on Temporal; it goes on", "flow", a.flow, "run", a.id)
 		return
@@ -188,9 +193,9 @@ func (r *runs) execute(ctx context.Context, a *active) {
 	if status == record.StatusStopped && stopBy == "shutdown" {
 		s.record(Record{Type: RecordShutdown, Flow: a.flow, Run: a.id})
 	}
-	if status == rundir.StatusWaiting {
-		s.waker.noteDir(a.id)
-	}
+	// A run that ends waiting is woken later; one that does not is
+	// forgotten, also when the waker had it from an earlier wait.
+	s.waker.noteDir(a.id)
 }
 
 // finished takes an ended run off the active set, starts the next queued

@@ -88,6 +88,9 @@ func (s *Server) runView(info *rundir.RunInfo) *RunView {
 	if a, _ := s.runs.get(info.ID); a != nil {
 		v.Status, v.Resumable, v.Why = string(record.StatusRunning), false, "it is running"
 		v.Live = a.liveVisits()
+	} else if s.waker.has(info.ID) {
+		// A run on Temporal let go while it waits (docs/waits.md).
+		v.Status = string(rundir.StatusWaiting)
 	}
 	v.Asks = s.asks.list(info.ID)
 	// A run on Temporal waits while it runs: its workflow holds the wait

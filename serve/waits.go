@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/rundir"
 	"github.com/flowrun/flow/runner"
 )
@@ -72,11 +73,15 @@ func (wk *waker) noteDir(id string) {
 }
 
 // note keeps info's run when it waits, and forgets it when it does not.
+// A run on Temporal that nobody follows and whose journal ends in waits
+// (rundir.RunInfo.Waiting; let go while it waits, or its follower died)
+// waits too: its workflow holds the waits, and it is followed again when
+// one may end.
 func (wk *waker) note(info *rundir.RunInfo) {
 	wk.mu.Lock()
 	defer wk.mu.Unlock()
 	defer wk.poke()
-	if info.Status != rundir.StatusWaiting {
+	if info.Status != rundir.StatusWaiting && (info.Status != record.StatusInterrupted || len(info.Waiting) == 0) {
 		delete(wk.waiting, info.ID)
 		wk.gauge.Set(float64(len(wk.waiting)))
 		return
@@ -92,6 +97,14 @@ func (wk *waker) note(info *rundir.RunInfo) {
 	}
 	wk.waiting[info.ID] = w
 	wk.gauge.Set(float64(len(wk.waiting)))
+}
+
+// has says whether the waker holds run id as waiting.
+func (wk *waker) has(id string) bool {
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
+	_, ok := wk.waiting[id]
+	return ok
 }
 
 // poke makes the loop look again now.

@@ -44,6 +44,12 @@ type Client struct {
 	// Reuse names the recordings the runs reuse from (flow run --reuse;
 	// reuse.go), nil for none.
 	Reuse *ReuseFrom
+	// LetGoWhileWaiting ends the following of a run, with
+	// ErrLetGoWaiting, once it holds nothing but waits that neither their
+	// time nor their event ended yet (holds.go): the run goes on on
+	// Temporal, and the follower re-attaches when one may end (flow serve
+	// --temporal frees the run's slot meanwhile).
+	LetGoWhileWaiting bool
 }
 
 func (c *Client) queue() string {
@@ -200,7 +206,7 @@ func (c *Client) AttachAsking(ctx context.Context, dir string, onEvent func(*rec
 		return nil, err
 	}
 	ref := *snap.Temporal
-	m := &mirror{c: c, w: w, ref: ref, onEvent: onEvent, dir: w.Dir(), next: len(earlier) - ref.Base, relay: newRelay(asker)}
+	m := &mirror{c: c, w: w, ref: ref, onEvent: onEvent, dir: w.Dir(), next: len(earlier) - ref.Base, relay: newRelay(asker), holds: newHolds(earlier)}
 	m.relay.of(m)
 	desc, err := c.Client.DescribeWorkflowExecution(ctx, ref.Workflow, ref.Execution)
 	if err != nil {

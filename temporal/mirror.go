@@ -33,6 +33,7 @@ type mirror struct {
 	// relay hands the run's asks to a local Asker (an attended run); nil:
 	// nobody here answers.
 	relay *relay
+	holds *holds // what the run holds now, for Client.LetGoWhileWaiting
 }
 
 // ErrDetached, as the cause of a mirror's cancellation, ends the mirror
@@ -49,6 +50,9 @@ func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
 		}
 	}()
 	m.live = map[string]Progress{}
+	if m.holds == nil {
+		m.holds = newHolds(nil)
+	}
 	if m.relay != nil {
 		defer m.relay.close()
 	}
@@ -103,6 +107,10 @@ func (m *mirror) run(ctx context.Context) (res *engine.Result, err error) {
 		if m.relay != nil && !cancelled && ticked {
 			// An ask that waits is the workflow's, asked by query.
 			m.relay.sync(ctx)
+		}
+		if m.c.LetGoWhileWaiting && !cancelled && ticked && m.mayLetGo(rpc, time.Now()) {
+			m.note(fmt.Sprintf("run %s holds nothing but its waits: let go until one may end; it goes on on Temporal", m.ref.Workflow))
+			return nil, ErrLetGoWaiting
 		}
 		if ticked && (pending > 0 || m.next == 0) {
 			desc, err := m.c.Client.DescribeWorkflowExecution(rpc, m.ref.Workflow, m.ref.Execution)
@@ -238,6 +246,9 @@ func (m *mirror) finish(ctx context.Context) (*engine.Result, error) {
 
 // factEvent emits the event a local run gives with a fact.
 func (m *mirror) factEvent(f *record.Fact) {
+	if m.holds != nil {
+		m.holds.add(f)
+	}
 	switch f.Type {
 	case record.FactRun:
 		if f.Status == record.StatusRunning {

@@ -65,8 +65,9 @@ func (a *app) serve(ctx context.Context, dir string, f serveFlags) error {
 			return invalid("--token-file: %v", err)
 		}
 	}
-	// Like flow worker, the server may start before Temporal does.
-	f.temporal.service = true
+	// Like flow worker, the server may start before Temporal does; it
+	// wakes the runs that wait, and holds no slot for them meanwhile.
+	f.temporal.service, f.temporal.letGoWaits = true, true
 	backend, done, err := a.backend(ctx, f.temporal)
 	if err != nil {
 		return err

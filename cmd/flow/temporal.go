@@ -34,6 +34,9 @@ type temporalFlags struct {
 	// flow serve), started with its server under compose or systemd: it
 	// waits for the server, temporal.connect_wait at most.
 	service bool
+	// letGoWaits says the command lets go of a run that holds nothing but
+	// waits, and wakes it itself (flow serve; docs/waits.md, On Temporal).
+	letGoWaits bool
 }
 
 func (f *temporalFlags) add(fl *pflag.FlagSet, what string) {
@@ -161,7 +164,7 @@ func (a *app) onTemporal(c client.Client, f temporalFlags, leaves ...runner.Leaf
 	}
 	key, _ := a.temporalKey() // dialTemporal read it
 	return r.OnTemporal(c, runner.TemporalConfig{Key: key, Address: f.address, Namespace: f.namespace, TaskQueue: f.taskQueue,
-		Heartbeat: a.cfg.GetDuration("temporal.heartbeat"), SessionWait: a.cfg.GetDuration("temporal.session_wait")}, leaves...), nil
+		Heartbeat: a.cfg.GetDuration("temporal.heartbeat"), SessionWait: a.cfg.GetDuration("temporal.session_wait"), LetGoWhileWaiting: f.letGoWaits}, leaves...), nil
 }
 
 // backend is where runs of f go: Temporal, when f (or the configuration)

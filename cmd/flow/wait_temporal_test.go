@@ -216,6 +216,68 @@ func TestWaitTemporalEventSurvivesAStop(t *testing.T) {
 	}
 }
 
+// TestWaitTemporalServeLetsGo: under flow serve --temporal --max-runs 1,
+// a run that holds nothing but its wait frees its slot (another run
+// starts and ends meanwhile), reads as waiting and counts in
+// flow_runs_waiting; the server follows it again when its event comes,
+// by the API or by flow signal, or when its time comes, and each run
+// ends with what came, each step once.
+func TestWaitTemporalServeLetsGo(t *testing.T) {
+	srv := devserver.Start(t)
+	bin, dir := flowBinary(t), t.TempDir()
+	writeFlows(t, dir, map[string]string{
+		"hook.yaml": "name: hook\ninput: {tag: string}\nnodes:\n  - {id: before, run: echo before >> hook.log}\n" +
+			"  - {id: ci, wait: {event: ci-done}, output: {green: boolean}}\n" +
+			"  - id: after\n    run: echo after \"$T\" \"$G\" >> hook.log\n    env: {G: \"${{ ci.output.green }}\", T: \"${{ input.tag }}\"}\n",
+		"pause.yaml": "name: pause\nnodes:\n  - {id: pause, wait: {for: 3s}}\n  - {id: after, run: echo after >> pause.log}\n",
+		"quick.yaml": "name: quick\nnodes:\n  - {id: q, run: echo quick >> quick.log}\n",
+	})
+	_, _, env := waitCluster(t, bin, dir, srv.Address, "letgo", t.TempDir())
+	s := startServeEnv(t, bin, dir, env[len(os.Environ()):], "--poll", "200ms", "--max-runs", "1", "--temporal", srv.Address, "--task-queue", "letgo")
+	start := func(flow, input string) string {
+		t.Helper()
+		code, m := s.call("POST", "/api/flows/"+flow+"/runs", input)
+		if code != http.StatusAccepted {
+			t.Fatalf("starting %s: %d %v", flow, code, m)
+		}
+		id, _ := m["id"].(string)
+		return id
+	}
+	waiting := func(id string) {
+		t.Helper()
+		await(t, 60*time.Second, "run "+id+" to be let go while it waits", func() bool { return runStatus(s, id) == "waiting" })
+	}
+	api := start("hook", `{"tag": "api"}`)
+	waiting(api)
+	quick := start("quick", "")
+	await(t, 60*time.Second, "another run to take the freed slot and end", func() bool { return runStatus(s, quick) == "succeeded" })
+	cli := start("hook", `{"tag": "cli"}`)
+	waiting(cli)
+	if _, page := s.call("GET", "/metrics", ""); !strings.Contains(page["_body"].(string), "flow_runs_waiting 2") {
+		t.Errorf("/metrics does not count the two runs let go while they wait:\n%s", page["_body"])
+	}
+	if code, m := s.call("POST", "/api/runs/"+api+"/events/ci-done", `{"green": true}`); code != http.StatusOK {
+		t.Fatalf("delivering by the API: %d %v", code, m)
+	}
+	if code, o := flowEnv(t, bin, dir, env, "signal", cli, "ci-done", "--data", `{"green": false}`); code != 0 {
+		t.Fatalf("flow signal: exit %d\n%s", code, o)
+	}
+	pause := start("pause", "")
+	for _, id := range []string{api, cli, pause} {
+		await(t, 60*time.Second, "run "+id+" to be followed again and end", func() bool { return runStatus(s, id) == "succeeded" })
+	}
+	log := readFile(t, filepath.Join(dir, "hook.log"))
+	if strings.Count(log, "before") != 2 || strings.Count(log, "after api true") != 1 || strings.Count(log, "after cli false") != 1 {
+		t.Fatalf("hook.log:\n%s", log)
+	}
+	if log := readFile(t, filepath.Join(dir, "pause.log")); log != "after\n" {
+		t.Fatalf("pause.log: %q", log)
+	}
+	if _, page := s.call("GET", "/metrics", ""); !strings.Contains(page["_body"].(string), "flow_runs_waiting 0") {
+		t.Errorf("/metrics still counts runs as waiting:\n%s", page["_body"])
+	}
+}
+
 // TestWaitTemporalServeRestart: under flow serve --temporal, a run of
 // wait: {for: 4s}, the server stopped and one of two workers killed
 // during the wait, ends by itself, each step once, and the next server
