@@ -119,29 +119,48 @@ func TestWaitTemporalKilledWorkerSignalResume(t *testing.T) {
 	}
 }
 
+// beforeItsWait is a run of waitFlow on Temporal (two workers, flow run
+// --temporal) whose step before the wait runs until the file go exists in
+// dir.
+type beforeItsWait struct {
+	bin, dir, id string
+	env          []string
+	cmd          *exec.Cmd
+	out          *syncBuffer
+}
+
+// startBeforeItsWait starts a beforeItsWait run on task queue queue of a
+// dev server of its own and returns once its step before the wait runs.
+func startBeforeItsWait(t *testing.T, queue string) *beforeItsWait {
+	t.Helper()
+	srv := devserver.Start(t)
+	r := &beforeItsWait{bin: flowBinary(t), dir: t.TempDir(), out: &syncBuffer{}}
+	runsDir := t.TempDir()
+	flow := strings.Replace(waitFlow, "echo before >> steps.log", "echo before >> steps.log; while [ ! -e go ]; do sleep 0.05; done", 1)
+	flow = strings.Replace(flow, "; while [ ! -e go ]; do sleep 0.05; done\n  - id: after", "\n  - id: after", 1)
+	if err := os.WriteFile(filepath.Join(r.dir, "deploy.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, r.env = waitCluster(t, r.bin, r.dir, srv.Address, queue, runsDir)
+	r.cmd = exec.Command(r.bin, "run", "--temporal", srv.Address, "--task-queue", queue, "deploy.yaml")
+	r.cmd.Dir, r.cmd.Env = r.dir, r.env
+	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.cmd.Process.Kill() })
+	await(t, 60*time.Second, "the step before the wait to start", func() bool { return strings.Contains(stepsLog(t, r.dir), "before") })
+	run, _ := onlyRunHas(runsDir, "")
+	r.id = filepath.Base(run)
+	return r
+}
+
 // TestWaitTemporalEventBeforeWait: an event signalled while the run has
 // not reached its wait is kept by the workflow and taken when the wait is
 // reached; a conflicting second delivery is refused.
 func TestWaitTemporalEventBeforeWait(t *testing.T) {
-	srv := devserver.Start(t)
-	bin, dir, runsDir := flowBinary(t), t.TempDir(), t.TempDir()
-	flow := strings.Replace(waitFlow, "echo before >> steps.log", "echo before >> steps.log; while [ ! -e go ]; do sleep 0.05; done", 1)
-	flow = strings.Replace(flow, "; while [ ! -e go ]; do sleep 0.05; done\n  - id: after", "\n  - id: after", 1)
-	if err := os.WriteFile(filepath.Join(dir, "deploy.yaml"), []byte(flow), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, _, env := waitCluster(t, bin, dir, srv.Address, "early", runsDir)
-	cmd := exec.Command(bin, "run", "--temporal", srv.Address, "--task-queue", "early", "deploy.yaml")
-	cmd.Dir, cmd.Env = dir, env
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-	await(t, 60*time.Second, "the step before the wait to start", func() bool { return strings.Contains(stepsLog(t, dir), "before") })
-	run, _ := onlyRunHas(runsDir, "")
-	id := filepath.Base(run)
+	r := startBeforeItsWait(t, "early")
+	bin, dir, env, cmd, out, id := r.bin, r.dir, r.env, r.cmd, r.out, r.id
 	if code, o := flowEnv(t, bin, dir, env, "signal", id, "deploy-done", "--data", `{"ok": true, "url": "early"}`); code != 0 {
 		t.Fatalf("flow signal to a running run: exit %d\n%s", code, o)
 	}
@@ -164,25 +183,8 @@ func TestWaitTemporalEventBeforeWait(t *testing.T) {
 // a new execution, is still delivered: the sender was told it was, so
 // the resumed wait takes it rather than waiting for it again.
 func TestWaitTemporalEventSurvivesAStop(t *testing.T) {
-	srv := devserver.Start(t)
-	bin, dir, runsDir := flowBinary(t), t.TempDir(), t.TempDir()
-	flow := strings.Replace(waitFlow, "echo before >> steps.log", "echo before >> steps.log; while [ ! -e go ]; do sleep 0.05; done", 1)
-	flow = strings.Replace(flow, "; while [ ! -e go ]; do sleep 0.05; done\n  - id: after", "\n  - id: after", 1)
-	if err := os.WriteFile(filepath.Join(dir, "deploy.yaml"), []byte(flow), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, _, env := waitCluster(t, bin, dir, srv.Address, "stopped", runsDir)
-	cmd := exec.Command(bin, "run", "--temporal", srv.Address, "--task-queue", "stopped", "deploy.yaml")
-	cmd.Dir, cmd.Env = dir, env
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-	await(t, 60*time.Second, "the step before the wait to start", func() bool { return strings.Contains(stepsLog(t, dir), "before") })
-	run, _ := onlyRunHas(runsDir, "")
-	id := filepath.Base(run)
+	r := startBeforeItsWait(t, "stopped")
+	bin, dir, env, cmd, out, id := r.bin, r.dir, r.env, r.cmd, r.out, r.id
 	if code, o := flowEnv(t, bin, dir, env, "signal", id, "deploy-done", "--data", `{"ok": true, "url": "kept"}`); code != 0 {
 		t.Fatalf("flow signal to a running run: exit %d\n%s", code, o)
 	}
