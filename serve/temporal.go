@@ -89,7 +89,8 @@ func (s *Server) adoptFired(ctx context.Context) {
 
 // adopt starts mirroring a run a Temporal Schedule started: at once, as
 // Temporal runs it whatever the server's cap (the schedule's overlap
-// bounds it).
+// bounds it). A run let go while it waits, followed again to be stopped,
+// starts the same way: a stop does not wait for a slot.
 func (r *runs) adopt(j *job) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -99,6 +99,14 @@ func (wk *waker) note(info *rundir.RunInfo) {
 	wk.gauge.Set(float64(len(wk.waiting)))
 }
 
+// forget stops holding run id as waiting.
+func (wk *waker) forget(id string) {
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
+	delete(wk.waiting, id)
+	wk.gauge.Set(float64(len(wk.waiting)))
+}
+
 // has says whether the waker holds run id as waiting.
 func (wk *waker) has(id string) bool {
 	wk.mu.Lock()

@@ -208,7 +208,9 @@ func (c *Client) AttachAsking(ctx context.Context, dir string, onEvent func(*rec
 	ref := *snap.Temporal
 	m := &mirror{c: c, w: w, ref: ref, onEvent: onEvent, dir: w.Dir(), next: len(earlier) - ref.Base, relay: newRelay(asker), holds: newHolds(earlier)}
 	m.relay.of(m)
-	desc, err := c.Client.DescribeWorkflowExecution(ctx, ref.Workflow, ref.Execution)
+	// Asked even when ctx ended already: a follower stopped before it
+	// follows still stops the run (m.run cancels it).
+	desc, err := c.Client.DescribeWorkflowExecution(context.WithoutCancel(ctx), ref.Workflow, ref.Execution)
 	if err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("finding run %s on Temporal at %s: %w", ref.Workflow, c.Address, err)

@@ -223,7 +223,7 @@ func TestWaitTemporalEventSurvivesAStop(t *testing.T) {
 // starts and ends meanwhile), reads as waiting and counts in
 // flow_runs_waiting; the server follows it again when its event comes,
 // by the API or by flow signal, or when its time comes, and each run
-// ends with what came, each step once.
+// ends with what came, each step once; one is stopped through the API.
 func TestWaitTemporalServeLetsGo(t *testing.T) {
 	srv := devserver.Start(t)
 	bin, dir := flowBinary(t), t.TempDir()
@@ -268,8 +268,15 @@ func TestWaitTemporalServeLetsGo(t *testing.T) {
 	for _, id := range []string{api, cli, pause} {
 		await(t, 60*time.Second, "run "+id+" to be followed again and end", func() bool { return runStatus(s, id) == "succeeded" })
 	}
+	// One let go is stopped as a running one is: its workflow is cancelled.
+	stopped := start("hook", `{"tag": "stopped"}`)
+	waiting(stopped)
+	if code, m := s.call("POST", "/api/runs/"+stopped+"/stop", ""); code != http.StatusOK {
+		t.Fatalf("stopping a run let go while it waits: %d %v", code, m)
+	}
+	await(t, 60*time.Second, "the stopped run to end stopped", func() bool { return runStatus(s, stopped) == "stopped" })
 	log := readFile(t, filepath.Join(dir, "hook.log"))
-	if strings.Count(log, "before") != 2 || strings.Count(log, "after api true") != 1 || strings.Count(log, "after cli false") != 1 {
+	if strings.Count(log, "before") != 3 || strings.Count(log, "after") != 2 || strings.Count(log, "after api true") != 1 || strings.Count(log, "after cli false") != 1 {
 		t.Fatalf("hook.log:\n%s", log)
 	}
 	if log := readFile(t, filepath.Join(dir, "pause.log")); log != "after\n" {
