@@ -17,15 +17,12 @@ var ErrLetGoWaiting = fmt.Errorf("%w while it waits", ErrDetached)
 
 // holds is what a run holds now, from its facts as they are mirrored: the
 // leaf visits (agent, run, ask, wait) that started and have not ended,
-// and the waits among them. Containers are left out: they hold only
-// through their children.
-type holds struct {
-	open  map[string]bool         // leaf visit → it waits
-	waits map[string]*record.Wait // the waits of open visits
-}
+// each with its wait, nil while it does not wait. Containers are left
+// out: they hold only through their children.
+type holds map[string]*record.Wait
 
-func newHolds(facts []*record.Fact) *holds {
-	h := &holds{open: map[string]bool{}, waits: map[string]*record.Wait{}}
+func newHolds(facts []*record.Fact) holds {
+	h := holds{}
 	for _, f := range facts {
 		h.add(f)
 	}
@@ -33,40 +30,34 @@ func newHolds(facts []*record.Fact) *holds {
 }
 
 // add takes the next fact of the run.
-func (h *holds) add(f *record.Fact) {
+func (h holds) add(f *record.Fact) {
 	switch f.Type {
 	case record.FactStart:
 		switch f.Kind {
 		case schema.KindAgent, schema.KindRun, schema.KindAsk, schema.KindWait:
-			h.open[f.Visit] = false
+			h[f.Visit] = nil
 		}
 	case record.FactWaiting:
-		if _, ok := h.open[f.Visit]; ok && f.Wait != nil {
-			h.open[f.Visit] = true
-			h.waits[f.Visit] = f.Wait
+		if _, ok := h[f.Visit]; ok && f.Wait != nil {
+			h[f.Visit] = f.Wait
 		}
 	case record.FactEnd:
-		delete(h.open, f.Visit)
-		delete(h.waits, f.Visit)
+		delete(h, f.Visit)
 	case record.FactRun:
 		if f.Status == record.StatusRunning { // an attempt starts afresh
-			clear(h.open)
-			clear(h.waits)
+			clear(h)
 		}
 	}
 }
 
 // onlyWaits says the run holds at least one wait and nothing else.
-func (h *holds) onlyWaits() bool {
-	if len(h.waits) == 0 {
-		return false
-	}
-	for _, waits := range h.open {
-		if !waits {
+func (h holds) onlyWaits() bool {
+	for _, w := range h {
+		if w == nil {
 			return false
 		}
 	}
-	return true
+	return len(h) > 0
 }
 
 // mayLetGo says the run can go on only when a wait's time or event comes:
@@ -89,7 +80,7 @@ func (m *mirror) mayLetGo(ctx context.Context, now time.Time) bool {
 	if err != nil {
 		return false
 	}
-	for _, w := range m.holds.waits {
+	for _, w := range m.holds {
 		if _, ok := kept[w.Event]; w.Event != "" && ok || w.Until != nil && !now.Before(*w.Until) {
 			return false
 		}

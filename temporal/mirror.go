@@ -33,7 +33,7 @@ type mirror struct {
 	// relay hands the run's asks to a local Asker (an attended run); nil:
 	// nobody here answers.
 	relay *relay
-	holds *holds // what the run holds now, for Client.LetGoWhileWaiting
+	holds holds // what the run holds now, for Client.LetGoWhileWaiting
 }
 
 // ErrDetached, as the cause of a mirror's cancellation, ends the mirror
@@ -246,9 +246,7 @@ func (m *mirror) finish(ctx context.Context) (*engine.Result, error) {
 
 // factEvent emits the event a local run gives with a fact.
 func (m *mirror) factEvent(f *record.Fact) {
-	if m.holds != nil {
-		m.holds.add(f)
-	}
+	m.holds.add(f)
 	switch f.Type {
 	case record.FactRun:
 		if f.Status == record.StatusRunning {
