@@ -287,6 +287,47 @@ func TestWaitTemporalServeLetsGo(t *testing.T) {
 	}
 }
 
+// TestWaitTemporalServeFollowsARunThatAsks: under flow serve --temporal,
+// a run whose wait has a question open beside it is not let go (the
+// question is answered through the server, which follows the run); once
+// it is answered, only the wait is left and the run is let go, then its
+// event brings it back to its end.
+func TestWaitTemporalServeFollowsARunThatAsks(t *testing.T) {
+	srv := devserver.Start(t)
+	bin, dir := flowBinary(t), t.TempDir()
+	writeFlows(t, dir, map[string]string{"gate.yaml": "name: gate\nnodes:\n  - id: both\n    parallel:\n" +
+		"      approve:\n        - {id: ok, ask: Ship it?, options: [ship, hold], default: hold, timeout: 1h}\n" +
+		"      hook:\n        - {id: ci, wait: {event: ci-done}}\n" +
+		"  - {id: after, run: echo after >> gate.log}\n"})
+	_, _, env := waitCluster(t, bin, dir, srv.Address, "asks", t.TempDir())
+	s := startServeEnv(t, bin, dir, env[len(os.Environ()):], "--poll", "200ms", "--temporal", srv.Address, "--task-queue", "asks")
+	code, m := s.call("POST", "/api/flows/gate/runs", "")
+	if code != http.StatusAccepted {
+		t.Fatalf("starting gate: %d %v", code, m)
+	}
+	id, _ := m["id"].(string)
+	await(t, 60*time.Second, "the question and the wait", func() bool {
+		_, v := s.call("GET", "/api/runs/"+id, "")
+		asks, _ := v["asks"].([]any)
+		return len(asks) == 1 && waitsOn(s, id) == "event ci-done"
+	})
+	time.Sleep(2 * time.Second) // eight chances to let go, wrongly
+	if st := runStatus(s, id); st != "running" {
+		t.Fatalf("a run with a question open beside its wait is %s, want running (followed)", st)
+	}
+	if code, m := s.call("POST", "/api/runs/"+id+"/asks/both/approve/ok", `{"answer": "ship"}`); code != http.StatusOK {
+		t.Fatalf("answering: %d %v", code, m)
+	}
+	await(t, 60*time.Second, "the run to be let go once only its wait is left", func() bool { return runStatus(s, id) == "waiting" })
+	if code, m := s.call("POST", "/api/runs/"+id+"/events/ci-done", ""); code != http.StatusOK {
+		t.Fatalf("delivering: %d %v", code, m)
+	}
+	await(t, 60*time.Second, "the run to end", func() bool { return runStatus(s, id) == "succeeded" })
+	if log := readFile(t, filepath.Join(dir, "gate.log")); log != "after\n" {
+		t.Fatalf("gate.log: %q", log)
+	}
+}
+
 // TestWaitTemporalServeRestart: under flow serve --temporal, a run of
 // wait: {for: 4s}, the server stopped and one of two workers killed
 // during the wait, ends by itself, each step once, and the next server
