@@ -151,17 +151,7 @@ func (d *Driver) Turn(ctx context.Context, t *engine.Turn) (*engine.TurnResult, 
 	if res.Status != engine.Completed {
 		return finish(nil)
 	}
-	// The history keeps what the next turn is given of a long answer: its
-	// start and where the rest is.
-	said := res.Output
-	if res.File != "" {
-		said += fmt.Sprintf("\n\n[… the whole answer, %d bytes, is in %s]", res.Size, res.File)
-	}
-	sess, err := hist.save(t.Home, a.Name, t.Prompt, said, secrets)
-	if err != nil {
-		res.Diagnostics = append(res.Diagnostics, err.Error())
-	}
-	res.Session = sess
+	hist.Keep(t, res, secrets)
 	return finish(nil)
 }
 

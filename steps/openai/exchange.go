@@ -51,10 +51,20 @@ func LoadHistory(home, agent, session string) (*History, error) {
 	return loadHistory(home, agent, session)
 }
 
-// Save appends one exchange to h and writes it, redacted; it returns the
-// session id.
-func (h *history) Save(home, agent, prompt, answer string, secrets *secret.Redactor) (string, error) {
-	return h.save(home, agent, prompt, answer, secrets)
+// Keep appends a completed turn's exchange to h and writes it, redacted,
+// into res.Session; what it could not keep goes to res.Diagnostics. A long
+// answer is kept as the next turn is given it: its start and where the
+// rest is.
+func (h *history) Keep(t *engine.Turn, res *engine.TurnResult, secrets *secret.Redactor) {
+	said := res.Output
+	if res.File != "" {
+		said += fmt.Sprintf("\n\n[… the whole answer, %d bytes, is in %s]", res.Size, res.File)
+	}
+	sess, err := h.save(t.Home, t.Agent.Name, t.Prompt, said, secrets)
+	if err != nil {
+		res.Diagnostics = append(res.Diagnostics, err.Error())
+	}
+	res.Session = sess
 }
 
 // Exchange is one turn's requests to one server: each through the
