@@ -79,6 +79,52 @@ func TestLatestReadsNoJournal(t *testing.T) {
 	}
 }
 
+// Latest reads runs newest first and stops at the newest match: of the
+// runs older than it, at most the rest of the last batch it read is read
+// (here their summaries are gone, so a read goes to their journals). Within one second the later start
+// wins; a run whose id is not a time (a Temporal Schedule's) counts by its
+// start.
+func TestLatestStopsAtTheNewestMatch(t *testing.T) {
+	runs := t.TempDir()
+	t0 := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	for i := range 3 * latestBatch {
+		id := mkRun(t, runs, t0.Add(time.Duration(i)*time.Second), "f", record.StatusSucceeded)
+		if err := os.Remove(filepath.Join(runs, id, summaryFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkRun(t, runs, t0.Add(time.Hour), "f", record.StatusSucceeded)
+	want := mkRun(t, runs, t0.Add(time.Hour+500*time.Millisecond), "f", record.StatusSucceeded) // the same second, later
+	for i := range 40 {
+		mkRun(t, runs, t0.Add(2*time.Hour+time.Duration(i)*time.Second), "g", record.StatusSucceeded)
+	}
+	read := countReads(t)
+	got, err := Latest(runs, func(r *RunInfo) bool { return r.Flow == "f" })
+	if err != nil || got == nil || got.ID != want {
+		t.Fatalf("Latest: %+v, %v; want run %s", got, err, want)
+	}
+	if len(*read) >= latestBatch {
+		t.Errorf("Latest read %d runs older than the newest match, want fewer than one batch (%d)", len(*read), latestBatch)
+	}
+	// A run named otherwise that started later is newer still.
+	w, err := Create(runs, "flow-abc123-f-20260102T170000Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := t0.Add(2 * time.Hour)
+	for _, f := range []*record.Fact{{Type: record.FactRun, Time: at, Flow: "f", Status: record.StatusRunning}, {Type: record.FactRun, Time: at.Add(time.Second), Status: record.StatusSucceeded}} {
+		if err := w.Fact(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Latest(runs, func(r *RunInfo) bool { return r.Flow == "f" }); err != nil || got == nil || got.ID != w.ID() {
+		t.Fatalf("Latest: %+v, %v; want the Schedule's run %s, which started last", got, err, w.ID())
+	}
+}
+
 // The index is a cache: removed, it is rebuilt by the next reader (which
 // reads every journal once); a run whose journal changed after its line
 // was written (resumed, appended to, replaced) is read again; a torn line

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -101,4 +102,27 @@ func earlierRuns(ctx context.Context, flowBin, tmp string, env []string, n int) 
 		}
 	}
 	return wd, nil
+}
+
+// runNames are the runs in dir's runs directory.
+func runNames(dir string) []string {
+	entries, _ := os.ReadDir(filepath.Join(dir, ".flow", "runs"))
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// removeRunsSince removes the runs of dir's runs directory that are not
+// in before.
+func removeRunsSince(dir string, before []string) error {
+	for _, name := range runNames(dir) {
+		if !slices.Contains(before, name) {
+			if err := os.RemoveAll(filepath.Join(dir, ".flow", "runs", name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -20,7 +20,8 @@
 //     start-up (package init, the runtime's set-up of a large binary);
 //   - --reuse: `flow run --reuse` of a one-node flow in a directory of 200
 //     earlier runs, half of the flow and then half of another, against the
-//     floor spawning one `true`.
+//     floor spawning one `true`; the run each round makes is removed, so
+//     every round finds the run to reuse behind the other flow's.
 //
 // Then it runs the engine's Go benchmark MapMemory -engine times (0 skips
 // it): the peak heap per item of a 10,000-item map, checked on the median.
@@ -161,6 +162,9 @@ type workload struct {
 	// maxPer bounds flow's extra time per process over the floor, which
 	// for the chain on Temporal is the same chain run locally.
 	maxPer time.Duration
+	// sameRuns removes the runs a round's flow made from dir's runs
+	// directory, so that every round finds the same earlier runs.
+	sameRuns bool
 }
 
 // result is a workload's samples.
@@ -257,12 +261,13 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, _ []engine
 			return nil, nil, err
 		}
 		work = append(work, workload{
-			name:    fmt.Sprintf("--reuse, %d runs", c.reuse),
-			procs:   1,
-			floor:   []string{floorBin, "-n", "1", "true"},
-			flow:    []string{flowBin, "run", "--reuse", "one.yaml"},
-			maxWall: targetReuse,
-			dir:     wd,
+			name:     fmt.Sprintf("--reuse, %d runs", c.reuse),
+			procs:    1,
+			floor:    []string{floorBin, "-n", "1", "true"},
+			flow:     []string{flowBin, "run", "--reuse", "one.yaml"},
+			maxWall:  targetReuse,
+			dir:      wd,
+			sameRuns: true,
 		})
 	}
 	if c.temporal > 0 {
@@ -294,9 +299,18 @@ func bench(ctx context.Context, c config, log io.Writer) (_ []result, _ []engine
 			if err != nil {
 				return nil, nil, err
 			}
+			var before []string
+			if w.sameRuns {
+				before = runNames(w.dir)
+			}
 			g, err := r.measure(ctx, w.flow, w.dir)
 			if err != nil {
 				return nil, nil, err
+			}
+			if w.sameRuns {
+				if err := removeRunsSince(w.dir, before); err != nil {
+					return nil, nil, err
+				}
 			}
 			if round > 0 {
 				res.floor, res.flow = append(res.floor, f), append(res.flow, g)
