@@ -6,13 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"time"
 
 	"github.com/flowrun/flow/engine/record"
 	"github.com/flowrun/flow/schema"
-	"github.com/sourcegraph/conc/iter"
 )
 
 // RunInfo summarises a run directory for `flow runs`, `flow show` and
@@ -145,21 +143,13 @@ func eachRun(runsDir string, read func(dir string) (*RunInfo, error)) ([]*RunInf
 	if err != nil {
 		return nil, fmt.Errorf("listing runs: %w", err)
 	}
-	entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return !e.IsDir() })
-	// The runs are read a few at a time: most of a read is waiting on
-	// the file system, and hundreds of runs are read on every --reuse.
-	infos := iter.Map(entries, func(e *fs.DirEntry) *RunInfo {
-		dir := filepath.Join(runsDir, (*e).Name())
-		info, err := read(dir)
-		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
-			info, err = corrupt(dir, ce), nil
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
 		}
-		if err != nil {
-			return nil
-		}
-		return info
-	})
-	out := slices.DeleteFunc(infos, func(r *RunInfo) bool { return r == nil })
+	}
+	out := readRuns(runsDir, names, read)
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Started.Equal(out[j].Started) {
 			return out[i].Started.After(out[j].Started)

@@ -42,7 +42,7 @@ func Latest(runsDir string, match func(*RunInfo) bool) (*RunInfo, error) {
 	}
 	var best *RunInfo
 	take := func(names []string) {
-		for _, r := range readSummaries(runsDir, names) {
+		for _, r := range readRuns(runsDir, names, summary) {
 			if match(r) && (best == nil || newer(r, best)) {
 				best = r
 			}
@@ -73,12 +73,13 @@ func Latest(runsDir string, match func(*RunInfo) bool) (*RunInfo, error) {
 // system's.
 const latestBatch = 16
 
-// readSummaries are the runs named, read as Summaries reads them; a run
-// that cannot be read is left out, a corrupt one listed as such.
-func readSummaries(runsDir string, names []string) []*RunInfo {
+// readRuns is what read returns for the runs named, a few at a time
+// (most of a read is waiting on the file system): a corrupt run as such,
+// and runs read fails otherwise left out.
+func readRuns(runsDir string, names []string, read func(dir string) (*RunInfo, error)) []*RunInfo {
 	infos := iter.Map(names, func(name *string) *RunInfo {
 		dir := filepath.Join(runsDir, *name)
-		info, err := summary(dir)
+		info, err := read(dir)
 		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
 			info, err = corrupt(dir, ce), nil
 		}
