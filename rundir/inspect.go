@@ -136,6 +136,23 @@ func List(runsDir string) ([]*RunInfo, error) {
 // corrupt run as such, newest first; runs read fails otherwise are left
 // out. A missing runsDir has no runs.
 func eachRun(runsDir string, read func(dir string) (*RunInfo, error)) ([]*RunInfo, error) {
+	names, err := runDirs(runsDir)
+	if err != nil {
+		return nil, err
+	}
+	out := readRuns(runsDir, names, read)
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Started.Equal(out[j].Started) {
+			return out[i].Started.After(out[j].Started)
+		}
+		return out[i].ID > out[j].ID
+	})
+	return out, nil
+}
+
+// runDirs are the names of the directories under runsDir; a missing
+// runsDir has none.
+func runDirs(runsDir string) ([]string, error) {
 	entries, err := os.ReadDir(runsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -149,14 +166,7 @@ func eachRun(runsDir string, read func(dir string) (*RunInfo, error)) ([]*RunInf
 			names = append(names, e.Name())
 		}
 	}
-	out := readRuns(runsDir, names, read)
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Started.Equal(out[j].Started) {
-			return out[i].Started.After(out[j].Started)
-		}
-		return out[i].ID > out[j].ID
-	})
-	return out, nil
+	return names, nil
 }
 
 // Find resolves a run named on the command line: a run directory, or an id

@@ -2,9 +2,6 @@ package rundir
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -23,21 +20,16 @@ import (
 // counts by the second it started in, and is always read. Stopping early
 // takes flow run --reuse of the newest of 200 runs from 45 to 40 ms.
 func Latest(runsDir string, match func(*RunInfo) bool) (*RunInfo, error) {
-	entries, err := os.ReadDir(runsDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	names, err := runDirs(runsDir)
 	if err != nil {
-		return nil, fmt.Errorf("listing runs: %w", err)
+		return nil, err
 	}
 	var timed, other []string
-	for _, e := range entries {
-		switch _, ok := idSecond(e.Name()); {
-		case !e.IsDir():
-		case ok:
-			timed = append(timed, e.Name())
-		default:
-			other = append(other, e.Name())
+	for _, name := range names {
+		if _, ok := idSecond(name); ok {
+			timed = append(timed, name)
+		} else {
+			other = append(other, name)
 		}
 	}
 	var best *RunInfo

@@ -296,7 +296,7 @@ func (s *Server) apiStop(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if a, j := s.runs.get(id); a == nil && j == nil && s.waker.has(id) && s.cfg.Backend != nil {
+	if a, j := s.runs.get(id); a == nil && j == nil && s.waker.has(id) {
 		// A run on Temporal let go while it waits goes on there: it is
 		// followed again, and stopped as a running one is.
 		if info, err := rundir.Inspect(dir); err == nil && info.Status == record.StatusInterrupted {
